@@ -1,0 +1,43 @@
+# Two commands after cloning: `make run` (set up, start on the bundled demo) and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_CPU := torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint typecheck unit bench clean
+
+setup: $(STAMP)
+
+# CPU torch first: a bare `torch` requirement on a machine without torch would pull
+# the multi-GB CUDA build. GPU users: see README ("GPU").
+$(STAMP): pyproject.toml setup.py
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (Python 3.11)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet $(TORCH_CPU)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: setup
+	$(BIN)/bi3d-studio depth resources/demo/motorcycle/im0.png resources/demo/motorcycle/im1.png \
+		--calib resources/demo/motorcycle/calib.txt --max-disparity 96 --out out/demo
+	$(BIN)/bi3d-studio eval resources/demo/motorcycle
+
+lint: setup
+	$(BIN)/ruff check app tests benchmarks packaging
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+test: lint typecheck unit
+
+bench: setup
+	$(BIN)/bi3d-studio bench --engines bi3d,sgbm --modes binary,quantized --planes 1,4,16 \
+		--size 480x640 --width 1.0,0.5 --json benchmarks/bench_cpu.json
+
+clean:
+	rm -rf $(VENV) out build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,130 @@
+"""In-process latency benchmark of the engines (warm-up, then median and p90)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from app.engine.assets import demo_scene
+from app.engine.engines import EngineOptions, build_engine
+from app.engine.formats import read_image_rgb
+from app.engine.types import DepthRequest, Mode
+
+
+@dataclass(frozen=True)
+class BenchRecord:
+    engine: str
+    mode: str
+    planes: int
+    height: int
+    width: int
+    device: str
+    runtime: str
+    precision: str
+    median_ms: float
+    p90_ms: float
+    model_width: float | None = None
+    features_ms: float | None = None
+    planes_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(self).items()}
+
+
+def bench_request(mode: str, planes: int, max_disparity: int) -> DepthRequest:
+    """A request that sweeps about ``planes`` planes in the given mode."""
+    m = Mode(mode)
+    if m is Mode.BINARY:
+        return DepthRequest(mode=m, planes=(max_disparity / 4,), max_disparity=max_disparity)
+    if m is Mode.QUANTIZED:
+        return DepthRequest(mode=m, levels=planes, max_disparity=max_disparity)
+    if m is Mode.SELECTIVE:
+        return DepthRequest(mode=m, range=(0.0, 3.0 * max(planes - 1, 1)), max_disparity=max_disparity)
+    return DepthRequest(mode=m, max_disparity=max_disparity)
+
+
+def bench_images(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The demo pair resized to the benchmark size (content matters for SGBM's cost)."""
+    scene = demo_scene()
+    pair = [read_image_rgb(scene / name) for name in ("im0.png", "im1.png")]
+    return tuple(cv2.resize(img, (width, height), interpolation=cv2.INTER_AREA) for img in pair)  # type: ignore[return-value]
+
+
+def _time(engine: Any, left: np.ndarray, right: np.ndarray, request: DepthRequest,
+          warmup: int, repeat: int) -> tuple[list[float], list[dict[str, float]], Any]:
+    for _ in range(warmup):
+        result = engine.compute(left, right, request)
+    times, stages = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = engine.compute(left, right, request)
+        times.append((time.perf_counter() - t0) * 1000)
+        stages.append(result.timings)
+    return times, stages, result
+
+
+def run_bench(
+    engines: list[str],
+    modes: list[str],
+    plane_counts: list[int],
+    sizes: list[tuple[int, int]],
+    options: EngineOptions,
+    widths: list[float | None],
+    repeat: int = 5,
+    warmup: int = 1,
+    max_disparity: int = 192,
+) -> list[BenchRecord]:
+    records: list[BenchRecord] = []
+    names = list(dict.fromkeys([*engines, "sgbm"]))  # the baseline is always measured
+    for height, width in sizes:
+        left, right = bench_images(height, width)
+        for name in names:
+            for model_width in widths if name == "bi3d" else [None]:
+                for mode in modes:
+                    kind = "binary" if mode in ("binary", "quantized") else "continuous_2d"
+                    opts = dataclasses.replace(options, engine=name, width=model_width)
+                    engine, _ = build_engine(opts, kind)
+                    counts = [1] if mode == "binary" else plane_counts
+                    counts = counts[:1] if mode == "continuous" else counts
+                    for count in counts:
+                        request = bench_request(mode, count, max_disparity)
+                        times, stages, result = _time(engine, left, right, request, warmup, repeat)
+                        records.append(_record(name, mode, result, height, width, times, stages, model_width))
+    return records
+
+
+def _record(name: str, mode: str, result: Any, height: int, width: int, times: list[float],
+            stages: list[dict[str, float]], model_width: float | None) -> BenchRecord:
+    def med(key: str) -> float | None:
+        vals = [s[key] for s in stages if key in s]
+        return float(np.median(vals)) if vals else None
+
+    return BenchRecord(
+        engine=name, mode=mode, planes=len(result.planes), height=height, width=width,
+        device=result.device, runtime=result.runtime, precision=result.precision,
+        median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
+        model_width=model_width, features_ms=med("features"), planes_ms=med("planes"),
+    )
+
+
+def bench_table(records: list[BenchRecord]) -> str:
+    """Plain-text table; ``x sgbm`` is the median relative to SGBM at the same size and mode."""
+    base = {(r.height, r.width, r.mode): r.median_ms for r in records if r.engine == "sgbm"}
+    head = f"{'engine':<6} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} {'median':>9} {'p90':>9} " \
+           f"{'features':>8} {'planes':>9} {'x sgbm':>7}"
+    lines = [head]
+    for r in records:
+        key = (r.height, r.width, r.mode)
+        ratio = r.median_ms / base[key] if key in base else np.nan
+        lines.append(
+            f"{r.engine:<6} {'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "
+            f"{f'{r.height}x{r.width}':>9} {r.planes:>6} {r.median_ms:>9.1f} {r.p90_ms:>9.1f} "
+            f"{'' if r.features_ms is None else f'{r.features_ms:.1f}':>8} "
+            f"{'' if r.planes_ms is None else f'{r.planes_ms:.1f}':>9} {ratio:>7.1f}"
+        )
+    return "\n".join(lines)

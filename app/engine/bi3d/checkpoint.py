@@ -1,0 +1,150 @@
+"""Loading and saving Bi3D weights.
+
+Two formats are read: the published checkpoints (``{"state_dict": ...}``, the kind
+told by the keys, published width and 192 px) and this project's own files, which
+add metadata (kind, width, max disparity, how the weights were trained). Files are
+always read with ``weights_only=True``: a file that would run code on load is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from app.engine.bi3d.model import Bi3DModel, ModelKind
+from app.engine.errors import UserError
+from app.engine.formats import default_file_mode
+
+FORMAT = "bi3d-studio"
+FORMAT_VERSION = 1
+PUBLISHED_MAX_DISPARITY = 192
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    kind: ModelKind
+    width: float = 1.0
+    max_disparity: int = PUBLISHED_MAX_DISPARITY
+    training: dict[str, Any] = field(default_factory=dict)
+    source: str = "project"  # "project" or "published"
+
+
+def detect_kind(keys: set[str] | Mapping[str, Any]) -> ModelKind | None:
+    """Which kind a set of state-dict keys looks like, or None."""
+    names = set(keys)
+    if any(k.startswith("refinenet3d.") for k in names):
+        return ModelKind.CONTINUOUS_3D
+    if any(k.startswith("featnethr.") for k in names):
+        return ModelKind.BINARY
+    if any(k.startswith("refinenet.conv2d_feature") for k in names):
+        return ModelKind.CONTINUOUS_2D
+    return None
+
+
+def detect_width(state: Mapping[str, torch.Tensor]) -> float:
+    weight = state.get("featnet.firstconv.0.0.weight")
+    if weight is None:
+        return 1.0
+    return int(weight.shape[0]) / 32.0
+
+
+def _strip_prefix(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Checkpoints saved from DataParallel carry a ``module.`` prefix."""
+    if state and all(k.startswith("module.") for k in state):
+        return {k[len("module.") :]: v for k, v in state.items()}
+    return dict(state)
+
+
+def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], ModelInfo]:
+    """Read weights and metadata; a clear ``UserError`` for anything that does not fit."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"weights file not found: {path}; check the path")
+    if path.stat().st_size == 0:
+        raise UserError(f"weights file {path} is empty; download or export it again")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise UserError(
+            f"{path} holds Python objects that would run code when loaded; refused. "
+            "Re-save only the tensors: torch.save({'state_dict': model.state_dict()}, file)"
+        ) from exc
+    except Exception as exc:  # torch raises several types for corrupt archives
+        raise UserError(f"{path} is not a readable PyTorch checkpoint ({type(exc).__name__}); "
+                        "check the file is complete") from exc
+    if not isinstance(data, Mapping) or not isinstance(data.get("state_dict"), Mapping):
+        raise UserError(f"{path} has no 'state_dict' entry; it is not a Bi3D checkpoint")
+    state = _strip_prefix(data["state_dict"])
+    if data.get("format") == FORMAT:
+        info = ModelInfo(
+            kind=ModelKind(data["kind"]),
+            width=float(data.get("width", 1.0)),
+            max_disparity=int(data.get("max_disparity", PUBLISHED_MAX_DISPARITY)),
+            training=dict(data.get("training", {})),
+            source="project",
+        )
+    else:
+        kind = detect_kind(state)
+        if kind is None:
+            raise UserError(f"{path}: the weights match no Bi3D kind (binary, continuous_2d, continuous_3d)")
+        info = ModelInfo(kind, detect_width(state), PUBLISHED_MAX_DISPARITY, {}, "published")
+    return state, info
+
+
+def load_model(path: str | Path, expect_kind: ModelKind | str | None = None) -> tuple[Bi3DModel, ModelInfo]:
+    """Build the model a checkpoint describes and load it strictly."""
+    state, info = read_checkpoint(path)
+    if expect_kind is not None and ModelKind(expect_kind) is not info.kind:
+        wanted = ModelKind(expect_kind).value
+        raise UserError(f"{path} is a {info.kind.value} model; this needs a {wanted} model")
+    model = Bi3DModel(info.kind, info.width, info.max_disparity)
+    check_fit(model, state, path)
+    model.load_state_dict(state, strict=True)
+    return model.eval(), info
+
+
+def check_fit(model: Bi3DModel, state: Mapping[str, torch.Tensor], path: str | Path) -> None:
+    """Raise a ``UserError`` naming missing, unexpected and mis-shaped keys."""
+    expected = model.state_dict()
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    shaped = [k for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]
+    if not (missing or unexpected or shaped):
+        return
+    looks = detect_kind(state)
+    hint = f"it looks like a {looks.value} model" if looks else "it looks like no Bi3D kind"
+    raise UserError(
+        f"{path} does not fit a {model.kind.value} model (width {model.width:g}): "
+        f"{len(missing)} keys missing, {len(unexpected)} unexpected, {len(shaped)} with other shapes; {hint}"
+    )
+
+
+def save_checkpoint(path: str | Path, model: Bi3DModel, training: Mapping[str, Any] | None = None) -> None:
+    """Write this project's format atomically (temporary file, then rename)."""
+    path = Path(path)
+    payload = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "kind": model.kind.value,
+        "width": model.width,
+        "max_disparity": model.max_disparity,
+        "training": dict(training or {}),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    os.chmod(tmp, default_file_mode())
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,289 @@
+"""Bi3D depth engine: a ``DepthRequest`` and an image pair in, a ``DepthResult`` out.
+
+Features are computed once per frame; planes go through SegNet in memory-bounded
+chunks. Planes that are not multiples of 3 px are rounded to the nearest multiple
+of 3 (as published) unless ``shift_mode="interpolate"``, which blends the right
+features between the two neighbouring feature columns instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from app.engine.bi3d.model import FEATURE_STRIDE, Bi3DModel, Features, ModelKind
+from app.engine.bi3d.padding import Padder, to_network_input
+from app.engine.bi3d.readout import integrate_planes, monotone_logits, normalized_to_disparity
+from app.engine.budget import CostModel
+from app.engine.decoding import (
+    continuous_range,
+    dense_span,
+    quantized_disparity,
+    range_state_from_probabilities,
+    requested_planes,
+)
+from app.engine.errors import UserError
+from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
+
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+SHIFT_MODES = ("round", "interpolate")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserError("CUDA is not available on this machine; use --device cpu")
+    if name not in ("cpu", "cuda"):
+        raise UserError(f"unknown device {name!r}; use cpu or cuda")
+    return torch.device(name)
+
+
+@dataclass
+class Plan:
+    """Planes to sweep (px) and how to read them out."""
+
+    planes: np.ndarray
+    step: int = FEATURE_STRIDE  # dense grid spacing (selective / continuous)
+    span: tuple[int, int] | None = None
+    notes: list[str] = field(default_factory=list)
+    choice: dict[str, float] = field(default_factory=dict)
+
+
+class Bi3DEngine:
+    name = "bi3d"
+    runtime = "torch"
+
+    def __init__(
+        self,
+        model: Bi3DModel,
+        device: str = "cpu",
+        precision: str = "fp32",
+        shift_mode: str = "round",
+        max_chunk_bytes: int = 512 << 20,
+    ) -> None:
+        if precision not in PRECISIONS:
+            raise UserError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+        if shift_mode not in SHIFT_MODES:
+            raise UserError(f"unknown plane shift mode {shift_mode!r}; use round or interpolate")
+        self.device = resolve_device(device)
+        if precision == "fp16" and self.device.type == "cpu":
+            raise UserError("fp16 needs --device cuda; use bf16 or fp32 on the CPU")
+        self.model = model.to(self.device).eval()
+        self.precision = precision
+        self.shift_mode = shift_mode
+        self.max_chunk_bytes = max_chunk_bytes
+        self.costs = CostModel()
+
+    # ---- public -------------------------------------------------------------------
+    def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        check_pair(left, right)
+        self._check_request(request)
+        padder = Padder(*left.shape[:2])
+        size = padder.padded_size
+        t0 = time.perf_counter()
+        with torch.inference_mode(), self._autocast():
+            l_in = padder.pad(to_network_input(left, self.device))
+            r_in = padder.pad(to_network_input(right, self.device))
+            if request.budget_ms is not None and not self.costs.known(size):
+                self._probe_costs(l_in, r_in, size)
+            plan = self._plan(request, size)
+            timings: dict[str, float] = {}
+            with self._timed(timings, "features"):
+                feats = self.model.extract(l_in, r_in)
+            with self._timed(timings, "planes"):
+                lowres = self.model.plane_logits(feats, self._shifts(plan.planes), self._chunk(size))
+            result = self._readout(request, plan, feats, lowres, padder, timings)
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        fixed = timings["total"] - timings["planes"]
+        self.costs.update(size, fixed, timings["planes"], len(plan.planes))
+        result.timings = timings
+        result.notes = plan.notes + result.notes
+        result.choice = plan.choice
+        if request.budget_ms is not None:
+            result.choice["took_ms"] = timings["total"]
+        return result
+
+    # ---- planning -----------------------------------------------------------------
+    def _check_request(self, request: DepthRequest) -> None:
+        top = self.model.max_disparity
+        if request.max_disparity > top:
+            raise UserError(
+                f"this model reaches {top} px of disparity, the request asks for {request.max_disparity}; "
+                f"use --max-disparity {top} or a model trained for more"
+            )
+
+    def _plan(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            return self._plan_planes(request, size)
+        return self._plan_dense(request, size)
+
+    def _plan_planes(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        planes = requested_planes(request)
+        plan = Plan(planes)
+        if request.budget_ms is not None and request.mode is Mode.QUANTIZED:
+            limit = request.levels or len(request.planes) or self.model.max_shift
+            n = self.costs.max_planes(size, request.budget_ms, limit)
+            if not request.planes:
+                planes = requested_planes(dataclasses.replace(request, levels=n, budget_ms=None))
+            elif n < len(planes):
+                planes = planes[np.linspace(0, len(planes) - 1, n).round().astype(int)]
+            plan.planes = planes
+            plan.choice = {"planes": float(len(planes)), "predicted_ms": self.costs.predict_ms(size, n)}
+        if self.shift_mode == "round":
+            rounded = np.round(plan.planes / FEATURE_STRIDE) * FEATURE_STRIDE
+            if not np.allclose(rounded, plan.planes):
+                plan.notes.append(
+                    "planes rounded to multiples of 3 px (published Bi3D): "
+                    + ", ".join(f"{a:g}->{b:g}" for a, b in zip(plan.planes, rounded, strict=True) if a != b)
+                )
+            plan.planes = np.unique(rounded)
+        return plan
+
+    def _plan_dense(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        lo, hi = continuous_range(request)
+        top = self.model.max_disparity
+        step = FEATURE_STRIDE
+        notes: list[str] = []
+        choice: dict[str, float] = {}
+        if request.budget_ms is not None:
+            step = self.costs.finest_step(size, request.budget_ms, hi - lo, FEATURE_STRIDE)
+        first, last = dense_span(lo, hi, step, top)
+        if self.model.refinenet3d is not None and step == FEATURE_STRIDE:
+            first, last = self._fit_3d(first, last, top, notes)
+        elif self.model.refinenet3d is not None:
+            notes.append("3D regulariser skipped: plane step above 3 px")
+        planes = np.arange(first, last + 1, step, dtype=np.float64)
+        if request.budget_ms is not None:
+            choice = {
+                "planes": float(len(planes)),
+                "step_px": float(step),
+                "predicted_ms": self.costs.predict_ms(size, len(planes)),
+            }
+        return Plan(planes, step, (first, last), notes, choice)
+
+    @staticmethod
+    def _fit_3d(first: int, last: int, top: int, notes: list[str]) -> tuple[int, int]:
+        """The 3D regulariser needs (last - first) / 3 to be a multiple of 16."""
+        block = 16 * FEATURE_STRIDE
+        extra = (-(last - first)) % block
+        if extra:
+            grow_up = min(extra, top - last)
+            first, last = first - (extra - grow_up), last + grow_up
+            notes.append(f"plane range widened to [{first}, {last}] px for the 3D regulariser")
+        return first, last
+
+    def _shifts(self, planes: np.ndarray) -> Tensor:
+        return torch.as_tensor(planes / FEATURE_STRIDE, dtype=torch.float32)
+
+    def _chunk(self, size: tuple[int, int]) -> int:
+        h, w = size[0] // FEATURE_STRIDE, size[1] // FEATURE_STRIDE + self.model.max_shift
+        per_plane = 4 * 3 * self.model.segnet.widest_channels * h * w
+        return int(max(1, min(64, self.max_chunk_bytes // per_plane)))
+
+    def _probe_costs(self, l_in: Tensor, r_in: Tensor, size: tuple[int, int]) -> None:
+        """Seed the cost model for a new frame size with one feature pass and two planes."""
+        t0 = time.perf_counter()
+        feats = self.model.extract(l_in, r_in)
+        self._sync()
+        t1 = time.perf_counter()
+        self.model.plane_logits(feats, torch.tensor([0.0, 1.0]), 2)
+        self._sync()
+        t2 = time.perf_counter()
+        self.costs.update(size, (t1 - t0) * 1000, (t2 - t1) * 1000, 2)
+
+    # ---- readout ------------------------------------------------------------------
+    def _readout(
+        self,
+        request: DepthRequest,
+        plan: Plan,
+        feats: Features,
+        lowres: Tensor,
+        padder: Padder,
+        timings: dict[str, float],
+    ) -> DepthResult:
+        if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            with self._timed(timings, "refine"):
+                probs = torch.sigmoid(self.model.refine_planes(feats, lowres).float())
+                probs_np = padder.crop(probs)[0].cpu().numpy()
+            return self._plane_result(request, plan, probs_np)
+        return self._dense_result(request, plan, feats, lowres, padder, timings)
+
+    def _plane_result(self, request: DepthRequest, plan: Plan, probs: np.ndarray) -> DepthResult:
+        h, w = probs.shape[-2:]
+        if request.mode is Mode.BINARY:
+            mask = probs[0] > 0.5
+            disparity = np.full((h, w), np.nan, np.float32)
+            return self._result(request, disparity, probs, plan.planes, mask=mask)
+        disparity = quantized_disparity(probs, plan.planes, request.max_disparity)
+        return self._result(request, disparity, probs, plan.planes)
+
+    def _dense_result(
+        self,
+        request: DepthRequest,
+        plan: Plan,
+        feats: Features,
+        lowres: Tensor,
+        padder: Padder,
+        timings: dict[str, float],
+    ) -> DepthResult:
+        assert plan.span is not None
+        first, last = plan.span
+        lo, hi = continuous_range(request)
+        with self._timed(timings, "refine"):
+            if self.model.refinenet3d is not None and plan.step == FEATURE_STRIDE:
+                lowres = self.model.regularise(feats, lowres)
+            logits = self.model.refine_planes(feats, lowres).float()
+            if self.model.kind is ModelKind.BINARY:
+                logits = monotone_logits(logits)
+        with self._timed(timings, "readout"):
+            probes = (round(lo) - first, round(hi) - first)
+            dense = integrate_planes(logits, plan.step, probes)
+            normalized = dense.normalized
+            if self.model.kind is not ModelKind.BINARY:
+                normalized = self.model.refine_disparity(normalized, feats.image).float()
+            disp = normalized_to_disparity(normalized, first, last)
+            disparity = padder.crop(disp)[0, 0].cpu().numpy().astype(np.float32)
+            probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
+        state = None
+        if request.mode is Mode.SELECTIVE:
+            p_lo, p_hi = (padder.crop(dense.probes[i]).cpu().numpy() for i in probes)
+            state = range_state_from_probabilities(p_lo, p_hi)
+            disparity[state != 0] = np.nan
+        return self._result(request, disparity, probs, plan.planes, range_state=state)
+
+    def _result(self, request: DepthRequest, disparity: np.ndarray, probs: np.ndarray,
+                planes: np.ndarray, **extra: np.ndarray | None) -> DepthResult:
+        return DepthResult(
+            disparity=disparity,
+            probabilities=probs.astype(np.float32),
+            planes=np.asarray(planes, np.float32),
+            mode=request.mode,
+            engine=self.name,
+            device=self.device.type,
+            runtime=self.runtime,
+            precision=self.precision,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    # ---- helpers ------------------------------------------------------------------
+    def _autocast(self) -> contextlib.AbstractContextManager[object]:
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=PRECISIONS[self.precision])
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    @contextlib.contextmanager
+    def _timed(self, timings: dict[str, float], stage: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self._sync()
+        timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - t0) * 1000

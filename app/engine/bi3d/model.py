@@ -1,0 +1,209 @@
+"""The three Bi3D model kinds and their forward passes.
+
+The work is split the way deployment needs it: ``extract`` runs the feature
+networks once per frame, ``plane_logits`` sweeps any number of planes through
+SegNet in memory-bounded chunks, and the readouts (binary refinement, dense
+continuous disparity) work on those logits. ``forward`` composes them exactly
+as the published networks do, for conformance checks.
+
+Shapes: B batch, P planes, H x W padded image (multiples of 96), h x w = H/3 x W/3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from app.engine.bi3d.network import (
+    FEATURE_STRIDE,
+    DispRefine,
+    FeatNet,
+    FeatNetHR,
+    RefineNet3D,
+    SegNet,
+    SegRefine,
+)
+
+SIZE_MULTIPLE = 96  # 3 (feature stride) x 32 (five SegNet downsamplings)
+MIN_SIZE = 192  # FeatNet's widest pooling branch spans 64 feature columns
+
+
+class ModelKind(StrEnum):
+    BINARY = "binary"
+    CONTINUOUS_2D = "continuous_2d"
+    CONTINUOUS_3D = "continuous_3d"
+
+
+@dataclass
+class Features:
+    """Per-frame features, computed once and shared by every plane."""
+
+    left: Tensor  # B x C x h x w
+    right: Tensor  # B x C x h x w
+    left_hr: Tensor | None  # B x C_hr x H x W (binary kind only)
+    image: Tensor  # B x 3 x H x W normalised left image (DispRefine guide)
+
+
+class Bi3DModel(nn.Module):
+    """A Bi3D network of one kind, at a channel width (1.0 = published)."""
+
+    def __init__(self, kind: ModelKind | str, width: float = 1.0, max_disparity: int = 192) -> None:
+        super().__init__()
+        self.kind = ModelKind(kind)
+        self.width = float(width)
+        if max_disparity <= 0 or max_disparity % SIZE_MULTIPLE:
+            raise ValueError(f"max_disparity must be a positive multiple of {SIZE_MULTIPLE}")
+        self.max_disparity = int(max_disparity)
+        self.featnet = FeatNet(width)
+        c = self.featnet.out_channels
+        self.featnethr: FeatNetHR | None = None
+        if self.kind is ModelKind.BINARY:
+            self.featnethr = FeatNetHR(width)
+        self.segnet = SegNet(2 * c, width)
+        self.refinenet: nn.Module
+        if self.kind is ModelKind.BINARY:
+            assert self.featnethr is not None
+            self.refinenet = SegRefine(self.featnethr.out_channels, width)
+        else:
+            self.refinenet = DispRefine(width)
+        self.refinenet3d: RefineNet3D | None = None
+        if self.kind is ModelKind.CONTINUOUS_3D:
+            self.refinenet3d = RefineNet3D(c, width)
+
+    @property
+    def max_shift(self) -> int:
+        """Width in feature columns added to the plane-sweep volume."""
+        return self.max_disparity // FEATURE_STRIDE
+
+    # ---- stages -------------------------------------------------------------------
+    def extract(self, left: Tensor, right: Tensor) -> Features:
+        """Normalised B x 3 x H x W images (H, W multiples of 96) -> features."""
+        _check_input(left, right)
+        both = self.featnet(torch.cat([left, right], dim=0))
+        feat_left, feat_right = both.chunk(2, dim=0)
+        hr = self.featnethr(left) if self.featnethr is not None else None
+        return Features(feat_left, feat_right, hr, left)
+
+    def plane_logits(self, feats: Features, shifts: Tensor, chunk: int = 8) -> Tensor:
+        """Low-resolution logits of P(disparity > plane) for each plane.
+
+        ``shifts`` (P,) are plane disparities in feature columns (pixels / 3); whole
+        numbers reproduce the published volume, fractions interpolate the right features.
+        Returns B x P x h x w.
+        """
+        if shifts.ndim != 1 or shifts.numel() == 0:
+            raise ValueError("shifts must be a non-empty 1-D tensor")
+        if float(shifts.min()) < 0 or float(shifts.max()) > self.max_shift:
+            raise ValueError(f"plane shifts must lie in [0, {self.max_shift}] feature columns")
+        width = feats.left.shape[-1]
+        out = []
+        for start in range(0, shifts.numel(), max(1, chunk)):
+            part = shifts[start : start + max(1, chunk)]
+            volume = plane_sweep_volume(feats.left, feats.right, part, self.max_shift)
+            b, p = feats.left.shape[0], part.numel()
+            logits = self.segnet(volume.flatten(0, 1))[..., :width]
+            out.append(logits.view(b, p, *logits.shape[-2:]))
+        return torch.cat(out, dim=1)
+
+    def refine_planes(self, feats: Features, lowres: Tensor) -> Tensor:
+        """Full-resolution logits per plane: B x P x h x w -> B x P x H x W.
+
+        The binary kind refines with FeatNetHR + SegRefine; the continuous kinds
+        upsample bilinearly, as their published decoders do.
+        """
+        size = feats.image.shape[-2:]
+        up = F.interpolate(lowres, size, mode="bilinear", align_corners=False)
+        if self.featnethr is None or feats.left_hr is None:
+            return up
+        b, p = up.shape[:2]
+        hr = feats.left_hr.unsqueeze(1).expand(-1, p, -1, -1, -1).flatten(0, 1)
+        refined = self.refinenet(up.reshape(b * p, 1, *size), hr)
+        return refined.view(b, p, *size)
+
+    def regularise(self, feats: Features, lowres: Tensor) -> Tensor:
+        """Continuous-3D: 3D-regularised low-resolution logits (same shape)."""
+        if self.refinenet3d is None:
+            return lowres
+        return self.refinenet3d(lowres, feats.left)
+
+    def refine_disparity(self, normalized: Tensor, image: Tensor) -> Tensor:
+        """DispRefine (continuous kinds): B x 1 x H x W normalised disparity."""
+        if not isinstance(self.refinenet, DispRefine):
+            raise TypeError("the binary kind has no DispRefine")
+        return self.refinenet(normalized, image)
+
+    # ---- published composition --------------------------------------------------
+    def forward(self, left: Tensor, right: Tensor, disp_ids: Tensor) -> dict[str, Tensor]:
+        """Published forward pass for integer plane indices ``disp_ids`` (P,).
+
+        Binary: ``lowres_up`` (sigmoid, then bilinear) and ``refined`` probabilities,
+        B x P x H x W. Continuous: ``seg_up`` (dense 1-px planes), optionally
+        ``seg_refined_up`` (3D), ``disp_normalized_noisy`` and ``disp_normalized``.
+        """
+        feats = self.extract(left, right)
+        lowres = self.plane_logits(feats, disp_ids.to(left.dtype))
+        size = left.shape[-2:]
+        if self.kind is ModelKind.BINARY:
+            lowres_up = F.interpolate(torch.sigmoid(lowres), size, mode="bilinear", align_corners=False)
+            return {"lowres_up": lowres_up, "refined": torch.sigmoid(self.refine_planes(feats, lowres))}
+        out = {"seg_up": torch.sigmoid(dense_planes(lowres, size, FEATURE_STRIDE))}
+        if self.refinenet3d is not None:
+            lowres = self.regularise(feats, lowres)
+            out["seg_refined_up"] = torch.sigmoid(dense_planes(lowres, size, FEATURE_STRIDE))
+        last = "seg_refined_up" if self.refinenet3d is not None else "seg_up"
+        noisy = out[last].mean(dim=1, keepdim=True)
+        out["disp_normalized_noisy"] = noisy
+        out["disp_normalized"] = self.refine_disparity(noisy, left)
+        return out
+
+
+def plane_sweep_volume(left: Tensor, right: Tensor, shifts: Tensor, max_shift: int) -> Tensor:
+    """B x C x h x w features, P shifts -> B x P x 2C x h x (w + max_shift) volume.
+
+    Left features sit at columns [0, w); right features are shifted right by the plane's
+    disparity, so column x pairs left(x) with right(x - shift). Fractional shifts blend
+    the two neighbouring whole shifts linearly.
+    """
+    b, c, h, w = left.shape
+    p = shifts.numel()
+    volume = left.new_zeros(b, p, 2 * c, h, w + max_shift)
+    volume[:, :, :c, :, :w] = left.unsqueeze(1)
+    for i, shift in enumerate(shifts.tolist()):
+        lo = int(shift // 1)
+        frac = float(shift) - lo
+        volume[:, i, c:, :, lo : lo + w] = right * (1.0 - frac)
+        if frac > 0:
+            volume[:, i, c:, :, lo + 1 : lo + 1 + w] += right * frac
+    return volume
+
+
+def dense_planes(logits: Tensor, size: tuple[int, int] | torch.Size, step: int) -> Tensor:
+    """Upsample B x P x h x w plane logits to B x ((P-1)*step + 1) x H x W.
+
+    Bilinear in space, linear between planes (plane i lands on index i * step), as the
+    published continuous decoders do. Apply the sigmoid afterwards.
+    """
+    b, p = logits.shape[:2]
+    spatial = F.interpolate(logits, size, mode="bilinear", align_corners=False)
+    if p == 1 or step == 1:
+        return spatial
+    h, w = spatial.shape[-2:]
+    flat = spatial.permute(0, 2, 3, 1).reshape(b, h * w, p)
+    dense = F.interpolate(flat, (p - 1) * step + 1, mode="linear", align_corners=True)
+    return dense.reshape(b, h, w, -1).permute(0, 3, 1, 2)
+
+
+def _check_input(left: Tensor, right: Tensor) -> None:
+    if left.ndim != 4 or left.shape[1] != 3:
+        raise ValueError(f"expected B x 3 x H x W images, got {tuple(left.shape)}")
+    if left.shape != right.shape:
+        raise ValueError(f"left {tuple(left.shape)} and right {tuple(right.shape)} differ")
+    h, w = left.shape[-2:]
+    if h % SIZE_MULTIPLE or w % SIZE_MULTIPLE or h < MIN_SIZE or w < MIN_SIZE:
+        raise ValueError(
+            f"height and width must be multiples of {SIZE_MULTIPLE} and at least {MIN_SIZE}, got {h} x {w}"
+        )

@@ -1,0 +1,55 @@
+"""Bring any image size to the multiples Bi3D needs, and back.
+
+The published scripts zero-pad at the top and left; so does this, which keeps the
+image content where the published networks saw it. Outputs are cropped back, so the
+user's image is never resized or cropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from app.engine.bi3d.model import MIN_SIZE, SIZE_MULTIPLE
+
+
+@dataclass(frozen=True)
+class Padder:
+    height: int
+    width: int
+    multiple: int = SIZE_MULTIPLE
+
+    @property
+    def top(self) -> int:
+        return _padding(self.height, self.multiple)
+
+    @property
+    def left(self) -> int:
+        return _padding(self.width, self.multiple)
+
+    @property
+    def padded_size(self) -> tuple[int, int]:
+        return self.height + self.top, self.width + self.left
+
+    def pad(self, image: Tensor) -> Tensor:
+        """... x H x W -> ... x H' x W', zeros at the top and left."""
+        return F.pad(image, (self.left, 0, self.top, 0))
+
+    def crop(self, array: Tensor) -> Tensor:
+        """... x H' x W' -> ... x H x W."""
+        return array[..., self.top :, self.left :]
+
+
+def to_network_input(image: np.ndarray, device: torch.device) -> Tensor:
+    """H x W x 3 RGB uint8 -> 1 x 3 x H x W in [-1, 1], the published normalisation."""
+    t = torch.from_numpy(np.ascontiguousarray(image)).to(device)
+    t = t.permute(2, 0, 1).unsqueeze(0).float() / 255.0
+    return (t - 0.5) / 0.5
+
+
+def _padding(size: int, multiple: int) -> int:
+    return max(MIN_SIZE, size + (-size) % multiple) - size

@@ -1,0 +1,66 @@
+"""Turning plane logits into probabilities and disparity (torch, any device).
+
+Shapes: P planes, H x W padded image. Logits are of P(disparity > plane).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class DenseReadout:
+    """Result of integrating a plane grid at 1-px spacing."""
+
+    normalized: Tensor  # 1 x 1 x H x W: mean probability over the dense planes
+    dense_count: int  # number of 1-px planes integrated: last - first + 1
+    probes: dict[int, Tensor]  # dense index -> H x W probability at that plane
+
+
+def monotone_logits(logits: Tensor) -> Tensor:
+    """Make logits non-increasing along planes (dim 1).
+
+    Networks that see one plane at a time can produce curves that fall and rise again;
+    the symmetric running bounds (minimum from the near end, maximum from the far end)
+    average to a non-increasing curve without biasing either end.
+    """
+    from_near = torch.cummin(logits, dim=1).values
+    from_far = torch.flip(torch.cummax(torch.flip(logits, [1]), dim=1).values, [1])
+    return 0.5 * (from_near + from_far)
+
+
+def integrate_planes(logits: Tensor, step: int, probe_indices: tuple[int, ...] = ()) -> DenseReadout:
+    """Area under the probability curve of 1 x P x H x W full-resolution logits.
+
+    Planes ``i`` sit at dense index ``i * step``; logits between planes are interpolated
+    linearly (as the published decoders do), passed through the sigmoid and averaged.
+    Works one dense plane at a time so memory stays at P x H x W.
+    """
+    p = logits.shape[1]
+    count = (p - 1) * step + 1
+    total = torch.zeros_like(logits[:, :1], dtype=torch.float32)
+    probes: dict[int, Tensor] = {}
+    # a probe outside the grid reads the nearest end plane
+    wanted = {i: min(max(i, 0), count - 1) for i in probe_indices}
+    for j in range(count):
+        i0, rem = divmod(j, step)
+        if rem == 0:
+            plane = logits[:, i0 : i0 + 1].float()
+        else:
+            t = rem / step
+            plane = (1 - t) * logits[:, i0 : i0 + 1].float() + t * logits[:, i0 + 1 : i0 + 2].float()
+        prob = torch.sigmoid(plane)
+        total += prob
+        for i, at in wanted.items():
+            if at == j:
+                probes[i] = prob[0, 0]
+    return DenseReadout(total / count, count, probes)
+
+
+def normalized_to_disparity(normalized: Tensor, first: int, last: int) -> Tensor:
+    """Published conversion: clamp(n * (last - first + 1) + first - 0.5, first - 0.5, last + 0.5)."""
+    span = last - first + 1
+    return torch.clamp(normalized * span + first - 0.5, first - 0.5, last + 0.5)

@@ -1,0 +1,103 @@
+"""Plane choice and readouts shared by every engine (Bi3D and the SGBM baseline).
+
+Planes are disparities in pixels. Probabilities are P(disparity > plane).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from app.engine.errors import UserError
+from app.engine.types import Calibration, DepthRequest, Mode, Spacing
+
+PLANE_STEP_PX = 3  # one feature column of Bi3D's 1/3-resolution features
+
+
+def quantized_disparity(probabilities: np.ndarray, planes: np.ndarray, max_disparity: float) -> np.ndarray:
+    """Published quantized readout: P x H x W probabilities at sorted planes -> H x W bins.
+
+    Stack [1, p_1, ..., p_N, 0], read 1 - stack as a cumulative distribution, difference
+    it into N + 1 bin probabilities, take the arg-max bin and report its midpoint; the
+    outer bin edges are 0 and ``max_disparity``. NaN probabilities give NaN.
+    """
+    p = np.asarray(probabilities, dtype=np.float32)
+    _n, h, w = p.shape
+    stack = np.concatenate([np.ones((1, h, w), np.float32), p, np.zeros((1, h, w), np.float32)])
+    bins = np.diff(1.0 - stack, axis=0)  # (N + 1) x H x W
+    edges = np.concatenate([[0.0], np.asarray(planes, np.float64), [float(max_disparity)]])
+    mids = ((edges[:-1] + edges[1:]) / 2).astype(np.float32)
+    out = mids[np.argmax(np.nan_to_num(bins, nan=-1.0), axis=0)]
+    out[np.isnan(p).any(axis=0)] = np.nan
+    return out
+
+
+def range_state(disparity: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """-1 farther than [lo, hi] (smaller disparity), +1 closer, 0 inside; 0 where unknown."""
+    state = np.zeros(disparity.shape, np.int8)
+    with np.errstate(invalid="ignore"):
+        state[disparity < lo] = -1
+        state[disparity > hi] = 1
+    return state
+
+
+def range_state_from_probabilities(p_lo: np.ndarray, p_hi: np.ndarray) -> np.ndarray:
+    """Range state from P(d > lo) and P(d > hi): farther if the first is < 0.5, closer if
+    the second is > 0.5."""
+    state = np.zeros(p_lo.shape, np.int8)
+    state[p_lo < 0.5] = -1
+    state[p_hi > 0.5] = 1
+    return state
+
+
+def uniform_planes(levels: int, lo: float, hi: float) -> np.ndarray:
+    """``levels`` planes splitting [lo, hi] into levels + 1 equal bins."""
+    return np.linspace(lo, hi, levels + 2)[1:-1]
+
+
+def depth_uniform_planes(levels: int, calibration: Calibration, lo: float, hi: float) -> np.ndarray:
+    """``levels`` planes splitting the depth interval seen by disparities [lo, hi] evenly.
+
+    The far end uses max(lo, one plane step) so that it stays at a finite depth.
+    """
+    near = calibration.depth_m(np.array([hi]))[0]
+    far = calibration.depth_m(np.array([max(lo, PLANE_STEP_PX)]))[0]
+    if not (np.isfinite(near) and np.isfinite(far)) or far <= near:
+        raise UserError("calibration gives no usable depth range; check focal length and baseline")
+    depths = np.linspace(near, far, levels + 2)[1:-1]
+    return np.sort(np.array([calibration.disparity_px(float(z)) for z in depths]))
+
+
+def requested_planes(request: DepthRequest) -> np.ndarray:
+    """Planes (px, ascending) for binary and quantized requests, before any budget."""
+    top = float(request.max_disparity)
+    if request.planes:
+        return np.sort(np.asarray(request.planes, np.float64))
+    if request.mode is Mode.BINARY:
+        raise UserError("binary mode needs one plane: give --planes D (pixels)")
+    lo, hi = request.range if request.range is not None else (0.0, top)
+    levels = request.levels if request.levels is not None else 8
+    if request.spacing is Spacing.DEPTH:
+        assert request.calibration is not None  # checked by DepthRequest
+        return depth_uniform_planes(levels, request.calibration, lo, hi)
+    return uniform_planes(levels, lo, hi)
+
+
+def dense_span(lo: float, hi: float, step: int, top: int) -> tuple[int, int]:
+    """Plane grid [first, last] (multiples of ``step``, inside [0, top]) covering [lo, hi]."""
+    first = math.floor(lo / step) * step
+    last = math.ceil(hi / step) * step
+    last = min(last, (top // step) * step)
+    if last <= first:
+        last = min(first + step, (top // step) * step)
+        first = last - step
+    return first, last
+
+
+def continuous_range(request: DepthRequest) -> tuple[float, float]:
+    """The disparity interval a selective or continuous request asks for."""
+    if request.mode is Mode.SELECTIVE:
+        assert request.range is not None
+        return float(request.range[0]), float(request.range[1])
+    return 0.0, float(request.max_disparity)

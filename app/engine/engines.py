@@ -1,0 +1,67 @@
+"""Choosing and building a depth engine from user options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from app.engine.assets import default_weights
+from app.engine.bi3d.checkpoint import load_model
+from app.engine.bi3d.engine import Bi3DEngine
+from app.engine.bi3d.model import Bi3DModel
+from app.engine.classical import SGBMEngine, SGBMParams
+from app.engine.errors import UserError
+from app.engine.types import DepthRequest, DepthResult
+
+ENGINES = ("bi3d", "sgbm")
+
+
+class DepthEngine(Protocol):
+    name: str
+
+    def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult: ...
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    engine: str | None = None  # None: Bi3D with the bundled model if there is one, else SGBM
+    weights: Path | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+    shift_mode: str = "round"
+    width: float | None = None  # random-initialised Bi3D of this width (benchmarks only)
+    sgbm: SGBMParams = field(default_factory=SGBMParams)
+
+
+def choose_engine_name(options: EngineOptions) -> tuple[str, str]:
+    """Engine name and a one-line reason for the choice."""
+    if options.engine is not None:
+        if options.engine not in ENGINES:
+            raise UserError(f"unknown engine {options.engine!r}; use one of {', '.join(ENGINES)}")
+        return options.engine, "as requested"
+    if options.weights is not None:
+        return "bi3d", f"weights {options.weights}"
+    bundled = default_weights()
+    if bundled is not None:
+        return "bi3d", f"bundled default model {bundled.name}"
+    return "sgbm", "no bundled Bi3D model in this build (give --weights FILE for Bi3D)"
+
+
+def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEngine, str]:
+    name, reason = choose_engine_name(options)
+    if name == "sgbm":
+        return SGBMEngine(options.sgbm), reason
+    if options.width is not None and options.weights is None:
+        model = Bi3DModel(kind, options.width)
+        return Bi3DEngine(model, options.device, options.precision, options.shift_mode), (
+            f"random {kind} weights at width {options.width:g} (timing only)"
+        )
+    weights = options.weights or default_weights()
+    if weights is None:
+        raise UserError("Bi3D needs weights: give --weights FILE (published or project checkpoint)")
+    model, info = load_model(weights)
+    engine = Bi3DEngine(model, options.device, options.precision, options.shift_mode)
+    return engine, f"{reason}; {info.kind.value} model, width {info.width:g}, {info.source} format"

@@ -1,0 +1,8 @@
+"""Errors that describe a problem with the user's input and how to fix it."""
+
+
+class UserError(Exception):
+    """Bad input: the message is one line saying what is wrong and what to do.
+
+    The command line prints it and exits with status 2; the UI shows it as a message.
+    """

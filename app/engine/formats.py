@@ -1,0 +1,260 @@
+"""Reading and writing disparity, flow, image and point-cloud files (numpy + OpenCV only).
+
+Disparities are float32 H x W, NaN where unknown. Images are RGB uint8 H x W x 3.
+Every write goes to a temporary file in the target folder and is renamed into place,
+so a crash never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from app.engine.errors import UserError
+
+PathLike = str | os.PathLike[str]
+
+COLORMAPS: tuple[str, ...] = ("turbo", "magma", "inferno", "viridis", "jet", "gray")
+_CV_COLORMAPS: dict[str, int] = {
+    "turbo": cv2.COLORMAP_TURBO,
+    "magma": cv2.COLORMAP_MAGMA,
+    "inferno": cv2.COLORMAP_INFERNO,
+    "viridis": cv2.COLORMAP_VIRIDIS,
+    "jet": cv2.COLORMAP_JET,
+}
+_FLO_MAGIC = 202021.25
+_KITTI_SCALE = 256.0
+# Three whitespace-separated tokens, then exactly one whitespace byte before the data.
+_PFM_HEADER = re.compile(rb"^(P[Ff])\s+(\d+)\s+(\d+)\s+([-+0-9.eE]+)\s")
+
+
+def atomic_write(path: PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a same-folder temporary file and ``os.replace``."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise UserError(f"Output folder does not exist: {target.parent}; create it first")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.chmod(tmp, default_file_mode())  # mkstemp creates 0600; finished files get the usual mode
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@functools.cache
+def default_file_mode() -> int:
+    """0666 minus the process umask: the mode ``open()`` would give a new file.
+
+    Read once: reading the umask means setting it, which is not thread-safe.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _read_bytes(path: PathLike, what: str) -> bytes:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{what} not found: {p}; check the path")
+    return p.read_bytes()
+
+
+def _decode(raw: bytes) -> np.ndarray | None:
+    """Decode image bytes at their native depth and channel count; None if not an image."""
+    # imdecode on bytes (not imread) so non-ASCII paths work on every platform.
+    if not raw:
+        return None
+    try:
+        img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_UNCHANGED)
+    except cv2.error:
+        return None
+    return None if img is None else np.asarray(img)
+
+
+# --- PFM ------------------------------------------------------------------------------------
+
+
+def read_pfm(path: PathLike) -> np.ndarray:
+    """Read a PFM file: float32 H x W ("Pf") or H x W x 3 ("PF"), top row first."""
+    raw = _read_bytes(path, "PFM file")
+    m = _PFM_HEADER.match(raw)
+    if m is None:
+        raise UserError(f"{path} is not a PFM file (header must start with 'Pf' or 'PF'); check the file")
+    channels = 3 if m.group(1) == b"PF" else 1
+    width, height = int(m.group(2)), int(m.group(3))
+    try:
+        scale = float(m.group(4))
+    except ValueError:
+        raise UserError(f"{path} has a bad PFM scale line {m.group(4)!r}; re-export the file") from None
+    dtype = np.dtype("<f4") if scale < 0 else np.dtype(">f4")
+    count = width * height * channels
+    body = raw[m.end():]
+    if len(body) < count * 4:
+        raise UserError(f"{path} is truncated: {len(body)} of {count * 4} data bytes; re-export the file")
+    data = np.frombuffer(body, dtype=dtype, count=count).astype(np.float32)
+    shape = (height, width, 3) if channels == 3 else (height, width)
+    # PFM stores the bottom row first.
+    return np.ascontiguousarray(np.flipud(data.reshape(shape)))
+
+
+def write_pfm(path: PathLike, array: np.ndarray) -> None:
+    """Write float32 H x W (grayscale) or H x W x 3 (colour) as little-endian PFM."""
+    a = np.asarray(array, dtype=np.float32)
+    if a.ndim == 3 and a.shape[2] == 3:
+        kind = "PF"
+    elif a.ndim == 2:
+        kind = "Pf"
+    else:
+        raise ValueError(f"PFM needs H x W or H x W x 3, got shape {a.shape}")
+    header = f"{kind}\n{a.shape[1]} {a.shape[0]}\n-1.0\n".encode("ascii")
+    atomic_write(path, header + np.flipud(a).astype("<f4").tobytes())
+
+
+# --- KITTI 16-bit PNG ------------------------------------------------------------------------
+
+
+def write_kitti_png(path: PathLike, disparity: np.ndarray) -> None:
+    """Write H x W disparity as KITTI uint16 PNG (value = round(d * 256), 0 = invalid)."""
+    d = np.asarray(disparity, dtype=np.float64)
+    if d.ndim != 2:
+        raise ValueError(f"KITTI PNG needs an H x W disparity, got shape {d.shape}")
+    valid = np.isfinite(d) & (d > 0)
+    scaled = np.clip(np.where(valid, d, 0.0) * _KITTI_SCALE, 0, 65535)
+    ok, buf = cv2.imencode(".png", np.rint(scaled).astype(np.uint16))
+    if not ok:
+        raise UserError(f"Could not encode a PNG for {path}; check the disparity values")
+    atomic_write(path, buf.tobytes())
+
+
+def read_kitti_png(path: PathLike) -> np.ndarray:
+    """Read a KITTI uint16 disparity PNG as float32 H x W, NaN where the stored value is 0."""
+    img = _decode(_read_bytes(path, "Disparity PNG"))
+    if img is None:
+        raise UserError(f"{path} is not a readable PNG; check the file")
+    if img.dtype != np.uint16 or img.ndim != 2:
+        raise UserError(
+            f"{path} is not a KITTI disparity PNG (need 16-bit single channel, got {img.dtype} "
+            f"with shape {img.shape}); use a 16-bit grayscale PNG"
+        )
+    out = img.astype(np.float32) / np.float32(_KITTI_SCALE)
+    out[img == 0] = np.nan
+    return out
+
+
+# --- Colour images ---------------------------------------------------------------------------
+
+
+def colorize(
+    values: np.ndarray, vmin: float | None = None, vmax: float | None = None, cmap: str = "turbo"
+) -> np.ndarray:
+    """Map H x W values to an H x W x 3 uint8 RGB image; NaN/inf pixels are black.
+
+    ``vmin``/``vmax`` default to the min/max of the finite values.
+    """
+    if cmap not in COLORMAPS:
+        raise UserError(f"Unknown colour map {cmap!r}; use one of: {', '.join(COLORMAPS)}")
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2:
+        raise ValueError(f"colorize needs H x W values, got shape {v.shape}")
+    finite = np.isfinite(v)
+    if not finite.any():
+        return np.zeros((*v.shape, 3), np.uint8)
+    lo = float(np.min(v[finite])) if vmin is None else float(vmin)
+    hi = float(np.max(v[finite])) if vmax is None else float(vmax)
+    span = hi - lo if hi > lo else 1.0
+    norm = np.clip((np.where(finite, v, lo) - lo) / span, 0.0, 1.0)
+    u8 = np.rint(norm * 255).astype(np.uint8)
+    rgb: np.ndarray
+    if cmap == "gray":
+        rgb = np.repeat(u8[:, :, None], 3, axis=2)
+    else:
+        rgb = cv2.cvtColor(cv2.applyColorMap(u8, _CV_COLORMAPS[cmap]), cv2.COLOR_BGR2RGB)
+    rgb[~finite] = 0
+    return rgb
+
+
+def write_color_png(path: PathLike, rgb: np.ndarray) -> None:
+    """Write an H x W x 3 uint8 RGB image as PNG."""
+    a = np.asarray(rgb)
+    if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
+        raise ValueError(f"write_color_png needs H x W x 3 uint8, got {a.dtype} {a.shape}")
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(a, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise UserError(f"Could not encode a PNG for {path}; check the image")
+    atomic_write(path, buf.tobytes())
+
+
+def read_image_rgb(path: PathLike) -> np.ndarray:
+    """Read any image OpenCV can decode as H x W x 3 uint8 RGB."""
+    img = _decode(_read_bytes(path, "Image"))
+    if img is None:
+        raise UserError(f"{path} is not a readable image (PNG, JPEG, BMP, TIFF, ...); check the file")
+    if img.dtype == np.uint16:
+        img = (img >> 8).astype(np.uint8)
+    elif img.dtype != np.uint8:
+        raise UserError(f"{path} has unsupported pixel type {img.dtype}; convert it to 8- or 16-bit")
+    if img.ndim == 3 and img.shape[2] == 1:
+        img = img[:, :, 0]
+    if img.ndim == 2:
+        return np.repeat(img[:, :, None], 3, axis=2)
+    if img.shape[2] == 4:
+        return cv2.cvtColor(img, cv2.COLOR_BGRA2RGB)
+    if img.shape[2] == 3:
+        return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    raise UserError(f"{path} has {img.shape[2]} channels; use a grayscale, RGB or RGBA image")
+
+
+# --- Middlebury .flo -------------------------------------------------------------------------
+
+
+def write_flo(path: PathLike, flow: np.ndarray) -> None:
+    """Write H x W x 2 float flow (u, v) as Middlebury .flo."""
+    f = np.asarray(flow, dtype="<f4")
+    if f.ndim != 3 or f.shape[2] != 2:
+        raise ValueError(f".flo needs H x W x 2 flow, got shape {f.shape}")
+    header = np.array([_FLO_MAGIC], "<f4").tobytes() + np.array([f.shape[1], f.shape[0]], "<i4").tobytes()
+    atomic_write(path, header + f.tobytes())
+
+
+def read_flo(path: PathLike) -> np.ndarray:
+    """Read a Middlebury .flo file as float32 H x W x 2 (u, v)."""
+    raw = _read_bytes(path, "Flow file")
+    if len(raw) < 12 or np.frombuffer(raw, "<f4", count=1)[0] != np.float32(_FLO_MAGIC):
+        raise UserError(f"{path} is not a .flo file (bad magic number); check the file")
+    width, height = (int(x) for x in np.frombuffer(raw, "<i4", count=2, offset=4))
+    count = width * height * 2
+    if width < 0 or height < 0 or len(raw) - 12 < count * 4:
+        raise UserError(f"{path} is truncated or has a bad size {width} x {height}; re-export the file")
+    data = np.frombuffer(raw, "<f4", count=count, offset=12)
+    return data.reshape(height, width, 2).astype(np.float32)
+
+
+# --- PLY point clouds ------------------------------------------------------------------------
+
+
+def write_ply(path: PathLike, points_xyz: np.ndarray, colors: np.ndarray) -> None:
+    """Write N x 3 float points with N x 3 uint8 RGB colours as binary little-endian PLY."""
+    pts = np.asarray(points_xyz, dtype=np.float32).reshape(-1, 3)
+    cols = np.asarray(colors, dtype=np.uint8).reshape(-1, 3)
+    if len(pts) != len(cols):
+        raise ValueError(f"PLY needs one colour per point, got {len(pts)} points and {len(cols)} colours")
+    names = ("x", "y", "z", "red", "green", "blue")
+    rows = np.empty(len(pts), dtype=[(n, "<f4" if i < 3 else "u1") for i, n in enumerate(names)])
+    for i, name in enumerate(names):
+        rows[name] = pts[:, i] if i < 3 else cols[:, i - 3]
+    props = [f"property {'float' if i < 3 else 'uchar'} {n}" for i, n in enumerate(names)]
+    header = "\n".join(
+        ["ply", "format binary_little_endian 1.0", f"element vertex {len(pts)}", *props, "end_header"]
+    )
+    atomic_write(path, (header + "\n").encode("ascii") + rows.tobytes())

@@ -1,0 +1,91 @@
+"""Writing a ``DepthResult`` to disk as the command-line contract describes.
+
+``result.npz`` (disparity, probabilities, planes, range_state), ``disparity.pfm``,
+``disparity.png`` (KITTI 16-bit), ``disparity_color.png``, ``mask.png`` for binary
+mode, and ``result.json`` with the request, engine, timings and notes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.engine.formats import atomic_write, colorize, write_color_png, write_kitti_png, write_pfm
+from app.engine.types import DepthRequest, DepthResult, Mode
+
+
+def write_result(
+    out_dir: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]
+) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, allow_pickle=False, **result.arrays())
+    atomic_write(out_dir / "result.npz", buf.getvalue())
+    write_pfm(out_dir / "disparity.pfm", result.disparity)
+    write_kitti_png(out_dir / "disparity.png", result.disparity)
+    vmax = float(request.max_disparity) if np.isnan(result.disparity).all() else None
+    write_color_png(out_dir / "disparity_color.png", colorize(result.disparity, 0.0, vmax))
+    written = ["result.npz", "disparity.pfm", "disparity.png", "disparity_color.png"]
+    if result.mask is not None:
+        mask = (result.mask * 255).astype(np.uint8)
+        write_color_png(out_dir / "mask.png", np.repeat(mask[..., None], 3, axis=2))
+        written.append("mask.png")
+    meta = {"request": request_json(request), **summary(result), **extra}
+    atomic_write(out_dir / "result.json", (json.dumps(meta, indent=2) + "\n").encode())
+    written.append("result.json")
+    return [out_dir / name for name in written]
+
+
+def request_json(request: DepthRequest) -> dict[str, Any]:
+    return {
+        "mode": request.mode.value,
+        "planes": list(request.planes),
+        "levels": request.levels,
+        "spacing": request.spacing.value,
+        "range": list(request.range) if request.range else None,
+        "budget_ms": request.budget_ms,
+        "max_disparity": request.max_disparity,
+    }
+
+
+def summary(result: DepthResult) -> dict[str, Any]:
+    """Figures worth printing: what ran, what it chose, what it found, how long it took."""
+    d = result.disparity
+    valid = np.isfinite(d)
+    out: dict[str, Any] = {
+        "engine": result.engine,
+        "runtime": result.runtime,
+        "device": result.device,
+        "precision": result.precision,
+        "mode": result.mode.value,
+        "planes_px": _planes_text(result.planes),
+        "valid_fraction": round(float(valid.mean()), 4),
+        "timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
+        "notes": result.notes,
+    }
+    if valid.any():
+        out["disparity_px"] = {
+            "median": round(float(np.median(d[valid])), 3),
+            "p5": round(float(np.percentile(d[valid], 5)), 3),
+            "p95": round(float(np.percentile(d[valid], 95)), 3),
+        }
+    if result.mode is Mode.BINARY and result.mask is not None:
+        out["closer_than_plane_fraction"] = round(float(result.mask.mean()), 4)
+    if result.range_state is not None:
+        out["range_state_fraction"] = {
+            name: round(float((result.range_state == v).mean()), 4)
+            for name, v in (("farther", -1), ("inside", 0), ("closer", 1))
+        }
+    if result.choice:
+        out["budget_choice"] = {k: round(v, 2) for k, v in result.choice.items()}
+    return out
+
+
+def _planes_text(planes: np.ndarray) -> str:
+    if len(planes) <= 8:
+        return ", ".join(f"{p:g}" for p in planes)
+    return f"{len(planes)} planes, {planes[0]:g} to {planes[-1]:g}"

@@ -1,0 +1,161 @@
+"""Value types passed between sources, engines and the UI.
+
+Images are RGB uint8, H x W x 3. Disparities are float32 pixels, NaN where unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from app.engine.errors import UserError
+
+DEFAULT_MAX_DISPARITY = 192
+
+
+class Mode(StrEnum):
+    BINARY = "binary"
+    QUANTIZED = "quantized"
+    SELECTIVE = "selective"
+    CONTINUOUS = "continuous"
+
+
+class Spacing(StrEnum):
+    """How quantized levels are spread: uniformly in disparity or in depth."""
+
+    DISPARITY = "disparity"
+    DEPTH = "depth"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Rectified stereo geometry. ``doffs`` is the principal-point x difference (Middlebury)."""
+
+    focal_px: float
+    baseline_m: float
+    cx: float = 0.0
+    cy: float = 0.0
+    doffs: float = 0.0
+
+    def depth_m(self, disparity: np.ndarray) -> np.ndarray:
+        """Metric depth Z = f * B / (d + doffs); NaN where the disparity is not positive."""
+        d = np.asarray(disparity, dtype=np.float64) + self.doffs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(d > 0, self.focal_px * self.baseline_m / d, np.nan)
+        return z.astype(np.float32)
+
+    def disparity_px(self, depth_m: float) -> float:
+        if depth_m <= 0:
+            raise UserError(f"depth must be positive, got {depth_m} m")
+        return self.focal_px * self.baseline_m / depth_m - self.doffs
+
+
+@dataclass(frozen=True)
+class StereoPair:
+    left: np.ndarray
+    right: np.ndarray
+    timestamp: float = 0.0
+    calibration: Calibration | None = None
+    gt_disparity: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        check_pair(self.left, self.right)
+
+
+def check_pair(left: np.ndarray, right: np.ndarray) -> None:
+    for name, img in (("left", left), ("right", right)):
+        if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+            raise UserError(
+                f"{name} image must be H x W x 3 uint8 RGB, got {img.shape} {img.dtype}"
+            )
+    if left.shape != right.shape:
+        raise UserError(
+            f"left {left.shape[1]}x{left.shape[0]} and right {right.shape[1]}x{right.shape[0]} "
+            "differ in size; give a rectified pair of equal size"
+        )
+
+
+@dataclass(frozen=True)
+class DepthRequest:
+    """What to compute. Planes and ranges are in pixels of disparity.
+
+    binary: ``planes`` holds one plane. quantized: ``planes`` explicitly, or ``levels``
+    planes spread by ``spacing``. selective: ``range`` (min, max). continuous: the whole
+    range [0, max_disparity]. ``budget_ms`` lets the engine choose the plane count
+    (quantized) or plane step (selective, continuous) that fits.
+    """
+
+    mode: Mode = Mode.CONTINUOUS
+    planes: tuple[float, ...] = ()
+    levels: int | None = None
+    spacing: Spacing = Spacing.DISPARITY
+    range: tuple[float, float] | None = None
+    budget_ms: float | None = None
+    max_disparity: int = DEFAULT_MAX_DISPARITY
+    calibration: Calibration | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", Mode(self.mode))
+        object.__setattr__(self, "spacing", Spacing(self.spacing))
+        object.__setattr__(self, "planes", tuple(float(p) for p in self.planes))
+        self.validate()
+
+    def validate(self) -> None:
+        top = self.max_disparity
+        if top <= 0:
+            raise UserError(f"max disparity must be positive, got {top}")
+        for p in self.planes:
+            if not 0 <= p <= top:
+                raise UserError(f"plane {p:g} px is outside [0, {top}] px; choose planes inside the range")
+        if self.range is not None:
+            lo, hi = self.range
+            if lo >= hi:
+                raise UserError(f"range min {lo:g} must be below max {hi:g}")
+            if lo < 0 or hi > top:
+                raise UserError(f"range [{lo:g}, {hi:g}] px must lie inside [0, {top}] px")
+        if self.levels is not None and self.levels < 1:
+            raise UserError(f"levels must be at least 1, got {self.levels}")
+        if self.budget_ms is not None and self.budget_ms <= 0:
+            raise UserError(f"budget must be positive, got {self.budget_ms} ms")
+        if self.mode is Mode.BINARY and len(self.planes) > 1:
+            raise UserError("binary mode takes one plane; use --mode quantized for several")
+        if self.mode is Mode.SELECTIVE and self.range is None:
+            raise UserError("selective mode needs --range MIN MAX (pixels)")
+        if self.spacing is Spacing.DEPTH and self.calibration is None and self.mode is Mode.QUANTIZED:
+            raise UserError("spacing in depth needs a calibration (focal length and baseline)")
+
+
+@dataclass
+class DepthResult:
+    """Output of any engine, in the input image's size.
+
+    ``probabilities`` (P x H x W) is P(disparity > plane) for each of ``planes``;
+    ``range_state`` is -1 farther than the range, 0 inside, +1 closer (selective mode).
+    """
+
+    disparity: np.ndarray
+    probabilities: np.ndarray
+    planes: np.ndarray
+    mode: Mode
+    engine: str
+    range_state: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    device: str = "cpu"
+    runtime: str = "numpy"
+    precision: str = "fp32"
+    notes: list[str] = field(default_factory=list)
+    choice: dict[str, float] = field(default_factory=dict)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays written to ``result.npz``."""
+        h, w = self.disparity.shape
+        state = self.range_state if self.range_state is not None else np.zeros((h, w), np.int8)
+        return {
+            "disparity": self.disparity.astype(np.float32),
+            "probabilities": self.probabilities.astype(np.float32),
+            "planes": self.planes.astype(np.float32),
+            "range_state": state.astype(np.int8),
+        }

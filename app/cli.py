@@ -67,11 +67,16 @@ def _number(text: str, original: str) -> float:
 
 # ---- commands -------------------------------------------------------------------------
 def _engine_options(args: argparse.Namespace) -> EngineOptions:
-    sgbm = SGBMParams(block_size=args.block_size, uniqueness=args.uniqueness,
-                      speckle_window=args.speckle_window, mode=args.sgbm_mode)
+    sgbm = SGBMParams(
+        block_size=args.block_size,
+        uniqueness=args.uniqueness,
+        speckle_window=args.speckle_window,
+        mode=args.sgbm_mode,
+    )
     weights = Path(args.weights) if args.weights else None
-    return EngineOptions(getattr(args, "engine", None), weights, args.device, args.precision,
-                         args.shift_mode, None, sgbm)
+    return EngineOptions(
+        getattr(args, "engine", None), weights, args.device, args.precision, args.shift_mode, None, sgbm
+    )
 
 
 def _request(args: argparse.Namespace, calibration: Calibration | None) -> DepthRequest:
@@ -81,8 +86,14 @@ def _request(args: argparse.Namespace, calibration: Calibration | None) -> Depth
         a, b = (to_disparity(v, calibration) for v in args.range)
         rng = (min(a, b), max(a, b)) if args.range[0].lower().endswith("m") else (a, b)
     return DepthRequest(
-        mode=Mode(args.mode), planes=planes, levels=args.levels, spacing=Spacing(args.spacing),
-        range=rng, budget_ms=args.budget_ms, max_disparity=args.max_disparity, calibration=calibration,
+        mode=Mode(args.mode),
+        planes=planes,
+        levels=args.levels,
+        spacing=Spacing(args.spacing),
+        range=rng,
+        budget_ms=args.budget_ms,
+        max_disparity=args.max_disparity,
+        calibration=calibration,
     )
 
 
@@ -135,8 +146,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from app.engine.bench import bench_table, run_bench
 
     widths: list[float | None] = [None] if args.weights else (args.width or [1.0])
-    records = run_bench(args.engines, args.modes, args.planes, args.size or [(480, 640)],
-                        _engine_options(args), widths, args.repeat, args.warmup, args.max_disparity)
+    records = run_bench(
+        args.engines,
+        args.modes,
+        args.planes,
+        args.size or [(480, 640)],
+        _engine_options(args),
+        widths,
+        args.repeat,
+        args.warmup,
+        args.max_disparity,
+    )
     print(bench_table(records))
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in records], indent=2) + "\n")
@@ -148,10 +168,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", help="Bi3D checkpoint (published or project format)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
-                   help="autocast precision for Bi3D (fp16 needs CUDA)")
-    p.add_argument("--shift-mode", default="round", choices=["round", "interpolate"],
-                   help="planes off the 3 px grid: round to it (published) or interpolate features")
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "bf16", "fp16"],
+        help="autocast precision for Bi3D (fp16 needs CUDA)",
+    )
+    p.add_argument(
+        "--shift-mode",
+        default="round",
+        choices=["round", "interpolate"],
+        help="planes off the 3 px grid: round to it (published) or interpolate features",
+    )
     p.add_argument("--max-disparity", type=int, default=192, help="disparity range in px (default 192)")
     g = p.add_argument_group("SGBM baseline")
     g.add_argument("--block-size", type=int, default=5)
@@ -165,10 +193,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("depth", help="depth for one image pair", description=(
-        "Compute depth for a rectified pair. Writes OUT/result.npz, disparity.pfm, disparity.png "
-        "(KITTI 16-bit), disparity_color.png and result.json. Planes and ranges are pixels of "
-        "disparity, or metres with an 'm' suffix when --calib is given."))
+    p = sub.add_parser(
+        "depth",
+        help="depth for one image pair",
+        description=(
+            "Compute depth for a rectified pair. Writes OUT/result.npz, disparity.pfm, disparity.png "
+            "(KITTI 16-bit), disparity_color.png and result.json. Planes and ranges are pixels of "
+            "disparity, or metres with an 'm' suffix when --calib is given."
+        ),
+    )
     p.add_argument("left")
     p.add_argument("right")
     p.add_argument("--mode", default="continuous", choices=[m.value for m in Mode])
@@ -183,10 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_args(p)
     p.set_defaults(func=cmd_depth)
 
-    p = sub.add_parser("eval", help="metrics against ground truth", description=(
-        "Evaluate engines on a pair (LEFT RIGHT --gt FILE) or a folder of scenes in Middlebury "
-        "(im0.png, im1.png, disp0GT.pfm, calib.txt) or KITTI 2015 layout. Every figure is given "
-        "dense (holes count as errors) and valid-only (holes excluded)."))
+    p = sub.add_parser(
+        "eval",
+        help="metrics against ground truth",
+        description=(
+            "Evaluate engines on a pair (LEFT RIGHT --gt FILE) or a folder of scenes in Middlebury "
+            "(im0.png, im1.png, disp0GT.pfm, calib.txt) or KITTI 2015 layout. Every figure is given "
+            "dense (holes count as errors) and valid-only (holes excluded)."
+        ),
+    )
     p.add_argument("path", help="scene folder, dataset folder, or left image")
     p.add_argument("right", nargs="?", help="right image when PATH is a left image")
     p.add_argument("--gt", help="ground-truth disparity for a pair (PFM or KITTI PNG)")
@@ -195,9 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_args(p)
     p.set_defaults(func=cmd_eval, max_disparity=None)
 
-    p = sub.add_parser("bench", help="latency per engine, mode, plane count and size", description=(
-        "Time engines in-process: warm-up, then median and p90 of --repeat runs. SGBM is always "
-        "included as the baseline. Without --weights Bi3D runs with random weights at --width."))
+    p = sub.add_parser(
+        "bench",
+        help="latency per engine, mode, plane count and size",
+        description=(
+            "Time engines in-process: warm-up, then median and p90 of --repeat runs. SGBM is always "
+            "included as the baseline. Without --weights Bi3D runs with random weights at --width."
+        ),
+    )
     p.add_argument("--engines", type=lambda s: parse_list(s, str), default=["bi3d", "sgbm"])
     p.add_argument("--modes", type=lambda s: parse_list(s, str), default=["binary", "quantized"])
     p.add_argument("--planes", type=lambda s: parse_list(s, int), default=[1, 4, 16])

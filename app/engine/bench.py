@@ -55,8 +55,9 @@ def bench_images(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     return tuple(cv2.resize(img, (width, height), interpolation=cv2.INTER_AREA) for img in pair)  # type: ignore[return-value]
 
 
-def _time(engine: Any, left: np.ndarray, right: np.ndarray, request: DepthRequest,
-          warmup: int, repeat: int) -> tuple[list[float], list[dict[str, float]], Any]:
+def _time(
+    engine: Any, left: np.ndarray, right: np.ndarray, request: DepthRequest, warmup: int, repeat: int
+) -> tuple[list[float], list[dict[str, float]], Any]:
     for _ in range(warmup):
         result = engine.compute(left, right, request)
     times, stages = [], []
@@ -98,25 +99,44 @@ def run_bench(
     return records
 
 
-def _record(name: str, mode: str, result: Any, height: int, width: int, times: list[float],
-            stages: list[dict[str, float]], model_width: float | None) -> BenchRecord:
+def _record(
+    name: str,
+    mode: str,
+    result: Any,
+    height: int,
+    width: int,
+    times: list[float],
+    stages: list[dict[str, float]],
+    model_width: float | None,
+) -> BenchRecord:
     def med(key: str) -> float | None:
         vals = [s[key] for s in stages if key in s]
         return float(np.median(vals)) if vals else None
 
     return BenchRecord(
-        engine=name, mode=mode, planes=len(result.planes), height=height, width=width,
-        device=result.device, runtime=result.runtime, precision=result.precision,
-        median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
-        model_width=model_width, features_ms=med("features"), planes_ms=med("planes"),
+        engine=name,
+        mode=mode,
+        planes=len(result.planes),
+        height=height,
+        width=width,
+        device=result.device,
+        runtime=result.runtime,
+        precision=result.precision,
+        median_ms=float(np.median(times)),
+        p90_ms=float(np.percentile(times, 90)),
+        model_width=model_width,
+        features_ms=med("features"),
+        planes_ms=med("planes"),
     )
 
 
 def bench_table(records: list[BenchRecord]) -> str:
     """Plain-text table; ``x sgbm`` is the median relative to SGBM at the same size and mode."""
     base = {(r.height, r.width, r.mode): r.median_ms for r in records if r.engine == "sgbm"}
-    head = f"{'engine':<6} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} {'median':>9} {'p90':>9} " \
-           f"{'features':>8} {'planes':>9} {'x sgbm':>7}"
+    head = (
+        f"{'engine':<6} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} {'median':>9} {'p90':>9} "
+        f"{'features':>8} {'planes':>9} {'x sgbm':>7}"
+    )
     lines = [head]
     for r in records:
         key = (r.height, r.width, r.mode)

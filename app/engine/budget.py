@@ -7,7 +7,10 @@ stage times in; requests with a budget ask it for the largest plane count that f
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+from app.engine.decoding import dense_span
 
 
 @dataclass
@@ -47,16 +50,27 @@ class CostModel:
     def max_planes(self, size: tuple[int, int], budget_ms: float, limit: int) -> int:
         """Largest plane count in [1, limit] predicted to fit; 1 when nothing fits."""
         cost = self.costs[size]
-        room = budget_ms - cost.fixed_ms
         if cost.per_plane_ms <= 0:
             return limit
-        return int(max(1, min(limit, room // cost.per_plane_ms)))
+        # the epsilon keeps float division from dropping a plane that fits exactly
+        fits = math.floor((budget_ms - cost.fixed_ms) / cost.per_plane_ms + 1e-9)
+        return int(max(1, min(limit, fits)))
 
-    def finest_step(self, size: tuple[int, int], budget_ms: float, span_px: float, base_step: int) -> int:
-        """Smallest multiple of ``base_step`` whose plane grid over ``span_px`` fits."""
+    def finest_step(
+        self, size: tuple[int, int], budget_ms: float, lo: float, hi: float, base_step: int, top: int
+    ) -> int:
+        """Smallest multiple of ``base_step`` whose plane grid over [lo, hi] fits the budget.
+
+        The grid is the one the engine will sweep: ``dense_span`` widens it to the step.
+        """
         step = base_step
         while True:
-            planes = int(span_px // step) + 1
-            if planes <= 2 or self.predict_ms(size, planes) <= budget_ms:
+            planes = grid_planes(lo, hi, step, top)
+            if planes <= 2 or step >= top or self.predict_ms(size, planes) <= budget_ms:
                 return step
             step += base_step
+
+
+def grid_planes(lo: float, hi: float, step: int, top: int) -> int:
+    first, last = dense_span(lo, hi, step, top)
+    return (last - first) // step + 1

@@ -87,9 +87,15 @@ class SGBMEngine:
         """H x W float32 disparity from RGB uint8 images; NaN where SGBM finds no match."""
         p = self.params
         p1, p2 = p.penalties()
+        num = search_range(max_disparity)
+        if left.shape[1] <= num:
+            raise UserError(
+                f"SGBM needs images wider than its search range ({num} px), got "
+                f"{left.shape[1]} px; lower --max-disparity"
+            )
         matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
             minDisparity=0,
-            numDisparities=search_range(max_disparity),
+            numDisparities=num,
             blockSize=p.block_size,
             P1=p1,
             P2=p2,
@@ -134,8 +140,14 @@ class SGBMEngine:
             return self._result(request, inside, probs, planes, range_state=state)
         return self._result(request, disp, probs, planes)
 
-    def _result(self, request: DepthRequest, disparity: np.ndarray, probs: np.ndarray,
-                planes: np.ndarray, **extra: np.ndarray | None) -> DepthResult:
+    def _result(
+        self,
+        request: DepthRequest,
+        disparity: np.ndarray,
+        probs: np.ndarray,
+        planes: np.ndarray,
+        **extra: np.ndarray | None,
+    ) -> DepthResult:
         return DepthResult(
             disparity=disparity.astype(np.float32),
             probabilities=probs,

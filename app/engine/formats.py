@@ -99,7 +99,7 @@ def read_pfm(path: PathLike) -> np.ndarray:
         raise UserError(f"{path} has a bad PFM scale line {m.group(4)!r}; re-export the file") from None
     dtype = np.dtype("<f4") if scale < 0 else np.dtype(">f4")
     count = width * height * channels
-    body = raw[m.end():]
+    body = raw[m.end() :]
     if len(body) < count * 4:
         raise UserError(f"{path} is truncated: {len(body)} of {count * 4} data bytes; re-export the file")
     data = np.frombuffer(body, dtype=dtype, count=count).astype(np.float32)

@@ -138,7 +138,5 @@ def to_json_dict(metrics: dict[str, StereoMetrics]) -> dict[str, dict[str, float
     """Plain dict for ``json.dump``; NaN becomes None because JSON has no NaN."""
     out: dict[str, dict[str, float | int | None]] = {}
     for kind, m in metrics.items():
-        out[kind] = {
-            k: None if isinstance(v, float) and math.isnan(v) else v for k, v in asdict(m).items()
-        }
+        out[kind] = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in asdict(m).items()}
     return out

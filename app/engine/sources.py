@@ -34,8 +34,10 @@ class Scene:
         meta = read_middlebury_calib(self.calib) if self.calib else None
         gt = read_disparity(self.gt) if self.gt else None
         if gt is not None and gt.shape != left.shape[:2]:
-            raise UserError(f"ground truth {self.gt} is {gt.shape[1]}x{gt.shape[0]}, images are "
-                            f"{left.shape[1]}x{left.shape[0]}; they must match")
+            raise UserError(
+                f"ground truth {self.gt} is {gt.shape[1]}x{gt.shape[0]}, images are "
+                f"{left.shape[1]}x{left.shape[0]}; they must match"
+            )
         cal = meta.calibration if meta else None
         return StereoPair(left, right, 0.0, cal, gt), meta
 
@@ -81,6 +83,7 @@ def find_scenes(path: str | Path) -> list[Scene]:
         found = (_middlebury(sub) for sub in sorted(root.iterdir()) if sub.is_dir())
         scenes = [s for s in found if s is not None]
     if not scenes:
-        raise UserError(f"no stereo scenes in {root}: expected im0.png/im1.png (Middlebury) "
-                        "or image_2/image_3 (KITTI)")
+        raise UserError(
+            f"no stereo scenes in {root}: expected im0.png/im1.png (Middlebury) or image_2/image_3 (KITTI)"
+        )
     return scenes

@@ -67,9 +67,7 @@ class StereoPair:
 def check_pair(left: np.ndarray, right: np.ndarray) -> None:
     for name, img in (("left", left), ("right", right)):
         if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
-            raise UserError(
-                f"{name} image must be H x W x 3 uint8 RGB, got {img.shape} {img.dtype}"
-            )
+            raise UserError(f"{name} image must be H x W x 3 uint8 RGB, got {img.shape} {img.dtype}")
     if left.shape != right.shape:
         raise UserError(
             f"left {left.shape[1]}x{left.shape[0]} and right {right.shape[1]}x{right.shape[0]} "

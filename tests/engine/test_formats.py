@@ -39,7 +39,7 @@ def test_pfm_file_stores_bottom_row_first(tmp_path: Path) -> None:
     raw = path.read_bytes()
     header = b"Pf\n3 2\n-1.0\n"
     assert raw.startswith(header)
-    data = np.frombuffer(raw[len(header):], dtype="<f4")
+    data = np.frombuffer(raw[len(header) :], dtype="<f4")
     np.testing.assert_array_equal(data[:3], [4, 5, 6])
     np.testing.assert_array_equal(data[3:], [1, 2, 3])
 

@@ -57,9 +57,7 @@ def test_invalid_gt_and_mask_are_ignored() -> None:
 def test_fill_holes_kitti_takes_farther_neighbour() -> None:
     pred = np.array([[NAN, 5.0, NAN, NAN, 3.0, NAN], [NAN] * 6, [1.0, NAN, 2.0, NAN, NAN, NAN]])
     filled = fill_holes_kitti(pred, np.isfinite(pred))
-    np.testing.assert_array_equal(
-        filled, [[5, 5, 3, 3, 3, 3], [0, 0, 0, 0, 0, 0], [1, 1, 2, 2, 2, 2]]
-    )
+    np.testing.assert_array_equal(filled, [[5, 5, 3, 3, 3, 3], [0, 0, 0, 0, 0, 0], [1, 1, 2, 2, 2, 2]])
 
 
 def test_dense_epe_uses_filled_values() -> None:

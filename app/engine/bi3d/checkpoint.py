@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import pickle
+import pickletools
 import tempfile
+import warnings
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,32 +73,73 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], ModelInf
     if path.stat().st_size == 0:
         raise UserError(f"weights file {path} is empty; download or export it again")
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        raise UserError(
-            f"{path} holds Python objects that would run code when loaded; refused. "
-            "Re-save only the tensors: torch.save({'state_dict': model.state_dict()}, file)"
-        ) from exc
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # pickle-protocol notes from torch
+            data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for corrupt archives
-        raise UserError(f"{path} is not a readable PyTorch checkpoint ({type(exc).__name__}); "
-                        "check the file is complete") from exc
+        if isinstance(exc, pickle.UnpicklingError) and _imports_code(path):
+            raise UserError(
+                f"{path} holds Python objects that would run code when loaded; refused. "
+                "Re-save only the tensors: torch.save({'state_dict': model.state_dict()}, file)"
+            ) from exc
+        raise UserError(
+            f"{path} is not a readable PyTorch checkpoint ({type(exc).__name__}); check the file is complete"
+        ) from exc
     if not isinstance(data, Mapping) or not isinstance(data.get("state_dict"), Mapping):
         raise UserError(f"{path} has no 'state_dict' entry; it is not a Bi3D checkpoint")
     state = _strip_prefix(data["state_dict"])
     if data.get("format") == FORMAT:
-        info = ModelInfo(
-            kind=ModelKind(data["kind"]),
-            width=float(data.get("width", 1.0)),
-            max_disparity=int(data.get("max_disparity", PUBLISHED_MAX_DISPARITY)),
-            training=dict(data.get("training", {})),
-            source="project",
-        )
+        try:
+            info = ModelInfo(
+                kind=ModelKind(data["kind"]),
+                width=float(data.get("width", 1.0)),
+                max_disparity=int(data.get("max_disparity", PUBLISHED_MAX_DISPARITY)),
+                training=dict(data.get("training", {})),
+                source="project",
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise UserError(f"{path} has unreadable metadata ({exc}); export the model again") from exc
     else:
         kind = detect_kind(state)
         if kind is None:
             raise UserError(f"{path}: the weights match no Bi3D kind (binary, continuous_2d, continuous_3d)")
         info = ModelInfo(kind, detect_width(state), PUBLISHED_MAX_DISPARITY, {}, "published")
     return state, info
+
+
+def _imports_code(path: Path) -> bool:
+    """Whether a pickle (plain, or inside a torch zip archive) imports anything beyond
+    torch's tensor rebuilders, i.e. could run arbitrary code when unpickled.
+
+    Read with ``pickletools``, which decodes opcodes without executing anything.
+    """
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                name = next(n for n in archive.namelist() if n.endswith("data.pkl"))
+                raw = archive.read(name)
+        else:
+            raw = path.read_bytes()
+        return any(not name.startswith(_SAFE_GLOBALS) for name in _pickle_globals(raw))
+    except Exception:
+        return False  # not a pickle at all: corrupt rather than unsafe
+
+
+_SAFE_GLOBALS = ("torch.", "collections.OrderedDict")
+
+
+def _pickle_globals(raw: bytes) -> list[str]:
+    """'module.name' of every global a pickle imports."""
+    names: list[str] = []
+    strings: list[str] = []
+    for op, arg, _pos in pickletools.genops(raw):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+            strings.append(str(arg))
+        elif op.name in ("GLOBAL", "INST"):
+            names.append(str(arg).replace(" ", "."))
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            names.append(f"{strings[-2]}.{strings[-1]}")
+    return names
 
 
 def load_model(path: str | Path, expect_kind: ModelKind | str | None = None) -> tuple[Bi3DModel, ModelInfo]:

@@ -127,7 +127,8 @@ class Bi3DEngine:
         planes = requested_planes(request)
         plan = Plan(planes)
         if request.budget_ms is not None and request.mode is Mode.QUANTIZED:
-            limit = request.levels or len(request.planes) or self.model.max_shift
+            # at most one plane per feature column strictly inside (0, max)
+            limit = request.levels or len(request.planes) or self.model.max_shift - 1
             n = self.costs.max_planes(size, request.budget_ms, limit)
             if not request.planes:
                 planes = requested_planes(dataclasses.replace(request, levels=n, budget_ms=None))
@@ -143,6 +144,8 @@ class Bi3DEngine:
                     + ", ".join(f"{a:g}->{b:g}" for a, b in zip(plan.planes, rounded, strict=True) if a != b)
                 )
             plan.planes = np.unique(rounded)
+        if plan.choice:
+            plan.choice["planes"] = float(len(plan.planes))
         return plan
 
     def _plan_dense(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
@@ -152,7 +155,7 @@ class Bi3DEngine:
         notes: list[str] = []
         choice: dict[str, float] = {}
         if request.budget_ms is not None:
-            step = self.costs.finest_step(size, request.budget_ms, hi - lo, FEATURE_STRIDE)
+            step = self.costs.finest_step(size, request.budget_ms, lo, hi, FEATURE_STRIDE, top)
         first, last = dense_span(lo, hi, step, top)
         if self.model.refinenet3d is not None and step == FEATURE_STRIDE:
             first, last = self._fit_3d(first, last, top, notes)
@@ -257,8 +260,14 @@ class Bi3DEngine:
             disparity[state != 0] = np.nan
         return self._result(request, disparity, probs, plan.planes, range_state=state)
 
-    def _result(self, request: DepthRequest, disparity: np.ndarray, probs: np.ndarray,
-                planes: np.ndarray, **extra: np.ndarray | None) -> DepthResult:
+    def _result(
+        self,
+        request: DepthRequest,
+        disparity: np.ndarray,
+        probs: np.ndarray,
+        planes: np.ndarray,
+        **extra: np.ndarray | None,
+    ) -> DepthResult:
         return DepthResult(
             disparity=disparity,
             probabilities=probs.astype(np.float32),

@@ -45,9 +45,7 @@ class FeatNet(nn.Module):
             ResidualBlock(c, dilation=2, leaky=False), ResidualBlock(c, dilation=2, leaky=False)
         )
         for i, pool in enumerate(SPP_POOLS, start=1):
-            self.add_module(
-                f"branch{i}", nn.Sequential(nn.AvgPool2d(pool, pool), conv_relu(c, c, 1, 1, 0))
-            )
+            self.add_module(f"branch{i}", nn.Sequential(nn.AvgPool2d(pool, pool), conv_relu(c, c, 1, 1, 0)))
         self.lastconv = nn.Sequential(
             conv_relu(5 * c, scaled(64, width)), nn.Conv2d(scaled(64, width), c, 1, 1, 0, bias=False)
         )

@@ -1,0 +1,164 @@
+"""The Bi3D engine: padding, the four modes, plane handling, batching and the latency budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from app.engine.bi3d.engine import Bi3DEngine
+from app.engine.bi3d.model import Bi3DModel
+from app.engine.bi3d.padding import Padder
+from app.engine.errors import UserError
+from app.engine.types import DepthRequest, Mode
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    left = rng.integers(0, 255, (150, 250, 3), dtype=np.uint8)
+    return left, np.roll(left, -6, axis=1)
+
+
+@pytest.fixture(scope="module")
+def light_engine() -> Bi3DEngine:
+    torch.manual_seed(0)
+    return Bi3DEngine(Bi3DModel("binary", width=0.25))
+
+
+def test_padder_reaches_multiples_and_minimum() -> None:
+    p = Padder(150, 250)
+    assert p.padded_size == (192, 288) and (p.top, p.left) == (42, 38)
+    assert Padder(500, 741).padded_size == (576, 768)
+    x = torch.arange(150 * 250.0).view(1, 1, 150, 250)
+    assert torch.equal(p.crop(p.pad(x)), x)
+    assert p.pad(x)[..., :42, :].abs().sum() == 0 and p.pad(x)[..., :, :38].abs().sum() == 0
+
+
+def test_outputs_keep_the_input_size(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    for request in [
+        DepthRequest(mode=Mode.BINARY, planes=(12,)),
+        DepthRequest(mode=Mode.QUANTIZED, planes=(6, 12, 24)),
+        DepthRequest(mode=Mode.SELECTIVE, range=(9, 30)),
+    ]:
+        result = light_engine.compute(*pair, request)
+        assert result.disparity.shape == (150, 250)
+        assert result.probabilities.shape[1:] == (150, 250)
+        assert result.engine == "bi3d" and result.runtime == "torch"
+        assert {"features", "planes", "total"} <= set(result.timings)
+
+
+def test_binary_mask_is_probability_above_half(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    result = light_engine.compute(*pair, DepthRequest(mode=Mode.BINARY, planes=(12,)))
+    assert result.mask is not None
+    np.testing.assert_array_equal(result.mask, result.probabilities[0] > 0.5)
+    assert np.isnan(result.disparity).all()
+    assert list(result.planes) == [12.0]
+
+
+def test_planes_off_grid_are_rounded_and_reported(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    result = light_engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(10, 20, 31)))
+    assert list(result.planes) == [9.0, 21.0, 30.0]
+    assert any("rounded" in note for note in result.notes)
+
+
+def test_interpolated_planes_lie_between_grid_neighbours(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("continuous_2d", width=0.25), shift_mode="interpolate")
+    out = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(12, 13.5, 15)))
+    assert list(out.planes) == [12.0, 13.5, 15.0]
+    feats_lo, mid, feats_hi = out.probabilities
+    # features blend linearly; a probability halfway lies within the neighbours' envelope mostly
+    between = (mid >= np.minimum(feats_lo, feats_hi) - 0.05) & (mid <= np.maximum(feats_lo, feats_hi) + 0.05)
+    assert between.mean() > 0.95
+
+
+def test_features_are_computed_once_for_all_planes(pair) -> None:  # type: ignore[no-untyped-def]
+    model = Bi3DModel("binary", width=0.25)
+    calls = {"featnet": 0, "segnet": 0}
+    model.featnet.register_forward_hook(lambda *_: calls.__setitem__("featnet", calls["featnet"] + 1))
+    model.segnet.register_forward_hook(lambda *_: calls.__setitem__("segnet", calls["segnet"] + 1))
+    engine = Bi3DEngine(model, max_chunk_bytes=1)  # one plane per SegNet call
+    result = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, levels=6))
+    assert calls["featnet"] == 1
+    assert calls["segnet"] == len(result.planes) == 6
+
+
+def test_chunking_does_not_change_results(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model = Bi3DModel("binary", width=0.25)
+    request = DepthRequest(mode=Mode.QUANTIZED, levels=5)
+    one = Bi3DEngine(model, max_chunk_bytes=1).compute(*pair, request)
+    many = Bi3DEngine(model).compute(*pair, request)
+    np.testing.assert_allclose(one.probabilities, many.probabilities, atol=1e-5)
+
+
+def test_selective_marks_pixels_outside_the_range(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("continuous_2d", width=0.25))
+    result = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(20, 50)))
+    state = result.range_state
+    assert state is not None and set(np.unique(state)) <= {-1, 0, 1}
+    inside = state == 0
+    assert np.isnan(result.disparity[~inside]).all()
+    assert np.all((result.disparity[inside] >= 17.5) & (result.disparity[inside] <= 51.5))
+
+
+def test_continuous_engine_matches_published_disparity(reference, reference_model) -> None:  # type: ignore[no-untyped-def]
+    engine = Bi3DEngine(reference_model("continuous_2d"))
+    request = DepthRequest(mode=Mode.SELECTIVE, range=(18, 60))
+    result = engine.compute(reference["left_rgb_u8"], reference["right_rgb_u8"], request)
+    n = reference["cont2d_sel_disp_normalized"][0, 0]
+    expected = np.clip(n * 43 + 18 - 0.5, 17.5, 60.5)
+    inside = result.range_state == 0
+    assert inside.mean() > 0.05
+    np.testing.assert_allclose(result.disparity[inside], expected[inside], atol=43e-4)
+
+
+def test_budget_chooses_fewer_planes_for_less_time(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("binary", width=0.25))
+    generous = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, budget_ms=60_000))
+    cost = engine.costs.costs[(192, 288)]
+    tight_ms = cost.fixed_ms + 3.5 * cost.per_plane_ms
+    tight = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, budget_ms=tight_ms))
+    assert len(generous.planes) == 63  # every feature column inside (0, 192)
+    assert 1 <= len(tight.planes) <= 3
+    assert tight.choice["planes"] == len(tight.planes) and "took_ms" in tight.choice
+
+
+def test_budget_coarsens_the_continuous_plane_step(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("continuous_2d", width=0.25))
+    engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, budget_ms=60_000))
+    cost = engine.costs.costs[(192, 288)]
+    result = engine.compute(
+        *pair, DepthRequest(mode=Mode.CONTINUOUS, budget_ms=cost.fixed_ms + 20 * cost.per_plane_ms)
+    )
+    assert result.choice["step_px"] > 3 and len(result.planes) <= 20
+    assert np.isfinite(result.disparity).all()
+
+
+def test_request_beyond_model_range_is_refused(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UserError, match="reaches 192 px"):
+        light_engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=256))
+
+
+def test_mismatched_sizes_are_refused(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UserError, match="differ in size"):
+        light_engine.compute(pair[0], pair[1][:, :200], DepthRequest(mode=Mode.BINARY, planes=(9,)))
+
+
+def test_fp16_on_cpu_is_refused() -> None:
+    with pytest.raises(UserError, match="fp16 needs --device cuda"):
+        Bi3DEngine(Bi3DModel("binary", width=0.25), precision="fp16")
+
+
+def test_bf16_autocast_agrees_with_fp32(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model = Bi3DModel("binary", width=0.25)
+    request = DepthRequest(mode=Mode.QUANTIZED, planes=(6, 12, 24))
+    fp32 = Bi3DEngine(model).compute(*pair, request)
+    bf16 = Bi3DEngine(model, precision="bf16").compute(*pair, request)
+    assert bf16.precision == "bf16"
+    assert np.abs(fp32.probabilities - bf16.probabilities).mean() < 0.02

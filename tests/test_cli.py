@@ -1,0 +1,281 @@
+"""The command line: the depth contract, eval and bench, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from app.cli import main
+from app.engine.bi3d.conformance import deterministic_state_dict
+from app.engine.formats import read_kitti_png, read_pfm
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def small_pair(tmp_path: Path, demo_dir: Path) -> tuple[Path, Path]:
+    """A 200 x 300 crop of the demo pair, to keep SGBM and Bi3D quick."""
+    paths = []
+    for name in ("im0.png", "im1.png"):
+        img = cv2.imread(str(demo_dir / name))[150:350, 300:600]
+        path = tmp_path / name
+        cv2.imwrite(str(path), img)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def test_depth_writes_the_contract_files(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    code, stdout, _ = run(
+        capsys,
+        "depth",
+        str(small_pair[0]),
+        str(small_pair[1]),
+        "--engine",
+        "sgbm",
+        "--max-disparity",
+        "64",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and "engine: sgbm" in stdout
+    with np.load(out / "result.npz") as z:
+        assert set(z.files) == {"disparity", "probabilities", "planes", "range_state"}
+        disparity = z["disparity"]
+    assert disparity.shape == (200, 300)
+    np.testing.assert_array_equal(read_pfm(out / "disparity.pfm"), disparity)
+    png = read_kitti_png(out / "disparity.png")
+    valid = np.isfinite(disparity) & (disparity > 0)
+    np.testing.assert_allclose(png[valid], disparity[valid], atol=1 / 256)
+    assert cv2.imread(str(out / "disparity_color.png")).shape == (200, 300, 3)
+    meta = json.loads((out / "result.json").read_text())
+    assert meta["engine"] == "sgbm" and meta["request"]["mode"] == "continuous"
+
+
+def test_depth_defaults_to_sgbm_without_a_bundled_model(
+    capsys, small_pair, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("app.engine.engines.default_weights", lambda: None)
+    code, stdout, _ = run(
+        capsys,
+        "depth",
+        str(small_pair[0]),
+        str(small_pair[1]),
+        "--mode",
+        "binary",
+        "--planes",
+        "30",
+        "--max-disparity",
+        "64",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert code == 0 and "engine: sgbm (no bundled Bi3D model" in stdout
+    assert (tmp_path / "o" / "mask.png").is_file()
+
+
+def test_depth_with_published_checkpoint_reproduces_reference(  # type: ignore[no-untyped-def]
+    capsys, tmp_path: Path, reference, key_specs
+) -> None:
+    paths = []
+    for side in ("left", "right"):
+        path = tmp_path / f"{side}.png"
+        cv2.imwrite(str(path), cv2.cvtColor(reference[f"{side}_rgb_u8"], cv2.COLOR_RGB2BGR))
+        paths.append(str(path))
+    weights = tmp_path / "binary.pth.tar"
+    torch.save({"state_dict": deterministic_state_dict(key_specs["binary"])}, weights)
+    out = tmp_path / "q"
+    code, stdout, _ = run(
+        capsys,
+        "depth",
+        *paths,
+        "--weights",
+        str(weights),
+        "--mode",
+        "quantized",
+        "--planes",
+        "6,15,27",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and "published format" in stdout
+    with np.load(out / "result.npz") as z:
+        np.testing.assert_allclose(z["probabilities"], reference["binary_3plane_refined"][0], atol=1e-4)
+        np.testing.assert_array_equal(z["planes"], [6, 15, 27])
+
+
+@pytest.mark.slow
+def test_depth_continuous_published_checkpoint_disparity(  # type: ignore[no-untyped-def]
+    capsys, tmp_path: Path, reference, key_specs
+) -> None:
+    paths = []
+    for side in ("left", "right"):
+        path = tmp_path / f"{side}.png"
+        cv2.imwrite(str(path), cv2.cvtColor(reference[f"{side}_rgb_u8"], cv2.COLOR_RGB2BGR))
+        paths.append(str(path))
+    weights = tmp_path / "cont.pth.tar"
+    torch.save({"state_dict": deterministic_state_dict(key_specs["continuous_2d"])}, weights)
+    code, _, _ = run(capsys, "depth", *paths, "--weights", str(weights), "--out", str(tmp_path / "c"))
+    assert code == 0
+    n = reference["cont2d_full_disp_normalized"][0, 0]
+    expected = np.clip(n * 193 - 0.5, -0.5, 192.5)
+    with np.load(tmp_path / "c" / "result.npz") as z:
+        np.testing.assert_allclose(z["disparity"], expected, atol=193e-4)
+        # planes every 3 px; those at multiples of 48 px are stored in the every-16-px reference
+        seg = reference["cont2d_full_seg_every16"][0]
+        np.testing.assert_allclose(z["probabilities"][::16], seg[::3], atol=1e-4)
+
+
+def test_eval_on_demo_prints_dense_and_valid_only(capsys, demo_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, stdout, _ = run(
+        capsys, "eval", str(demo_dir), "--engines", "sgbm", "--json", str(tmp_path / "e.json")
+    )
+    assert code == 0
+    lines = [line for line in stdout.splitlines() if line.startswith("motorcycle/sgbm")]
+    assert [line.split()[1] for line in lines] == ["dense", "valid-only"]
+    rows = json.loads((tmp_path / "e.json").read_text())
+    dense, valid = rows[0]["dense"], rows[0]["valid_only"]
+    # SGBM on Motorcycle: a usable baseline, and holes make the dense figures worse
+    assert valid["bad2"] < 0.15 and dense["bad2"] >= valid["bad2"] and 0.6 < valid["density"] < 1.0
+
+
+def test_bench_writes_records(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "b.json"
+    code, stdout, _ = run(
+        capsys,
+        "bench",
+        "--modes",
+        "binary,quantized",
+        "--planes",
+        "1,2",
+        "--size",
+        "192x288",
+        "--max-disparity",
+        "96",
+        "--width",
+        "0.25",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+        str(path),
+    )
+    assert code == 0 and "x sgbm" in stdout
+    records = json.loads(path.read_text())
+    keys = {
+        "engine",
+        "mode",
+        "planes",
+        "height",
+        "width",
+        "device",
+        "runtime",
+        "precision",
+        "median_ms",
+        "p90_ms",
+    }
+    assert all(keys <= set(r) for r in records)
+    assert {r["engine"] for r in records} == {"bi3d", "sgbm"}
+    assert sorted(r["planes"] for r in records if r["engine"] == "bi3d" and r["mode"] == "quantized") == [
+        1,
+        2,
+    ]
+
+
+# ---- bad input: exit 2, one line on stderr, no traceback -------------------------------------
+def _bad(capsys, *argv: str) -> str:  # type: ignore[no-untyped-def]
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_missing_image(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    msg = _bad(capsys, "depth", str(tmp_path / "nope.png"), str(small_pair[1]), "--out", str(tmp_path))
+    assert "not found" in msg
+
+
+def test_images_of_different_sizes(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    other = tmp_path / "small.png"
+    cv2.imwrite(str(other), np.zeros((100, 100, 3), np.uint8))
+    msg = _bad(capsys, "depth", str(small_pair[0]), str(other), "--engine", "sgbm", "--out", str(tmp_path))
+    assert "differ in size" in msg
+
+
+def test_non_image_file(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    text = tmp_path / "notes.png"
+    text.write_text("hello")
+    msg = _bad(capsys, "depth", str(text), str(small_pair[1]), "--out", str(tmp_path))
+    assert "not a readable image" in msg
+
+
+@pytest.mark.parametrize(("content", "needle"), [(b"", "empty"), (b"garbage", "not a readable PyTorch")])
+def test_bad_checkpoints(capsys, small_pair, tmp_path: Path, content: bytes, needle: str) -> None:  # type: ignore[no-untyped-def]
+    weights = tmp_path / "w.pt"
+    weights.write_bytes(content)
+    msg = _bad(capsys, "depth", *map(str, small_pair), "--weights", str(weights), "--out", str(tmp_path))
+    assert needle in msg
+
+
+def test_checkpoint_of_the_wrong_kind(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.bi3d.model import Bi3DModel
+
+    state = Bi3DModel("continuous_2d", width=0.25).state_dict()
+    state = {k: v for k, v in state.items() if not k.startswith("refinenet.")}  # fits no kind
+    weights = tmp_path / "w.pt"
+    torch.save({"state_dict": state}, weights)
+    msg = _bad(capsys, "depth", *map(str, small_pair), "--weights", str(weights), "--out", str(tmp_path))
+    assert "match no Bi3D kind" in msg
+
+
+def test_planes_outside_the_range(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    msg = _bad(
+        capsys, "depth", *map(str, small_pair), "--mode", "binary", "--planes", "250", "--out", str(tmp_path)
+    )
+    assert "outside [0, 192]" in msg
+
+
+def test_range_with_min_not_below_max(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    msg = _bad(
+        capsys,
+        "depth",
+        *map(str, small_pair),
+        "--mode",
+        "selective",
+        "--range",
+        "40",
+        "20",
+        "--out",
+        str(tmp_path),
+    )
+    assert "must be below max" in msg
+
+
+def test_usage_errors_are_one_line(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exc:
+        main(["depth", "only-one-image"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "see --help" in err[0]
+
+
+def test_python_dash_m_app_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "--help"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0
+    for command in ("depth", "eval", "bench"):
+        assert command in proc.stdout

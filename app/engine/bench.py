@@ -131,15 +131,15 @@ def _record(
 
 
 def bench_table(records: list[BenchRecord]) -> str:
-    """Plain-text table; ``x sgbm`` is the median relative to SGBM at the same size and mode."""
-    base = {(r.height, r.width, r.mode): r.median_ms for r in records if r.engine == "sgbm"}
+    """Plain-text table; ``x sgbm`` is the median relative to SGBM at the same size, mode and planes."""
+    base = {(r.height, r.width, r.mode, r.planes): r.median_ms for r in records if r.engine == "sgbm"}
     head = (
         f"{'engine':<6} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} {'median':>9} {'p90':>9} "
         f"{'features':>8} {'planes':>9} {'x sgbm':>7}"
     )
     lines = [head]
     for r in records:
-        key = (r.height, r.width, r.mode)
+        key = (r.height, r.width, r.mode, r.planes)
         ratio = r.median_ms / base[key] if key in base else np.nan
         lines.append(
             f"{r.engine:<6} {'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "

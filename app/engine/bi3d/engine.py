@@ -65,7 +65,7 @@ class Bi3DEngine:
         device: str = "cpu",
         precision: str = "fp32",
         shift_mode: str = "round",
-        max_chunk_bytes: int = 512 << 20,
+        max_chunk_bytes: int | None = None,
     ) -> None:
         if precision not in PRECISIONS:
             raise UserError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
@@ -77,7 +77,10 @@ class Bi3DEngine:
         self.model = model.to(self.device).eval()
         self.precision = precision
         self.shift_mode = shift_mode
-        self.max_chunk_bytes = max_chunk_bytes
+        # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
+        # (measured: 171 ms/plane at 480x640 one at a time, 200-260 ms in batches of 4-16).
+        default = (1 << 30) if self.device.type == "cuda" else (64 << 20)
+        self.max_chunk_bytes = default if max_chunk_bytes is None else max_chunk_bytes
         self.costs = CostModel()
 
     # ---- public -------------------------------------------------------------------

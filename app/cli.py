@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,7 +100,7 @@ def _request(args: argparse.Namespace, calibration: Calibration | None) -> Depth
 
 def cmd_depth(args: argparse.Namespace) -> int:
     from app.engine.formats import read_image_rgb
-    from app.engine.outputs import summary, write_result
+    from app.engine.outputs import format_summary, write_result
 
     calibration = read_middlebury_calib(args.calib).calibration if args.calib else None
     request = _request(args, calibration)
@@ -107,10 +108,7 @@ def cmd_depth(args: argparse.Namespace) -> int:
     engine, reason = build_engine(_engine_options(args), "binary")
     print(f"engine: {engine.name} ({reason})")
     result = engine.compute(left, right, request)
-    info = summary(result)
-    print(json.dumps({k: v for k, v in info.items() if k != "notes"}))
-    for note in result.notes:
-        print(f"note: {note}")
+    print(format_summary(result, calibration))
     written = write_result(Path(args.out), result, request, {"engine_reason": reason})
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
@@ -264,6 +262,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        sys.stdout = open(os.devnull, "w")  # keeps interpreter shutdown from failing again
+        return 0
 
 
 if __name__ == "__main__":

@@ -279,3 +279,54 @@ def test_python_dash_m_app_runs() -> None:
     assert proc.returncode == 0
     for command in ("depth", "eval", "bench"):
         assert command in proc.stdout
+
+
+def _scene(root: Path, left: np.ndarray, right: np.ndarray, gt: np.ndarray) -> None:
+    from app.engine.formats import write_pfm
+
+    root.mkdir(parents=True)
+    cv2.imwrite(str(root / "im0.png"), left)
+    cv2.imwrite(str(root / "im1.png"), right)
+    write_pfm(root / "disp0GT.pfm", gt)
+
+
+def _textured_pair(shift: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(shift)
+    left = cv2.GaussianBlur(rng.integers(0, 255, (120, 240, 3), dtype=np.uint8), (3, 3), 0)
+    right = np.zeros_like(left)
+    right[:, : 240 - shift] = left[:, shift:]
+    gt = np.full((120, 240), float(shift), np.float32)
+    return left, right, gt
+
+
+def test_eval_folder_of_middlebury_scenes(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    for shift in (5, 9):
+        _scene(tmp_path / f"scene{shift}", *_textured_pair(shift))
+    code, stdout, _ = run(capsys, "eval", str(tmp_path), "--engines", "sgbm", "--max-disparity", "32")
+    assert code == 0
+    assert sum(line.startswith(("scene5/sgbm", "scene9/sgbm")) for line in stdout.splitlines()) == 4
+
+
+def test_eval_kitti_layout(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.formats import write_kitti_png
+
+    for sub in ("image_2", "image_3", "disp_occ_0"):
+        (tmp_path / sub).mkdir()
+    left, right, gt = _textured_pair(7)
+    cv2.imwrite(str(tmp_path / "image_2" / "000000_10.png"), left)
+    cv2.imwrite(str(tmp_path / "image_3" / "000000_10.png"), right)
+    write_kitti_png(tmp_path / "disp_occ_0" / "000000_10.png", gt)
+    code, stdout, _ = run(capsys, "eval", str(tmp_path), "--engines", "sgbm", "--max-disparity", "32")
+    assert code == 0 and "000000_10/sgbm" in stdout
+    valid_line = next(line for line in stdout.splitlines() if "valid-only" in line)
+    assert float(valid_line.split()[2]) < 0.5  # EPE on a clean 7 px shift
+
+
+def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: ignore[no-untyped-def]
+    msg = _bad(capsys, "eval", str(small_pair[0]), str(small_pair[1]))
+    assert "--gt" in msg
+
+
+def test_eval_folder_without_scenes(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    msg = _bad(capsys, "eval", str(tmp_path))
+    assert "no stereo scenes" in msg

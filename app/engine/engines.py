@@ -47,7 +47,7 @@ def choose_engine_name(options: EngineOptions) -> tuple[str, str]:
     bundled = default_weights()
     if bundled is not None:
         return "bi3d", f"bundled default model {bundled.name}"
-    return "sgbm", "no bundled Bi3D model in this build (give --weights FILE for Bi3D)"
+    return "sgbm", "no bundled Bi3D model in this build; give --weights FILE for Bi3D"
 
 
 def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEngine, str]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.formats import atomic_write, colorize, write_color_png, write_kitti_png, write_pfm
-from app.engine.types import DepthRequest, DepthResult, Mode
+from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
 
 
 def write_result(
@@ -76,8 +76,14 @@ def summary(result: DepthResult) -> dict[str, Any]:
     if result.mode is Mode.BINARY and result.mask is not None:
         out["closer_than_plane_fraction"] = round(float(result.mask.mean()), 4)
     if result.range_state is not None:
+        # state 0 also covers pixels no engine could match; count only those with a disparity
+        known = {
+            -1: result.range_state == -1,
+            0: (result.range_state == 0) & valid,
+            1: result.range_state == 1,
+        }
         out["range_state_fraction"] = {
-            name: round(float((result.range_state == v).mean()), 4)
+            name: round(float(known[v].mean()), 4)
             for name, v in (("farther", -1), ("inside", 0), ("closer", 1))
         }
     if result.choice:
@@ -88,4 +94,33 @@ def summary(result: DepthResult) -> dict[str, Any]:
 def _planes_text(planes: np.ndarray) -> str:
     if len(planes) <= 8:
         return ", ".join(f"{p:g}" for p in planes)
-    return f"{len(planes)} planes, {planes[0]:g} to {planes[-1]:g}"
+    return f"{len(planes)} from {planes[0]:g} to {planes[-1]:g}"
+
+
+def format_summary(result: DepthResult, calibration: Calibration | None = None) -> str:
+    """A few human-readable lines about a result."""
+    info = summary(result)
+    lines = [f"mode {info['mode']}, planes: {info['planes_px']} px"]
+    if "disparity_px" in info:
+        d = info["disparity_px"]
+        line = (
+            f"disparity: median {d['median']:.1f} px (p5 {d['p5']:.1f}, p95 {d['p95']:.1f}), "
+            f"{100 * info['valid_fraction']:.1f}% valid"
+        )
+        if calibration is not None:
+            z = calibration.depth_m(np.array([d["median"]]))[0]
+            line += f"; median depth {z:.2f} m"
+        lines.append(line)
+    if "closer_than_plane_fraction" in info:
+        lines.append(f"closer than the plane: {100 * info['closer_than_plane_fraction']:.1f}% of pixels")
+    if "range_state_fraction" in info:
+        f = info["range_state_fraction"]
+        lines.append(
+            f"range: {100 * f['inside']:.1f}% inside, {100 * f['closer']:.1f}% closer, "
+            f"{100 * f['farther']:.1f}% farther"
+        )
+    if "budget_choice" in info:
+        lines.append("budget: " + ", ".join(f"{k} {v:g}" for k, v in info["budget_choice"].items()))
+    lines.append("time: " + ", ".join(f"{k} {v:.1f} ms" for k, v in info["timings_ms"].items()))
+    lines += [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)

@@ -11,7 +11,7 @@ import numpy as np
 from app.engine.assets import default_weights
 from app.engine.bi3d.checkpoint import load_model
 from app.engine.bi3d.engine import Bi3DEngine
-from app.engine.bi3d.model import Bi3DModel
+from app.engine.bi3d.factory import build_model
 from app.engine.classical import SGBMEngine, SGBMParams
 from app.engine.errors import UserError
 from app.engine.types import DepthRequest, DepthResult
@@ -55,7 +55,7 @@ def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEng
     if name == "sgbm":
         return SGBMEngine(options.sgbm), reason
     if options.width is not None and options.weights is None:
-        model = Bi3DModel(kind, options.width)
+        model = build_model(kind, options.width)
         return Bi3DEngine(model, options.device, options.precision, options.shift_mode), (
             f"random {kind} weights at width {options.width:g} (timing only)"
         )

@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from app.engine.bi3d.model import Bi3DModel, ModelKind
+from app.engine.bi3d.factory import build_model
+from app.engine.bi3d.model import ModelKind, SweepModel
 from app.engine.errors import UserError
 from app.engine.formats import default_file_mode
 
@@ -142,19 +143,22 @@ def _pickle_globals(raw: bytes) -> list[str]:
     return names
 
 
-def load_model(path: str | Path, expect_kind: ModelKind | str | None = None) -> tuple[Bi3DModel, ModelInfo]:
+def load_model(path: str | Path, expect_kind: ModelKind | str | None = None) -> tuple[SweepModel, ModelInfo]:
     """Build the model a checkpoint describes and load it strictly."""
     state, info = read_checkpoint(path)
     if expect_kind is not None and ModelKind(expect_kind) is not info.kind:
         wanted = ModelKind(expect_kind).value
         raise UserError(f"{path} is a {info.kind.value} model; this needs a {wanted} model")
-    model = Bi3DModel(info.kind, info.width, info.max_disparity)
+    try:
+        model = build_model(info.kind, info.width, info.max_disparity)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from exc
     check_fit(model, state, path)
     model.load_state_dict(state, strict=True)
     return model.eval(), info
 
 
-def check_fit(model: Bi3DModel, state: Mapping[str, torch.Tensor], path: str | Path) -> None:
+def check_fit(model: SweepModel, state: Mapping[str, torch.Tensor], path: str | Path) -> None:
     """Raise a ``UserError`` naming missing, unexpected and mis-shaped keys."""
     expected = model.state_dict()
     missing = [k for k in expected if k not in state]
@@ -170,7 +174,7 @@ def check_fit(model: Bi3DModel, state: Mapping[str, torch.Tensor], path: str | P
     )
 
 
-def save_checkpoint(path: str | Path, model: Bi3DModel, training: Mapping[str, Any] | None = None) -> None:
+def save_checkpoint(path: str | Path, model: SweepModel, training: Mapping[str, Any] | None = None) -> None:
     """Write this project's format atomically (temporary file, then rename)."""
     path = Path(path)
     payload = {

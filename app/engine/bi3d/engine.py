@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from app.engine.bi3d.model import FEATURE_STRIDE, Bi3DModel, Features, ModelKind
+from app.engine.bi3d.model import FEATURE_STRIDE, Features, SweepModel
 from app.engine.bi3d.padding import Padder, to_network_input
 from app.engine.bi3d.readout import integrate_planes, monotone_logits, normalized_to_disparity
 from app.engine.budget import CostModel
@@ -61,7 +61,7 @@ class Bi3DEngine:
 
     def __init__(
         self,
-        model: Bi3DModel,
+        model: SweepModel,
         device: str = "cpu",
         precision: str = "fp32",
         shift_mode: str = "round",
@@ -87,7 +87,7 @@ class Bi3DEngine:
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         check_pair(left, right)
         self._check_request(request)
-        padder = Padder(*left.shape[:2])
+        padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
         size = padder.padded_size
         t0 = time.perf_counter()
         with torch.inference_mode(), self._autocast():
@@ -189,7 +189,7 @@ class Bi3DEngine:
 
     def _chunk(self, size: tuple[int, int]) -> int:
         h, w = size[0] // FEATURE_STRIDE, size[1] // FEATURE_STRIDE + self.model.max_shift
-        per_plane = 4 * 3 * self.model.segnet.widest_channels * h * w
+        per_plane = 4 * 3 * self.model.widest_channels * h * w
         return int(max(1, min(64, self.max_chunk_bytes // per_plane)))
 
     def _probe_costs(self, l_in: Tensor, r_in: Tensor, size: tuple[int, int]) -> None:
@@ -245,13 +245,13 @@ class Bi3DEngine:
             if self.model.refinenet3d is not None and plan.step == FEATURE_STRIDE:
                 lowres = self.model.regularise(feats, lowres)
             logits = self.model.refine_planes(feats, lowres).float()
-            if self.model.kind is ModelKind.BINARY:
+            if not self.model.has_disp_refine:
                 logits = monotone_logits(logits)
         with self._timed(timings, "readout"):
             probes = (round(lo) - first, round(hi) - first)
             dense = integrate_planes(logits, plan.step, probes)
             normalized = dense.normalized
-            if self.model.kind is not ModelKind.BINARY:
+            if self.model.has_disp_refine:
                 normalized = self.model.refine_disparity(normalized, feats.image).float()
             disp = normalized_to_disparity(normalized, first, last)
             disparity = padder.crop(disp)[0, 0].cpu().numpy().astype(np.float32)

@@ -36,6 +36,10 @@ class ModelKind(StrEnum):
     BINARY = "binary"
     CONTINUOUS_2D = "continuous_2d"
     CONTINUOUS_3D = "continuous_3d"
+    LIGHT = "light"  # this project's CPU model: not a published architecture
+
+
+PUBLISHED_KINDS = (ModelKind.BINARY, ModelKind.CONTINUOUS_2D, ModelKind.CONTINUOUS_3D)
 
 
 @dataclass
@@ -44,26 +48,101 @@ class Features:
 
     left: Tensor  # B x C x h x w
     right: Tensor  # B x C x h x w
-    left_hr: Tensor | None  # B x C_hr x H x W (binary kind only)
+    left_hr: Tensor | None  # B x C_hr x H x W (published binary kind only)
     image: Tensor  # B x 3 x H x W normalised left image (DispRefine guide)
+    guide: Tensor | None = None  # per-frame upsampling weights (light kind)
 
 
-class Bi3DModel(nn.Module):
-    """A Bi3D network of one kind, at a channel width (1.0 = published)."""
+class SweepModel(nn.Module):
+    """What every Bi3D-style model offers the engine: features once, then planes.
+
+    Subclasses provide ``featnet``, ``segnet`` (with ``widest_channels``) and the readouts.
+    """
+
+    # annotations only: a class-level default would shadow registered submodules
+    kind: ModelKind
+    width: float
+    max_disparity: int
+    featnethr: nn.Module | None
+    refinenet3d: nn.Module | None
+    segnet: nn.Module
+
+    min_size: int = MIN_SIZE  # smallest padded height and width the network accepts
+    widest_channels: int  # channels of the largest per-plane activation (bounds plane chunks)
+
+    def _set_range(self, max_disparity: int) -> None:
+        if max_disparity <= 0 or max_disparity % SIZE_MULTIPLE:
+            raise ValueError(f"max_disparity must be a positive multiple of {SIZE_MULTIPLE}")
+        self.max_disparity = int(max_disparity)
+
+    @property
+    def max_shift(self) -> int:
+        """Width in feature columns added to the plane-sweep volume."""
+        return self.max_disparity // FEATURE_STRIDE
+
+    @property
+    def has_disp_refine(self) -> bool:
+        """Whether continuous readouts go through DispRefine (the published continuous kinds)."""
+        return False
+
+    def plane_volume(self, left: Tensor, right: Tensor, shifts: Tensor) -> Tensor:
+        return plane_sweep_volume(left, right, shifts, self.max_shift)
+
+    def extract(self, left: Tensor, right: Tensor) -> Features:
+        raise NotImplementedError
+
+    def refine_planes(self, feats: Features, lowres: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def plane_logits(self, feats: Features, shifts: Tensor, chunk: int = 8) -> Tensor:
+        """Low-resolution logits of P(disparity > plane) for each plane.
+
+        ``shifts`` (P,) are plane disparities in feature columns (pixels / 3); whole
+        numbers reproduce the published volume, fractions interpolate the right features.
+        Returns B x P x h' x w' (h' x w' is the SegNet output grid).
+        """
+        self._check_shifts(shifts)
+        out = []
+        step = max(1, chunk)
+        for start in range(0, shifts.numel(), step):
+            part = shifts[start : start + step]
+            volume = self.plane_volume(feats.left, feats.right, part)
+            b, p = feats.left.shape[0], part.numel()
+            logits = self.segnet(volume.flatten(0, 1))
+            logits = logits[..., : logits.shape[-1] * feats.left.shape[-1] // volume.shape[-1]]
+            out.append(logits.view(b, p, *logits.shape[-2:]))
+        return torch.cat(out, dim=1)
+
+    def _check_shifts(self, shifts: Tensor) -> None:
+        if shifts.ndim != 1 or shifts.numel() == 0:
+            raise ValueError("shifts must be a non-empty 1-D tensor")
+        if float(shifts.min()) < 0 or float(shifts.max()) > self.max_shift:
+            raise ValueError(f"plane shifts must lie in [0, {self.max_shift}] feature columns")
+
+    def regularise(self, feats: Features, lowres: Tensor) -> Tensor:
+        return lowres
+
+    def refine_disparity(self, normalized: Tensor, image: Tensor) -> Tensor:
+        raise TypeError(f"the {self.kind.value} kind has no DispRefine")
+
+
+class Bi3DModel(SweepModel):
+    """A published Bi3D network of one kind, at a channel width (1.0 = published)."""
 
     def __init__(self, kind: ModelKind | str, width: float = 1.0, max_disparity: int = 192) -> None:
         super().__init__()
         self.kind = ModelKind(kind)
+        if self.kind not in PUBLISHED_KINDS:
+            raise ValueError(f"{self.kind.value} is not a published Bi3D kind")
         self.width = float(width)
-        if max_disparity <= 0 or max_disparity % SIZE_MULTIPLE:
-            raise ValueError(f"max_disparity must be a positive multiple of {SIZE_MULTIPLE}")
-        self.max_disparity = int(max_disparity)
+        self._set_range(max_disparity)
         self.featnet = FeatNet(width)
         c = self.featnet.out_channels
         self.featnethr: FeatNetHR | None = None
         if self.kind is ModelKind.BINARY:
             self.featnethr = FeatNetHR(width)
         self.segnet = SegNet(2 * c, width)
+        self.widest_channels = self.segnet.widest_channels
         self.refinenet: nn.Module
         if self.kind is ModelKind.BINARY:
             assert self.featnethr is not None
@@ -75,9 +154,8 @@ class Bi3DModel(nn.Module):
             self.refinenet3d = RefineNet3D(c, width)
 
     @property
-    def max_shift(self) -> int:
-        """Width in feature columns added to the plane-sweep volume."""
-        return self.max_disparity // FEATURE_STRIDE
+    def has_disp_refine(self) -> bool:
+        return self.kind is not ModelKind.BINARY
 
     # ---- stages -------------------------------------------------------------------
     def extract(self, left: Tensor, right: Tensor) -> Features:
@@ -87,27 +165,6 @@ class Bi3DModel(nn.Module):
         feat_left, feat_right = both.chunk(2, dim=0)
         hr = self.featnethr(left) if self.featnethr is not None else None
         return Features(feat_left, feat_right, hr, left)
-
-    def plane_logits(self, feats: Features, shifts: Tensor, chunk: int = 8) -> Tensor:
-        """Low-resolution logits of P(disparity > plane) for each plane.
-
-        ``shifts`` (P,) are plane disparities in feature columns (pixels / 3); whole
-        numbers reproduce the published volume, fractions interpolate the right features.
-        Returns B x P x h x w.
-        """
-        if shifts.ndim != 1 or shifts.numel() == 0:
-            raise ValueError("shifts must be a non-empty 1-D tensor")
-        if float(shifts.min()) < 0 or float(shifts.max()) > self.max_shift:
-            raise ValueError(f"plane shifts must lie in [0, {self.max_shift}] feature columns")
-        width = feats.left.shape[-1]
-        out = []
-        for start in range(0, shifts.numel(), max(1, chunk)):
-            part = shifts[start : start + max(1, chunk)]
-            volume = plane_sweep_volume(feats.left, feats.right, part, self.max_shift)
-            b, p = feats.left.shape[0], part.numel()
-            logits = self.segnet(volume.flatten(0, 1))[..., :width]
-            out.append(logits.view(b, p, *logits.shape[-2:]))
-        return torch.cat(out, dim=1)
 
     def refine_planes(self, feats: Features, lowres: Tensor) -> Tensor:
         """Full-resolution logits per plane: B x P x h x w -> B x P x H x W.
@@ -133,7 +190,7 @@ class Bi3DModel(nn.Module):
     def refine_disparity(self, normalized: Tensor, image: Tensor) -> Tensor:
         """DispRefine (continuous kinds): B x 1 x H x W normalised disparity."""
         if not isinstance(self.refinenet, DispRefine):
-            raise TypeError("the binary kind has no DispRefine")
+            return super().refine_disparity(normalized, image)
         return self.refinenet(normalized, image)
 
     # ---- published composition --------------------------------------------------
@@ -159,6 +216,14 @@ class Bi3DModel(nn.Module):
         out["disp_normalized_noisy"] = noisy
         out["disp_normalized"] = self.refine_disparity(noisy, left)
         return out
+
+
+def to_channels_last(model: nn.Module) -> nn.Module:
+    """Channels-last weights for every 2D convolution (3D ones keep their layout)."""
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d | nn.ConvTranspose2d):
+            module.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    return model
 
 
 def plane_sweep_volume(left: Tensor, right: Tensor, shifts: Tensor, max_shift: int) -> Tensor:
@@ -197,13 +262,13 @@ def dense_planes(logits: Tensor, size: tuple[int, int] | torch.Size, step: int) 
     return dense.reshape(b, h, w, -1).permute(0, 3, 1, 2)
 
 
-def _check_input(left: Tensor, right: Tensor) -> None:
+def _check_input(left: Tensor, right: Tensor, min_size: int = MIN_SIZE) -> None:
     if left.ndim != 4 or left.shape[1] != 3:
         raise ValueError(f"expected B x 3 x H x W images, got {tuple(left.shape)}")
     if left.shape != right.shape:
         raise ValueError(f"left {tuple(left.shape)} and right {tuple(right.shape)} differ")
     h, w = left.shape[-2:]
-    if h % SIZE_MULTIPLE or w % SIZE_MULTIPLE or h < MIN_SIZE or w < MIN_SIZE:
+    if h % SIZE_MULTIPLE or w % SIZE_MULTIPLE or h < min_size or w < min_size:
         raise ValueError(
-            f"height and width must be multiples of {SIZE_MULTIPLE} and at least {MIN_SIZE}, got {h} x {w}"
+            f"height and width must be multiples of {SIZE_MULTIPLE} and at least {min_size}, got {h} x {w}"
         )

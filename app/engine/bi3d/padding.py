@@ -21,15 +21,16 @@ from app.engine.bi3d.model import MIN_SIZE, SIZE_MULTIPLE
 class Padder:
     height: int
     width: int
+    minimum: int = MIN_SIZE
     multiple: int = SIZE_MULTIPLE
 
     @property
     def top(self) -> int:
-        return _padding(self.height, self.multiple)
+        return _padding(self.height, self.multiple, self.minimum)
 
     @property
     def left(self) -> int:
-        return _padding(self.width, self.multiple)
+        return _padding(self.width, self.multiple, self.minimum)
 
     @property
     def padded_size(self) -> tuple[int, int]:
@@ -51,5 +52,5 @@ def to_network_input(image: np.ndarray, device: torch.device) -> Tensor:
     return (t - 0.5) / 0.5
 
 
-def _padding(size: int, multiple: int) -> int:
-    return max(MIN_SIZE, size + (-size) % multiple) - size
+def _padding(size: int, multiple: int, minimum: int) -> int:
+    return max(minimum, size + (-size) % multiple) - size

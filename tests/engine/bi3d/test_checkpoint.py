@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from app.engine.bi3d.checkpoint import detect_kind, load_model, read_checkpoint, save_checkpoint
-from app.engine.bi3d.model import Bi3DModel, ModelKind
+from app.engine.bi3d.model import PUBLISHED_KINDS, Bi3DModel, ModelKind
 from app.engine.errors import UserError
 
 
-@pytest.mark.parametrize("kind", list(ModelKind))
+@pytest.mark.parametrize("kind", PUBLISHED_KINDS)
 def test_published_format_loads_and_detects_kind(tmp_path: Path, kind: ModelKind) -> None:
     model = Bi3DModel(kind)
     path = tmp_path / "published.pth.tar"

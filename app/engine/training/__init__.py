@@ -1,0 +1,1 @@
+"""Training Bi3D models: synthetic and user data, losses, the training loop."""

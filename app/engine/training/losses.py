@@ -1,0 +1,61 @@
+"""Losses for Bi3D training.
+
+Binary kinds classify P(disparity > plane) per plane: binary cross-entropy against soft
+targets sigmoid((gt - plane) / tau), so probabilities ramp over about a pixel and the area
+under the curve reads out sub-plane disparity; plus a penalty on curves that rise again
+with the plane (the main failure of per-plane training, see the light-model notes).
+Continuous kinds add an L1 loss on the disparity after DispRefine.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+PLANE_STEP = 3
+
+
+def sample_planes(gt: Tensor, count: int, max_disparity: int, g: torch.Generator) -> Tensor:
+    """``count`` distinct planes (px, multiples of 3, ascending), half of them near the
+    ground truth of random pixels, where the classification is hard."""
+    top = max_disparity // PLANE_STEP
+    valid = gt[torch.isfinite(gt)]
+    near = count // 2 if valid.numel() else 0
+    idx = torch.randint(0, max(valid.numel(), 1), (near,), generator=g)
+    jitter = torch.randn(near, generator=g) * 2.0
+    near_ids = ((valid[idx].cpu() / PLANE_STEP) + jitter).round() if near else torch.empty(0)
+    uniform_ids = torch.randint(0, top + 1, (count * 2,), generator=g).float()
+    ids = torch.cat([near_ids, uniform_ids]).clamp(0, top).unique()
+    ids = ids[torch.randperm(ids.numel(), generator=g)][:count]
+    return (ids.sort().values * PLANE_STEP).float()
+
+
+def soft_targets(gt: Tensor, planes: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+    """B x H x W disparity, K planes -> targets B x K x H x W and a validity mask."""
+    valid = torch.isfinite(gt)
+    d = torch.nan_to_num(gt, nan=0.0)[:, None]
+    target = torch.sigmoid((d - planes.to(gt.device)[None, :, None, None]) / tau)
+    return target, valid[:, None].expand_as(target)
+
+
+def plane_loss(logits: Tensor, gt: Tensor, planes: Tensor, tau: float = 1.0) -> Tensor:
+    """Masked BCE of B x K x H x W logits (planes ascending)."""
+    target, valid = soft_targets(gt, planes, tau)
+    loss = F.binary_cross_entropy_with_logits(logits.float(), target, reduction="none")
+    return (loss * valid).sum() / valid.sum().clamp_min(1)
+
+
+def monotone_penalty(logits: Tensor) -> Tensor:
+    """Mean amount by which logits rise from one plane to the next farther plane."""
+    if logits.shape[1] < 2:
+        return logits.new_zeros(())
+    return F.relu(logits[:, 1:].float() - logits[:, :-1].float()).mean()
+
+
+def disparity_loss(pred: Tensor, gt: Tensor, lo: float, hi: float) -> Tensor:
+    """Smooth L1 on pixels whose ground truth lies in [lo, hi]."""
+    valid = torch.isfinite(gt) & (gt >= lo) & (gt <= hi)
+    if not valid.any():
+        return pred.new_zeros(())
+    return F.smooth_l1_loss(pred[valid].float(), gt[valid])

@@ -1,0 +1,77 @@
+"""The light model honours the engine contract and its factored first layer is exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from app.engine.bi3d.checkpoint import load_model, save_checkpoint
+from app.engine.bi3d.engine import Bi3DEngine
+from app.engine.bi3d.light import LightBi3D, convex_upsample
+from app.engine.bi3d.model import ModelKind, plane_sweep_volume
+from app.engine.types import DepthRequest, Mode
+
+
+def _model() -> LightBi3D:
+    torch.manual_seed(0)
+    return LightBi3D().eval()
+
+
+def test_factored_first_layer_equals_a_1x1_conv_over_the_volume() -> None:
+    # whole shifts; for fractional ones the correlation blends unit vectors (an approximation)
+    model = _model()
+    seg = model.segnet
+    x = torch.randn(1, 3, 192, 288)
+    with torch.inference_mode():
+        feats = model.extract(x, x.roll(-6, dims=3))
+        shifts = torch.tensor([0.0, 2.0, 5.0])
+        got = model.plane_logits(feats, shifts, chunk=2)
+        # reference: build the concatenated volume explicitly and apply one 1x1 conv
+        c = feats.left.shape[1]
+        vol = plane_sweep_volume(feats.left, feats.right, shifts, model.max_shift)[0]  # P x 2C x h x w'
+        lf, rf = vol[:, :c], vol[:, c:]
+        corr = (F.normalize(lf, dim=1) * F.normalize(rf, dim=1)).sum(1, keepdim=True)
+        full = torch.cat([lf, rf, (lf - rf).abs(), corr], 1)
+        weight = torch.cat(
+            [seg.proj_left.weight, seg.proj_right.weight, seg.proj_diff.weight, seg.proj_corr.weight], 1
+        )
+        x0 = F.conv2d(full, weight, seg.proj_left.bias)
+        want = seg(x0)[..., : feats.left.shape[-1] // 2][None, :, 0]
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_convex_upsampling_is_a_convex_combination() -> None:
+    logits = torch.randn(1, 2, 5, 7)
+    out = convex_upsample(logits, torch.randn(1, 36, 5, 7), 2)
+    assert out.shape == (1, 2, 10, 14)
+    assert out.max() <= logits.max() + 1e-5 and out.min() >= logits.min() - 1e-5
+    flat = convex_upsample(torch.full((1, 1, 5, 7), 3.0), torch.randn(1, 36, 5, 7), 2)
+    torch.testing.assert_close(flat, torch.full_like(flat, 3.0))
+
+
+def test_engine_runs_every_mode_with_the_light_model() -> None:
+    rng = np.random.default_rng(0)
+    left = rng.integers(0, 255, (150, 250, 3), dtype=np.uint8)
+    right = np.roll(left, -9, axis=1)
+    engine = Bi3DEngine(_model())
+    for request in [
+        DepthRequest(mode=Mode.BINARY, planes=(12,)),
+        DepthRequest(mode=Mode.QUANTIZED, levels=4),
+        DepthRequest(mode=Mode.SELECTIVE, range=(6, 30)),
+        DepthRequest(mode=Mode.CONTINUOUS),
+    ]:
+        result = engine.compute(left, right, request)
+        assert result.probabilities.shape[1:] == (150, 250)
+        assert result.disparity.shape == (150, 250)
+
+
+def test_light_checkpoint_round_trip(tmp_path: Path) -> None:
+    model = _model()
+    save_checkpoint(tmp_path / "light.pt", model, {"note": "test"})
+    loaded, info = load_model(tmp_path / "light.pt")
+    assert info.kind is ModelKind.LIGHT and isinstance(loaded, LightBi3D)
+    for key, value in model.state_dict().items():
+        assert torch.equal(loaded.state_dict()[key], value)

@@ -1,0 +1,52 @@
+"""`bi3d-studio bench`: in-process latency per engine, mode, plane count and size."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from app.commands.common import add_engine_args, engine_options, parse_list, parse_size
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.engine.bench import bench_table, run_bench
+
+    widths: list[float | None] = [None] if args.weights else (args.width or [1.0])
+    records = run_bench(
+        args.engines,
+        args.modes,
+        args.planes,
+        args.size or [(480, 640)],
+        engine_options(args),
+        widths,
+        args.repeat,
+        args.warmup,
+        args.max_disparity,
+    )
+    print(bench_table(records))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_json() for r in records], indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="latency per engine, mode, plane count and size",
+        description=(
+            "Time engines in-process: warm-up, then median and p90 of --repeat runs. SGBM is always "
+            "included as the baseline. Without --weights Bi3D runs with random weights at --width."
+        ),
+    )
+    p.add_argument("--engines", type=lambda s: parse_list(s, str), default=["bi3d", "sgbm"])
+    p.add_argument("--modes", type=lambda s: parse_list(s, str), default=["binary", "quantized"])
+    p.add_argument("--planes", type=lambda s: parse_list(s, int), default=[1, 4, 16])
+    p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable")
+    p.add_argument("--width", type=lambda s: parse_list(s, float), help="model width(s), e.g. 1.0,0.5")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--json", help="write records as JSON")
+    add_engine_args(p)
+    p.set_defaults(func=run)

@@ -1,0 +1,110 @@
+"""Pieces shared by the command modules: one-line usage errors, value parsing, engine options."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, NoReturn
+
+from app.engine.classical import SGBMParams
+from app.engine.engines import EngineOptions
+from app.engine.errors import UserError
+from app.engine.types import Calibration, DepthRequest, Mode, Spacing
+
+EXIT_USAGE = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors on one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'480x640' -> (480, 640): height x width."""
+    try:
+        h, w = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be HEIGHTxWIDTH, e.g. 480x640, got {text!r}") from None
+    if h <= 0 or w <= 0:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return h, w
+
+
+def parse_list(text: str, kind: type = float) -> list[Any]:
+    try:
+        return [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s, got {text!r}") from None
+
+
+def to_disparity(value: str, calibration: Calibration | None) -> float:
+    """'12' -> 12 px; '2.5m' -> the disparity of a point 2.5 m away (needs a calibration)."""
+    text = value.strip().lower()
+    if text.endswith("m"):
+        if calibration is None:
+            raise UserError(f"{value!r} is in metres; give --calib FILE so metres can become pixels")
+        return calibration.disparity_px(_number(text[:-1], value))
+    return _number(text.removesuffix("px"), value)
+
+
+def _number(text: str, original: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise UserError(f"not a number: {original!r}; give pixels (12) or metres (2.5m)") from None
+
+
+def engine_options(args: argparse.Namespace) -> EngineOptions:
+    sgbm = SGBMParams(
+        block_size=args.block_size,
+        uniqueness=args.uniqueness,
+        speckle_window=args.speckle_window,
+        mode=args.sgbm_mode,
+    )
+    weights = Path(args.weights) if args.weights else None
+    return EngineOptions(
+        getattr(args, "engine", None), weights, args.device, args.precision, args.shift_mode, None, sgbm
+    )
+
+
+def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> DepthRequest:
+    planes = tuple(to_disparity(v, calibration) for v in args.planes.split(",")) if args.planes else ()
+    rng = None
+    if args.range:
+        a, b = (to_disparity(v, calibration) for v in args.range)
+        rng = (min(a, b), max(a, b)) if args.range[0].lower().endswith("m") else (a, b)
+    return DepthRequest(
+        mode=Mode(args.mode),
+        planes=planes,
+        levels=args.levels,
+        spacing=Spacing(args.spacing),
+        range=rng,
+        budget_ms=args.budget_ms,
+        max_disparity=args.max_disparity,
+        calibration=calibration,
+    )
+
+
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--weights", help="Bi3D checkpoint (published or project format)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "bf16", "fp16"],
+        help="autocast precision for Bi3D (fp16 needs CUDA)",
+    )
+    p.add_argument(
+        "--shift-mode",
+        default="round",
+        choices=["round", "interpolate"],
+        help="planes off the 3 px grid: round to it (published) or interpolate features",
+    )
+    p.add_argument("--max-disparity", type=int, default=192, help="disparity range in px (default 192)")
+    g = p.add_argument_group("SGBM baseline")
+    g.add_argument("--block-size", type=int, default=5)
+    g.add_argument("--uniqueness", type=int, default=10)
+    g.add_argument("--speckle-window", type=int, default=100)
+    g.add_argument("--sgbm-mode", default="3way", choices=["sgbm", "hh", "3way", "hh4"])

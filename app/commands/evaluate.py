@@ -1,0 +1,56 @@
+"""`bi3d-studio eval`: metrics against ground truth, dense and valid-only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from app.commands.common import add_engine_args, engine_options, parse_list
+from app.engine.engines import ENGINES
+from app.engine.errors import UserError
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.engine.assets import default_weights
+    from app.engine.evaluation import eval_table, evaluate_scenes
+    from app.engine.sources import Scene, find_scenes
+
+    if args.right is not None:
+        if args.gt is None:
+            raise UserError("evaluating a pair needs --gt FILE (PFM or KITTI PNG)")
+        scenes = [Scene(Path(args.path).stem, Path(args.path), Path(args.right), Path(args.gt))]
+    else:
+        scenes = find_scenes(args.path)
+    if args.engines:
+        engines = parse_list(args.engines, str)
+    else:
+        engines = ["sgbm"] + (["bi3d"] if args.weights or default_weights() else [])
+    for name in engines:
+        if name not in ENGINES:
+            raise UserError(f"unknown engine {name!r}; use one of {', '.join(ENGINES)}")
+    rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity)
+    print(eval_table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="metrics against ground truth",
+        description=(
+            "Evaluate engines on a pair (LEFT RIGHT --gt FILE) or a folder of scenes in Middlebury "
+            "(im0.png, im1.png, disp0GT.pfm, calib.txt) or KITTI 2015 layout. Every figure is given "
+            "dense (holes count as errors) and valid-only (holes excluded)."
+        ),
+    )
+    p.add_argument("path", help="scene folder, dataset folder, or left image")
+    p.add_argument("right", nargs="?", help="right image when PATH is a left image")
+    p.add_argument("--gt", help="ground-truth disparity for a pair (PFM or KITTI PNG)")
+    p.add_argument("--engines", help="comma-separated engines (default: sgbm, plus bi3d if weights exist)")
+    p.add_argument("--json", help="write the figures as JSON")
+    add_engine_args(p)
+    p.set_defaults(func=run, max_disparity=None)

@@ -1,0 +1,80 @@
+"""`bi3d-studio train`: train a Bi3D model (synthetic data or a dataset folder)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from app.commands.common import parse_size
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.engine.training.trainer import TrainConfig, train
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    cfg = TrainConfig(
+        out=args.out,
+        kind=args.kind,
+        width=args.width,
+        max_disparity=args.max_disparity,
+        data=args.data,
+        crop=args.crop,
+        batch=args.batch,
+        planes=args.planes,
+        steps=args.steps,
+        lr=args.lr,
+        precision=args.precision,
+        tf32=not args.no_tf32,
+        channels_last=not args.no_channels_last,
+        init=args.init,
+        seed=args.seed,
+        device=args.device,
+        workers=args.workers,
+        reuse=args.reuse,
+        val_every=args.val_every,
+        val_count=args.val_count,
+        save_every=args.save_every,
+        continuous_window=args.window,
+    )
+    result = train(cfg)
+    print("\n" + json.dumps({k: round(v, 4) for k, v in result.items()}))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a Bi3D model",
+        description=(
+            "Train on synthetic scenes (default) or a dataset folder (SceneFlow left/right/disparity, "
+            "Middlebury, KITTI 2015). Resumes from OUT/last.pt when present. Runs under torchrun "
+            "with DistributedDataParallel. Writes OUT/last.pt, best.pt, state.pt and log.csv."
+        ),
+    )
+    p.add_argument("--out", default="runs/train", help="run folder (resumed when it holds last.pt)")
+    p.add_argument("--kind", default="light", choices=["light", "binary", "continuous_2d", "continuous_3d"])
+    p.add_argument("--width", type=float, default=1.0, help="channel width multiplier")
+    p.add_argument("--max-disparity", type=int, default=192)
+    p.add_argument("--data", default="synthetic", help="'synthetic' or a dataset folder")
+    p.add_argument("--crop", type=parse_size, default=(192, 384), help="HEIGHTxWIDTH, multiples of 96")
+    p.add_argument("--batch", type=int, default=4, help="samples per step and process")
+    p.add_argument("--planes", type=int, default=8, help="planes per sample (binary kinds)")
+    p.add_argument("--window", type=int, default=17, help="contiguous planes per sample (continuous kinds)")
+    p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--no-tf32", action="store_true", help="disable TF32 matmuls on CUDA")
+    p.add_argument("--no-channels-last", action="store_true")
+    p.add_argument("--init", help="start from this checkpoint (fine-tuning), same kind")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--workers", type=int, default=0, help="data loader processes")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--reuse", type=int, default=3, help="times each synthetic scene is shown")
+    p.add_argument("--val-every", type=int, default=1000)
+    p.add_argument("--val-count", type=int, default=8)
+    p.add_argument("--save-every", type=int, default=200)
+    p.set_defaults(func=run)

@@ -1,0 +1,138 @@
+"""The command line on sources: record, depth on a source, eval on a source with ground truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.cli import main
+from app.engine.sources import open_source
+
+SYNTH = "synthetic:48x80?frames=4&seed=2"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, _, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_record_frames_and_play_back(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "record", SYNTH, str(tmp_path / "rec"), "--frames", "3")
+    assert code == 0 and f"wrote 3 frames to {tmp_path / 'rec'}" in out
+    with open_source(str(tmp_path / "rec")) as rec, open_source(SYNTH) as synth:
+        for a, b in zip(rec, synth, strict=False):
+            np.testing.assert_array_equal(a.left, b.left)
+            assert a.timestamp == b.timestamp
+        assert rec.frame_number == 2
+
+
+def test_record_seconds_and_until_the_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "record", "synthetic:16x16?fps=20", str(tmp_path / "a"), "--seconds", "0.2")
+    assert code == 0 and "wrote 4 frames" in out
+    code, out, _ = run(capsys, "record", SYNTH, str(tmp_path / "b"))
+    assert code == 0 and "wrote 4 frames" in out
+
+
+def test_record_refuses_to_overwrite(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert run(capsys, "record", SYNTH, str(tmp_path / "r"), "--frames", "1")[0] == 0
+    assert "already holds a recording" in bad(capsys, "record", SYNTH, str(tmp_path / "r"))
+    code, out, _ = run(capsys, "record", SYNTH, str(tmp_path / "r"), "--frames", "2", "--overwrite")
+    assert code == 0 and "wrote 2 frames" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("nowhere",), "source not found"),
+        (("camera:63",), "camera 63 could not be opened"),
+        (("synthetic", "--frames", "0"), "--frames must be at least 1"),
+    ],
+)
+def test_record_bad_input_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: tuple[str, ...], needle: str
+) -> None:
+    source, *rest = args
+    assert needle in bad(capsys, "record", source, str(tmp_path / "r"), *rest)
+
+
+def test_depth_on_a_source_writes_one_folder_per_frame(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = run(
+        capsys,
+        "depth",
+        SYNTH,
+        "--frames",
+        "2",
+        "--engine",
+        "sgbm",
+        "--max-disparity",
+        "32",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and "wrote 2 frame(s)" in stdout
+    for index in range(2):
+        with np.load(out / f"{index:06d}" / "result.npz") as z:
+            assert z["disparity"].shape == (48, 80)
+        meta = json.loads((out / f"{index:06d}" / "result.json").read_text())
+        assert meta["source"].startswith("synthetic") and meta["timestamp"] == index / 10
+    assert not (out / "000002").exists()
+
+
+def test_depth_on_a_recording_writes_the_contract_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert run(capsys, "record", SYNTH, str(tmp_path / "rec"), "--frames", "2")[0] == 0
+    out = tmp_path / "out"
+    code, _, _ = run(
+        capsys, "depth", str(tmp_path / "rec"), "--engine", "sgbm", "--max-disparity", "32", "--out", str(out)
+    )
+    assert code == 0
+    for name in ("result.npz", "disparity.pfm", "disparity.png", "disparity_color.png", "result.json"):
+        assert (out / name).is_file()
+    assert not (out / "000000").exists()
+
+
+def test_depth_frames_needs_a_lone_source(capsys: pytest.CaptureFixture[str], demo_dir: Path) -> None:
+    msg = bad(capsys, "depth", str(demo_dir / "im0.png"), str(demo_dir / "im1.png"), "--frames", "2")
+    assert "--frames needs a source" in msg
+
+
+def test_eval_on_sources_with_ground_truth(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "eval", SYNTH, "--frames", "2", "--engines", "sgbm", "--max-disparity", "32")
+    assert code == 0
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith("00000")] == [
+        ["000000/sgbm", "dense"],
+        ["000000/sgbm", "valid-only"],
+        ["000001/sgbm", "dense"],
+        ["000001/sgbm", "valid-only"],
+    ]
+    assert run(capsys, "record", SYNTH, str(tmp_path / "rec"), "--frames", "1")[0] == 0
+    code, out, _ = run(capsys, "eval", str(tmp_path / "rec"), "--engines", "sgbm", "--max-disparity", "32")
+    assert code == 0 and "000000/sgbm" in out
+
+
+def test_eval_on_sources_without_an_end_or_ground_truth(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert "give --frames N" in bad(capsys, "eval", "synthetic:16x16", "--engines", "sgbm")
+    rec = tmp_path / "rec"
+    from app.engine.recorder import Recorder
+    from app.engine.types import StereoPair
+
+    with Recorder(rec) as recorder:
+        recorder.write(StereoPair(np.zeros((8, 8, 3), np.uint8), np.zeros((8, 8, 3), np.uint8)))
+    assert "no ground-truth disparity" in bad(capsys, "eval", str(rec), "--engines", "sgbm")

@@ -1,0 +1,177 @@
+"""`bi3d-studio calib check` and `calib chessboard`: figures, files, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.cli import main
+from app.engine.calibration import load_calibration, write_opencv_yaml
+from tests.engine.test_chessboard import BASELINE_M, POSES, render_pair, true_rig, write_views
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture
+def demo_pair(demo_dir: Path) -> tuple[str, str]:
+    return str(demo_dir / "im0.png"), str(demo_dir / "im1.png")
+
+
+@pytest.fixture
+def raw_board(tmp_path: Path) -> tuple[str, str, str]:
+    """A raw (unrectified) pair of a 8x6 board of 3 cm squares, and its rig's calibration."""
+    paths = []
+    for side, img in zip(("left", "right"), render_pair((0.2, -0.3, 0.1), (0.06, 0.0, 0.9)), strict=True):
+        path = tmp_path / f"{side}.png"
+        cv2.imwrite(str(path), img)
+        paths.append(str(path))
+    write_opencv_yaml(tmp_path / "rig.yaml", true_rig())
+    return paths[0], paths[1], str(tmp_path / "rig.yaml")
+
+
+def test_check_demo_pair(
+    capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "check.json"
+    code, stdout, _ = run(capsys, "calib", "check", *demo_pair, "--json", str(out))
+    assert code == 0 and "verdict: good" in stdout
+    figures = json.loads(out.read_text())
+    assert {"vertical_rms_px", "vertical_mean_px", "vertical_p95_px", "matches", "verdict"} <= set(figures)
+    assert figures["verdict"] == "good" and figures["matches"] >= 200 and figures["vertical_rms_px"] < 0.6
+
+
+def test_check_raw_rig_with_chessboard(
+    capsys: pytest.CaptureFixture[str], raw_board: tuple[str, str, str], tmp_path: Path
+) -> None:
+    left, right, rig = raw_board
+    out = tmp_path / "board.json"
+    argv = ["calib", "check", left, right, "--calib", rig, "--pattern", "8x6", "--square", "0.03"]
+    code, stdout, _ = run(capsys, *argv, "--json", str(out))
+    assert code == 0 and "rectified with" in stdout and "square size:" in stdout
+    figures = json.loads(out.read_text())
+    assert figures["epipolar_rms_px"] < 0.15 and abs(figures["square_error_percent"]) < 0.5
+
+
+def test_chessboard_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = write_views(tmp_path / "views", POSES[:7])
+    out = tmp_path / "stereo.yaml"
+    code, stdout, _ = run(
+        capsys, "calib", "chessboard", str(folder), "--pattern", "8x6", "--square", "0.03", "--out", str(out)
+    )
+    assert code == 0
+    for needle in ("rms reprojection error:", "epipolar error:", "coverage: X"):
+        assert needle in stdout
+    baseline = float(next(line for line in stdout.splitlines() if line.startswith("baseline:")).split()[1])
+    assert baseline == pytest.approx(BASELINE_M, rel=0.01)
+    calibration, rig = load_calibration(out)
+    assert rig is not None and rig.image_size == (640, 480)
+    assert calibration.baseline_m == pytest.approx(baseline, abs=1e-4)
+
+
+# ---- bad input: exit 2, one line on stderr ---------------------------------------------------
+
+
+def test_missing_image(
+    capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    assert "not found" in _bad(capsys, "calib", "check", str(tmp_path / "nope.png"), demo_pair[1])
+
+
+def test_calibration_missing_a_field(
+    capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    path = tmp_path / "stereo.json"
+    path.write_text(json.dumps({"fx": 700.0, "cx0": 320.0, "cy": 240.0}))
+    assert "'baseline_meters'" in _bad(capsys, "calib", "check", *demo_pair, "--calib", str(path))
+
+
+def test_frames_of_another_size(
+    capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    rig = tmp_path / "rig.yaml"
+    write_opencv_yaml(rig, true_rig())
+    msg = _bad(capsys, "calib", "check", *demo_pair, "--calib", str(rig))
+    assert "calibration is for 640x480 but frames are 741x500" in msg
+
+
+def test_pair_of_different_sizes(
+    capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), np.zeros((100, 100, 3), np.uint8))
+    assert "differ in size" in _bad(capsys, "calib", "check", demo_pair[0], str(small))
+
+
+def test_no_chessboard_in_view(capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str]) -> None:
+    msg = _bad(capsys, "calib", "check", *demo_pair, "--pattern", "9x6", "--square", "0.025")
+    assert "no 9x6 chessboard found" in msg
+
+
+def test_pattern_without_square(capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str]) -> None:
+    assert "--square" in _bad(capsys, "calib", "check", *demo_pair, "--pattern", "9x6")
+
+
+def test_unmatched_left_right_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    write_views(tmp_path, POSES[:1])
+    (tmp_path / "right_00.png").unlink()
+    msg = _bad(
+        capsys,
+        "calib",
+        "chessboard",
+        str(tmp_path),
+        "--pattern",
+        "8x6",
+        "--square",
+        "0.03",
+        "--out",
+        "x.yaml",
+    )
+    assert "left_00.png has no right image" in msg
+
+
+def test_folder_without_boards(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    blank = np.full((120, 160, 3), 200, np.uint8)
+    for i in range(3):
+        for side in ("left", "right"):
+            cv2.imwrite(str(tmp_path / f"{side}{i}.png"), blank)
+    out = tmp_path / "out.yaml"
+    msg = _bad(
+        capsys,
+        "calib",
+        "chessboard",
+        str(tmp_path),
+        "--pattern",
+        "8x6",
+        "--square",
+        "0.03",
+        "--out",
+        str(out),
+    )
+    assert "found in both images of 0 of 3 pairs" in msg and not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["--pattern", "nine"], ["--pattern", "8x6", "--square", "-1"]])
+def test_usage_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["calib", "chessboard", str(tmp_path), "--out", "x.yaml", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "see --help" in err[0]

@@ -7,17 +7,19 @@ import json
 from pathlib import Path
 
 from app.commands.common import add_engine_args, engine_options, parse_list, parse_size
+from app.commands.flow import flow_specs
 
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.bench import bench_table, run_bench
 
     widths: list[float | None] = [None] if args.weights else (args.width or [1.0])
+    sizes = args.size or [(480, 640)]
     records = run_bench(
         args.engines,
         args.modes,
         args.planes,
-        args.size or [(480, 640)],
+        sizes,
         engine_options(args),
         widths,
         args.repeat,
@@ -25,9 +27,20 @@ def run(args: argparse.Namespace) -> int:
         args.max_disparity,
     )
     print(bench_table(records))
+    flow_records = []
+    if args.flow_backends:
+        from app.engine.flow import flow_bench_table, run_flow_bench
+
+        flow_records = run_flow_bench(args.flow_backends, sizes, args.repeat, args.warmup)
+        print()
+        print(flow_bench_table(flow_records))
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in records], indent=2) + "\n")
         print(f"wrote {args.json}")
+        if flow_records:  # a separate file keeps the depth records' format as it was
+            flow_json = Path(args.json).with_suffix(".flow.json")
+            flow_json.write_text(json.dumps([r.to_json() for r in flow_records], indent=2) + "\n")
+            print(f"wrote {flow_json}")
     return 0
 
 
@@ -48,5 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--json", help="write records as JSON")
+    p.add_argument(
+        "--flow-backends",
+        type=flow_specs,
+        nargs="?",
+        const=["nvof", "dis", "farneback"],
+        help="also time optical flow at each --size: backend[:preset[:grid]],... "
+        "(e.g. dis:ultrafast,nvof:fast:4); alone: nvof,dis,farneback",
+    )
     add_engine_args(p)
     p.set_defaults(func=run)

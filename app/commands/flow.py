@@ -1,0 +1,176 @@
+"""`bi3d-studio flow`: optical flow between two frames, or per-frame latency over a video."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.engine.errors import UserError
+from app.engine.flow import BACKENDS, NVOF_GRIDS
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.engine.flow import FlowOptions, create_flow_backend, nvof_probe
+
+    if args.probe:
+        probe = nvof_probe()
+        print(f"nvof: {'available' if probe.available else 'unavailable'} ({probe.code}): {probe.reason}")
+        return 0
+    if len(args.inputs) not in (1, 2):
+        raise UserError(f"give FRAME0 FRAME1 or one VIDEO, got {len(args.inputs)} paths")
+    options = FlowOptions(args.preset, args.grid, args.temporal_hints, args.cost, args.gpu)
+    backend, reason = create_flow_backend(args.backend, options)
+    print(f"backend: {backend.name} ({reason})")
+    try:
+        if len(args.inputs) == 2:
+            _pair(backend, args)
+        else:
+            _video(backend, args)
+    finally:
+        backend.close()
+    return 0
+
+
+def _pair(backend: Any, args: argparse.Namespace) -> None:
+    from app.engine.flow_draw import draw_flow_arrows, flow_color_with_legend
+    from app.engine.formats import read_image_rgb, write_color_png, write_flo
+
+    frame0, frame1 = (read_image_rgb(p) for p in args.inputs)
+    result = backend.compute(frame0, frame1)
+    out = Path(args.out or "out")
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "flow.flo", out / "flow.png", out / "flow_arrows.png"]
+    write_flo(written[0], result.flow)
+    write_color_png(written[1], flow_color_with_legend(result.flow, args.max_magnitude))
+    arrows = draw_flow_arrows(frame0, result.flow, args.arrow_step, args.max_magnitude)
+    write_color_png(written[2], arrows)
+    if result.cost is not None:
+        written.append(out / "cost.png")
+        write_color_png(written[-1], np.repeat(result.cost[..., None], 3, axis=2))
+    print(_summary(result))
+    if result.note:
+        print(f"note: {result.note}")
+    print("wrote " + ", ".join(str(p) for p in written))
+
+
+def _summary(result: Any) -> str:
+    mag = np.hypot(result.flow[..., 0], result.flow[..., 1])
+    mag = mag[np.isfinite(mag)]
+    h, w = result.flow.shape[:2]
+    med, top = (float(np.median(mag)), float(mag.max())) if mag.size else (float("nan"), float("nan"))
+    return (
+        f"flow: {w}x{h} on {result.device}, grid {result.grid}, |flow| median {med:.2f} px, "
+        f"max {top:.2f} px, {result.timings['total']:.1f} ms"
+    )
+
+
+def _video(backend: Any, args: argparse.Namespace) -> None:
+    import os
+
+    import cv2
+
+    from app.engine.formats import atomic_write
+
+    path = Path(args.inputs[0])
+    if not path.is_file():
+        raise UserError(f"Video not found: {path}; check the path")
+    # FFmpeg's own log lines ("moov atom not found") would break the one-line error contract;
+    # read by OpenCV when it first opens a file, and a value the user set wins
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+    capture = cv2.VideoCapture(str(path))
+    latencies: list[float] = []
+    try:
+        ok, frame = capture.read() if capture.isOpened() else (False, None)
+        if not ok or frame is None:
+            raise UserError(f"{path} is not a readable video; use a file OpenCV can decode (MP4, AVI, ...)")
+        previous = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+        while args.max_frames is None or len(latencies) < args.max_frames:
+            ok, frame = capture.read()
+            if not ok or frame is None:
+                break
+            current = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+            result = backend.compute(previous, current)
+            latencies.append(result.timings["total"])
+            print(f"frame {len(latencies)}: {latencies[-1]:.1f} ms")
+            previous = current
+    finally:
+        capture.release()
+    if not latencies:
+        raise UserError(f"{path} has a single frame; flow needs at least two")
+    med, p90 = float(np.median(latencies)), float(np.percentile(latencies, 90))
+    print(
+        f"{len(latencies)} frame pairs on {backend.device}: median {med:.1f} ms, p90 {p90:.1f} ms "
+        f"({1000 / med:.0f} pairs/s)"
+    )
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        rows = ["frame,latency_ms", *(f"{i + 1},{ms:.3f}" for i, ms in enumerate(latencies))]
+        atomic_write(out / "latency.csv", ("\n".join(rows) + "\n").encode())
+        print(f"wrote {out / 'latency.csv'}")
+
+
+def flow_specs(text: str) -> list[str]:
+    """argparse type for backend[:preset[:grid]],...: checked now, so a typo fails at once."""
+    from app.engine.flow import parse_backend_spec
+
+    specs = [s.strip() for s in text.split(",") if s.strip()]
+    try:
+        for spec in specs:
+            parse_backend_spec(spec)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return specs
+
+
+def _at_least(minimum: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of pixels, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "flow",
+        help="optical flow for two frames, or latency over a video",
+        description=(
+            "FRAME0 FRAME1: writes OUT/flow.flo (Middlebury), flow.png (colour coding with its "
+            "legend) and flow_arrows.png. VIDEO: flow between consecutive frames, with per-frame "
+            "latency (OUT/latency.csv when --out is given). The 'nvof' backend needs an NVIDIA "
+            "GPU with the Optical Flow Accelerator and an OpenCV built with CUDA; 'auto' uses it "
+            "when it is there, else 'dis'."
+        ),
+    )
+    p.add_argument("inputs", nargs="*", metavar="FRAME0 FRAME1 | VIDEO")
+    p.add_argument("--backend", default="auto", choices=list(BACKENDS))
+    p.add_argument("--preset", help="dis: ultrafast, fast, medium; nvof: slow, medium, fast")
+    p.add_argument("--grid", type=int, default=1, choices=list(NVOF_GRIDS), help="nvof output grid (px)")
+    p.add_argument("--temporal-hints", action="store_true", help="nvof: reuse the last flow (video)")
+    p.add_argument("--cost", action="store_true", help="nvof: also write the cost buffer as cost.png")
+    p.add_argument("--gpu", type=_at_least(0), default=0, help="nvof: CUDA device id")
+    p.add_argument("--max-magnitude", type=_positive, help="clamp for colours and arrows (px)")
+    p.add_argument("--arrow-step", type=_at_least(2), default=16, help="arrow grid spacing (px)")
+    p.add_argument("--max-frames", type=_at_least(1), help="video: stop after this many frame pairs")
+    p.add_argument("--out", help="output folder (default ./out for a pair; none for a video)")
+    p.add_argument("--probe", action="store_true", help="say whether nvof can run here, then exit")
+    p.set_defaults(func=run)

@@ -1,0 +1,187 @@
+"""`bi3d-studio flow` and `bench --flow-backends`: files written, latency reported, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.cli import main
+from app.engine.flow import opencv_has_cuda
+from app.engine.formats import read_flo
+
+SHIFT = (1.5, -0.75)  # px, (u, v)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _texture(h: int = 96, w: int = 128) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    return cv2.GaussianBlur(rng.integers(0, 255, (h, w, 3), dtype=np.uint8), (7, 7), 1.5)
+
+
+def _shifted(image: np.ndarray, u: float, v: float) -> np.ndarray:
+    m = np.float32([[1, 0, u], [0, 1, v]])
+    size = (image.shape[1], image.shape[0])
+    return cv2.warpAffine(image, m, size, flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REFLECT)
+
+
+@pytest.fixture
+def frames(tmp_path: Path) -> tuple[Path, Path]:
+    first = _texture()
+    paths = (tmp_path / "f0.png", tmp_path / "f1.png")
+    cv2.imwrite(str(paths[0]), first)
+    cv2.imwrite(str(paths[1]), _shifted(first, *SHIFT))
+    return paths
+
+
+def test_pair_writes_flo_and_pictures(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    code, stdout, _ = run(capsys, "flow", *map(str, frames), "--backend", "dis", "--out", str(out))
+    assert code == 0 and "backend: dis" in stdout and "flow: 128x96" in stdout
+    flow = read_flo(out / "flow.flo")
+    assert flow.shape == (96, 128, 2)
+    inner = flow[12:-12, 12:-12]
+    assert np.linalg.norm(inner - np.float32(SHIFT), axis=2).mean() < 0.5
+    colour = cv2.imread(str(out / "flow.png"))
+    assert colour.shape[0] >= 96 and colour.shape[1] > 128  # the legend sits to the right
+    assert cv2.imread(str(out / "flow_arrows.png")).shape == (96, 128, 3)
+
+
+def test_auto_says_why_it_is_not_using_the_accelerator(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    if opencv_has_cuda(cv2):
+        pytest.skip("this OpenCV has CUDA")
+    code, stdout, _ = run(capsys, "flow", *map(str, frames), "--out", str(tmp_path))
+    assert code == 0 and "backend: dis (nvof unavailable: OpenCV" in stdout and "without CUDA" in stdout
+    code, stdout, _ = run(capsys, "flow", "--probe")
+    assert code == 0 and "nvof: unavailable (no_cuda_build)" in stdout
+
+
+def test_video_reports_per_frame_latency(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    video = tmp_path / "clip.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (128, 96))
+    if not writer.isOpened():
+        pytest.skip("this OpenCV cannot write MJPG")
+    first = _texture()
+    for i in range(4):
+        writer.write(_shifted(first, 1.0 * i, 0.0))
+    writer.release()
+    code, stdout, _ = run(capsys, "flow", str(video), "--backend", "farneback", "--out", str(tmp_path / "v"))
+    assert code == 0
+    assert [line.split(":")[0] for line in stdout.splitlines() if line.startswith("frame ")] == [
+        "frame 1",
+        "frame 2",
+        "frame 3",
+    ]
+    assert "3 frame pairs on cpu: median" in stdout
+    rows = (tmp_path / "v" / "latency.csv").read_text().splitlines()
+    assert rows[0] == "frame,latency_ms" and len(rows) == 4
+    code, stdout, _ = run(capsys, "flow", str(video), "--backend", "dis", "--max-frames", "1")
+    assert code == 0 and "1 frame pairs" in stdout
+
+
+def test_bench_adds_flow_latency_per_backend(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "b.json"
+    argv = ["bench", "--engines", "sgbm", "--modes", "binary", "--size", "96x128", "--max-disparity", "32"]
+    argv += [
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+        str(path),
+        "--flow-backends",
+        "dis:ultrafast,farneback,nvof",
+    ]
+    code, stdout, _ = run(capsys, *argv)
+    assert code == 0 and "x sgbm" in stdout and "median" in stdout
+    rows = json.loads((tmp_path / "b.flow.json").read_text())
+    assert [(r["spec"], r["height"], r["width"]) for r in rows] == [
+        ("dis:ultrafast", 96, 128),
+        ("farneback", 96, 128),
+        ("nvof", 96, 128),
+    ]
+    assert all(r["median_ms"] > 0 for r in rows[:2])
+    nvof_line = next(line for line in stdout.splitlines() if line.startswith("nvof"))
+    assert ("unavailable" in nvof_line) == (rows[2]["median_ms"] is None)
+    assert isinstance(json.loads(path.read_text()), list)  # the depth records keep their format
+
+
+# ---- bad input: exit 2, one line on stderr, no traceback -------------------------------------
+
+
+def test_frames_of_different_sizes(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), _texture(40, 40))
+    assert "differ in size" in _bad(capsys, "flow", str(frames[0]), str(small), "--out", str(tmp_path))
+
+
+def test_missing_frame(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert "not found" in _bad(capsys, "flow", str(frames[0]), str(tmp_path / "nope.png"))
+
+
+def test_wrong_number_of_inputs(capsys, frames) -> None:  # type: ignore[no-untyped-def]
+    assert "FRAME0 FRAME1 or one VIDEO" in _bad(capsys, "flow", *map(str, frames), str(frames[0]))
+    assert "FRAME0 FRAME1 or one VIDEO" in _bad(capsys, "flow")
+
+
+def test_preset_of_another_backend(capsys, frames) -> None:  # type: ignore[no-untyped-def]
+    assert "farneback has no preset" in _bad(
+        capsys, "flow", *map(str, frames), "--backend", "farneback", "--preset", "fast"
+    )
+    assert "dis has no preset 'slow'" in _bad(
+        capsys, "flow", *map(str, frames), "--backend", "dis", "--preset", "slow"
+    )
+
+
+def test_nvof_without_a_cuda_build(capsys, frames) -> None:  # type: ignore[no-untyped-def]
+    if opencv_has_cuda(cv2):
+        pytest.skip("this OpenCV has CUDA")
+    msg = _bad(capsys, "flow", *map(str, frames), "--backend", "nvof")
+    assert "nvof is not available" in msg and "--backend dis" in msg
+
+
+def test_unreadable_video(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    text = tmp_path / "notes.mp4"
+    text.write_text("not a video")
+    assert "not a readable video" in _bad(capsys, "flow", str(text))
+    assert "not found" in _bad(capsys, "flow", str(tmp_path / "missing.mp4"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--max-magnitude", "0"],
+        ["--arrow-step", "1"],
+        ["--grid", "3"],
+        ["--backend", "raft"],
+    ],
+)
+def test_bad_options_are_usage_errors(capsys, frames, argv: list[str]) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exc:
+        main(["flow", *map(str, frames), *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "see --help" in err[0]
+
+
+def test_bench_rejects_an_unknown_flow_backend_before_timing(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--flow-backends", "dis,raft"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and "unknown flow backend 'raft'" in err[0]

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 
 from app.commands.common import add_engine_args, depth_request, engine_options
 from app.engine.engines import ENGINES
-from app.engine.types import Mode, Spacing
+from app.engine.errors import UserError
+from app.engine.types import Calibration, Mode, Spacing
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.calibration import read_middlebury_calib
+    from app.engine.calibration import load_calibration
     from app.engine.engines import build_engine
     from app.engine.formats import read_image_rgb
     from app.engine.outputs import format_summary, write_result
 
-    calibration = read_middlebury_calib(args.calib).calibration if args.calib else None
+    calibration = load_calibration(args.calib)[0] if args.calib else None
+    if args.right is None:
+        return run_source(args, calibration)
+    if args.frames is not None:
+        raise UserError(
+            "--frames needs a source given alone (e.g. a folder or video); LEFT RIGHT is one pair"
+        )
     request = depth_request(args, calibration)
     left, right = read_image_rgb(args.left), read_image_rgb(args.right)
     engine, reason = build_engine(engine_options(args), "binary")
@@ -28,6 +36,39 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_source(args: argparse.Namespace, calibration: Calibration | None) -> int:
+    """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
+    from app.engine.engines import build_engine
+    from app.engine.outputs import format_summary, write_result
+    from app.engine.sources import is_source_spec, open_source
+
+    if not is_source_spec(args.left):
+        args.usage_error(
+            f"give LEFT RIGHT images, or one source (folder, video, camera:N, synthetic), not {args.left!r}"
+        )
+    if args.frames is not None and args.frames < 1:
+        raise UserError(f"--frames must be at least 1, got {args.frames}")
+    with open_source(args.left) as source:
+        pairs = itertools.islice(source, args.frames or 1)
+        first = next(pairs, None)
+        if first is None:
+            raise UserError(f"{source.describe()} gave no frames; check the source")
+        calibration = calibration or first.calibration  # --calib wins over the source's own
+        request = depth_request(args, calibration)
+        engine, reason = build_engine(engine_options(args), "binary")
+        print(f"engine: {engine.name} ({reason}); source: {source.describe()}")
+        count = 0
+        for index, pair in enumerate(itertools.chain([first], pairs)):
+            result = engine.compute(pair.left, pair.right, request)
+            print(f"frame {index}: {format_summary(result, calibration)}")
+            out = Path(args.out) / f"{index:06d}" if args.frames else Path(args.out)
+            extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
+            write_result(out, result, request, extra)
+            count += 1
+    print(f"wrote {count} frame(s) to {args.out}")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "depth",
@@ -35,11 +76,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Compute depth for a rectified pair. Writes OUT/result.npz, disparity.pfm, disparity.png "
             "(KITTI 16-bit), disparity_color.png and result.json. Planes and ranges are pixels of "
-            "disparity, or metres with an 'm' suffix when --calib is given."
+            "disparity, or metres with an 'm' suffix when --calib is given. LEFT alone may be any source "
+            "(a folder, video, recording, camera:0,1, synthetic): its first frame, or --frames N of them "
+            "into OUT/000000/, OUT/000001/, ..."
         ),
     )
-    p.add_argument("left")
-    p.add_argument("right")
+    p.add_argument("left", help="left image; alone, any source: folder, video, camera:0,1, synthetic, ...")
+    p.add_argument("right", nargs="?", help="right image (omit it when LEFT is a source)")
+    p.add_argument("--frames", type=int, help="with a source: N frames into OUT/000000/, OUT/000001/, ...")
     p.add_argument("--mode", default="continuous", choices=[m.value for m in Mode])
     p.add_argument("--planes", help="comma-separated planes, e.g. 12,24 or 2.5m")
     p.add_argument("--levels", type=int, help="quantized: number of planes spread by --spacing")
@@ -47,7 +91,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--range", nargs=2, metavar=("MIN", "MAX"), help="selective range (px or metres)")
     p.add_argument("--budget-ms", type=float, help="latency budget: the engine picks the plane count")
     p.add_argument("--engine", choices=list(ENGINES), help="default: Bi3D with the bundled model, else SGBM")
-    p.add_argument("--calib", help="Middlebury calib.txt (focal length, baseline) for metres")
+    p.add_argument(
+        "--calib",
+        help="calibration for metres: Middlebury calib.txt, OpenCV YAML/XML or stereodemo JSON",
+    )
     p.add_argument("--out", default="out", help="output folder (default ./out)")
     add_engine_args(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, usage_error=p.error)

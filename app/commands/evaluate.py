@@ -14,14 +14,19 @@ from app.engine.errors import UserError
 def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
     from app.engine.evaluation import eval_table, evaluate_scenes
-    from app.engine.sources import Scene, find_scenes
+    from app.engine.recorder import is_recording
+    from app.engine.sources import Scene, find_scenes, scenes_from_source
 
+    if args.frames is not None and args.frames < 1:
+        raise UserError(f"--frames must be at least 1, got {args.frames}")
     if args.right is not None:
         if args.gt is None:
             raise UserError("evaluating a pair needs --gt FILE (PFM or KITTI PNG)")
         scenes = [Scene(Path(args.path).stem, Path(args.path), Path(args.right), Path(args.gt))]
+    elif Path(args.path).is_dir() and not is_recording(Path(args.path)):
+        scenes = find_scenes(args.path)[: args.frames]  # datasets keep their scene names and ndisp
     else:
-        scenes = find_scenes(args.path)
+        scenes = scenes_from_source(args.path, args.frames)  # any source whose frames carry GT
     if args.engines:
         engines = parse_list(args.engines, str)
     else:
@@ -44,13 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Evaluate engines on a pair (LEFT RIGHT --gt FILE) or a folder of scenes in Middlebury "
             "(im0.png, im1.png, disp0GT.pfm, calib.txt) or KITTI 2015 layout. Every figure is given "
-            "dense (holes count as errors) and valid-only (holes excluded)."
+            "dense (holes count as errors) and valid-only (holes excluded). PATH may also be any source "
+            "whose frames carry ground truth: 'synthetic', a recording of one, ..."
         ),
     )
-    p.add_argument("path", help="scene folder, dataset folder, or left image")
+    p.add_argument("path", help="scene folder, dataset folder, source (e.g. synthetic), or left image")
     p.add_argument("right", nargs="?", help="right image when PATH is a left image")
     p.add_argument("--gt", help="ground-truth disparity for a pair (PFM or KITTI PNG)")
     p.add_argument("--engines", help="comma-separated engines (default: sgbm, plus bi3d if weights exist)")
     p.add_argument("--json", help="write the figures as JSON")
+    p.add_argument(
+        "--frames", type=int, help="evaluate the first N scenes or frames (needed for endless sources)"
+    )
     add_engine_args(p)
     p.set_defaults(func=run, max_disparity=None)

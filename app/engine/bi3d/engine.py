@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from app.engine.decoding import (
     range_state_from_probabilities,
     requested_planes,
 )
-from app.engine.errors import UserError
+from app.engine.errors import Interrupted, UserError
 from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -82,6 +83,8 @@ class Bi3DEngine:
         default = (1 << 30) if self.device.type == "cuda" else (64 << 20)
         self.max_chunk_bytes = default if max_chunk_bytes is None else max_chunk_bytes
         self.costs = CostModel()
+        # set by a caller that may need to stop a long sweep (checked between plane chunks)
+        self.interrupt: threading.Event | None = None
 
     # ---- public -------------------------------------------------------------------
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
@@ -100,7 +103,7 @@ class Bi3DEngine:
             with self._timed(timings, "features"):
                 feats = self.model.extract(l_in, r_in)
             with self._timed(timings, "planes"):
-                lowres = self.model.plane_logits(feats, self._shifts(plan.planes), self._chunk(size))
+                lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
             result = self._readout(request, plan, feats, lowres, padder, timings)
         timings["total"] = (time.perf_counter() - t0) * 1000
         fixed = timings["total"] - timings["planes"]
@@ -186,6 +189,15 @@ class Bi3DEngine:
 
     def _shifts(self, planes: np.ndarray) -> Tensor:
         return torch.as_tensor(planes / FEATURE_STRIDE, dtype=torch.float32)
+
+    def _sweep(self, feats: Features, shifts: Tensor, chunk: int) -> Tensor:
+        """SegNet over all planes, chunk by chunk, stopping early when interrupted."""
+        parts = []
+        for start in range(0, shifts.numel(), chunk):
+            if self.interrupt is not None and self.interrupt.is_set():
+                raise Interrupted("depth computation stopped")
+            parts.append(self.model.plane_logits(feats, shifts[start : start + chunk], chunk))
+        return torch.cat(parts, dim=1)
 
     def _chunk(self, size: tuple[int, int]) -> int:
         h, w = size[0] // FEATURE_STRIDE, size[1] // FEATURE_STRIDE + self.model.max_shift

@@ -1,0 +1,28 @@
+"""`bi3d-studio gui`: the desktop application, optionally photographing itself."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.ui.app import run_gui
+
+    return run_gui(args.source, args.screenshot, args.quit_after)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gui",
+        help="the desktop application",
+        description=(
+            "Open the desktop application on SOURCE (default: the bundled demo pair). SOURCE is a "
+            "folder, a video, 'LEFT,RIGHT' images, 'camera:0,1', 'camera:0' (side by side) or "
+            "'synthetic'. --screenshot FILE saves the window once the first depth is shown; "
+            "--quit-after SECONDS closes it."
+        ),
+    )
+    p.add_argument("source", nargs="?", help="what to open (default: the bundled demo pair)")
+    p.add_argument("--screenshot", help="save a PNG of the window once depth is shown")
+    p.add_argument("--quit-after", type=float, help="close after this many seconds")
+    p.set_defaults(func=run)

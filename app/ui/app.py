@@ -1,0 +1,69 @@
+"""Starting the application: settings, session, window, first source, self-photography."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from app.engine.engines import EngineOptions
+from app.engine.errors import UserError
+from app.engine.session import Session
+from app.ui.main_window import MainWindow
+from app.ui.settings import Settings, load_settings
+from app.ui.work import demo_pair_spec
+
+
+def engine_options(settings: Settings) -> EngineOptions:
+    return EngineOptions(
+        engine=None if settings.engine == "auto" else settings.engine,
+        weights=Path(settings.weights) if settings.weights else None,
+        device=settings.device,
+        precision=settings.precision,
+    )
+
+
+def build_session(settings: Settings) -> tuple[Session, str | None]:
+    """A session from the saved settings, or from defaults (and why) when they do not work here."""
+    try:
+        return Session(engine_options(settings)), None
+    except UserError as exc:
+        return Session(EngineOptions()), f"saved engine settings did not load ({exc}); using defaults"
+
+
+def create_window(source: str | None = None, settings_path: Path | None = None) -> MainWindow:
+    from app.engine.sources import open_source
+
+    settings, warning = load_settings(settings_path)
+    session, problem = build_session(settings)
+    if problem:
+        settings = dataclasses.replace(settings, engine="auto", weights="", device="cpu", precision="fp32")
+    window = MainWindow(session, settings, open_source, settings_path)
+    window.resize(1500, 950)
+    for message in (warning, problem):
+        if message:
+            window.show_status(message)
+    window.open_spec(source or demo_pair_spec())
+    return window
+
+
+def run_gui(source: str | None, screenshot: str | None = None, quit_after: float | None = None) -> int:
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = create_window(source)
+    window.show()
+    if screenshot:
+
+        def shoot() -> None:
+            window.grab().save(screenshot)
+            print(f"wrote {screenshot}")
+            if quit_after is None:
+                window.close()
+
+        # wait for the first depth, then let the widgets paint once more
+        window.controller.resultShown.connect(lambda _r: QTimer.singleShot(400, shoot))
+    if quit_after is not None:
+        QTimer.singleShot(int(quit_after * 1000), window.close)
+    return int(app.exec())

@@ -1,0 +1,243 @@
+"""Drives the session from the GUI: one worker thread, newest frame wins.
+
+- Parameter changes become a frozen ``DepthRequest`` (copied from the controls) and a new
+  generation number; results of an older generation are dropped for still images.
+- Live sources are pulled: a GUI timer asks for the newest frame and skips the tick while
+  the worker is busy, so frames are dropped, never queued.
+- The worker reports through one signal; results are applied on the GUI thread in one place.
+- Errors become messages; closing interrupts the engine and joins the worker.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.engine.errors import Interrupted, UserError
+from app.engine.session import FrameResult, FrameSource, Session
+from app.engine.types import DepthRequest, StereoPair
+from app.ui.render import DisplaySpec, render
+
+TICK_MS = 30
+
+
+class MainView(Protocol):
+    def show_result(self, result: FrameResult) -> None: ...
+
+    def show_error(self, message: str) -> None: ...
+
+    def show_status(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Job:
+    generation: int
+    request: DepthRequest
+    still: StereoPair | None  # reprocess this pair; None: grab the next frame
+    display: DisplaySpec = field(default_factory=DisplaySpec)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job: Job
+    result: FrameResult | None = None
+    error: str | None = None
+    ended: bool = False
+    task: Callable[[Any], None] | None = None  # a background task's continuation
+    value: Any = None  # the task's return value
+    source: FrameSource | None = None  # a newly opened source
+    first: StereoPair | None = None  # its only pair, for still sources
+    description: str = ""
+
+
+class SessionController(QObject):
+    workDone = Signal(object)  # Outcome, emitted on the worker thread, handled on the GUI thread
+    sourceChanged = Signal(str)
+    resultShown = Signal(object)
+
+    def __init__(
+        self,
+        session: Session,
+        view: MainView,
+        request: Callable[[], DepthRequest],
+        display: Callable[[], DisplaySpec] = DisplaySpec,
+        tick_ms: int = TICK_MS,
+    ) -> None:
+        super().__init__()
+        reserve_gui_core()
+        self.session = session
+        self.view = view
+        self._request_fn = request
+        self._display_fn = display
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bi3d-session")
+        self._busy = False
+        self._dirty = False
+        self._closing = False
+        self._generation = 0
+        self._request = request()
+        self._still: StereoPair | None = None
+        self._live = False
+        self._pending: list[Callable[[], Outcome]] = []  # source openings and tasks, run in order
+        self.last: FrameResult | None = None
+        self.recorder: Any = None
+        self.workDone.connect(self._on_done)
+        self._timer = QTimer(self, interval=tick_ms)
+        self._timer.timeout.connect(self._tick)
+
+    # ---- inputs from the UI ---------------------------------------------------------------
+    def request_changed(self) -> None:
+        try:
+            request = self._request_fn()
+        except UserError as exc:  # an impossible combination of controls: say so, keep the old one
+            self.view.show_error(str(exc))
+            return
+        self._generation += 1
+        self._request = request
+        self._dirty = True
+        self._kick()
+
+    def refresh(self) -> None:
+        """Recompute the current frame (engine or calibration changed)."""
+        self.request_changed()
+
+    def open_source(self, opener: Callable[[], FrameSource], description: str) -> None:
+        """Open a source on the worker; on failure the current source keeps running."""
+        job = Job(self._generation, self._request, None)
+
+        def work() -> Outcome:
+            source = opener()
+            first = source.read() if getattr(source, "frame_count", None) == 1 else None
+            return Outcome(job, source=source, first=first, description=description)
+
+        self._pending.append(work)
+        self._kick()
+
+    def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """Run ``fn`` on the worker between frames; ``done(value)`` runs on the GUI thread."""
+        job = Job(self._generation, self._request, None)
+        self._pending.append(lambda: Outcome(job, task=done, value=fn()))
+        self._kick()
+
+    # ---- the loop ------------------------------------------------------------------------
+    def _tick(self) -> None:
+        if self._live:
+            self._dirty = True
+            self._kick()
+
+    def _kick(self) -> None:
+        if self._busy or self._closing:
+            return
+        if self._pending:
+            self._submit(self._pending.pop(0))
+            return
+        if not self._dirty or (self.session.source is None and self._still is None):
+            return
+        self._dirty = False
+        job = Job(self._generation, self._request, None if self._live else self._still, self._display_fn())
+        self._submit(lambda: self._work(job))
+
+    def _submit(self, fn: Callable[[], Outcome]) -> None:
+        self._busy = True
+        future = self._executor.submit(fn)
+        future.add_done_callback(self._finished)
+
+    def _work(self, job: Job) -> Outcome:
+        """Worker thread: grab (or reuse) a pair and process it."""
+        capture = 0.0
+        pair = job.still
+        if pair is None:
+            pair, capture = self.session.grab()
+            if pair is None:
+                return Outcome(job, ended=True)
+            if self.recorder is not None:
+                self.recorder.write(pair)
+        result = self.session.process(pair, job.request, job.generation, capture)
+        result.display = render(result, job.display)
+        return Outcome(job, result=result)
+
+    def _finished(self, future: Future[Outcome]) -> None:
+        """Worker thread: turn whatever happened into one queued signal."""
+        try:
+            outcome = future.result()
+        except Interrupted:
+            outcome = Outcome(Job(-1, self._request, None))
+        except UserError as exc:
+            outcome = Outcome(Job(-1, self._request, None), error=str(exc))
+        except Exception as exc:  # a bug must not kill the window: report it
+            detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            outcome = Outcome(Job(-1, self._request, None), error=f"unexpected error: {detail}")
+        if not self._closing:
+            self.workDone.emit(outcome)
+
+    def _on_done(self, outcome: Outcome) -> None:
+        """GUI thread: the one place results are applied."""
+        self._busy = False
+        if outcome.error:
+            self.view.show_error(outcome.error)
+        elif outcome.task is not None:
+            outcome.task(outcome.value)
+        elif outcome.source is not None:
+            self._adopt(outcome.source, outcome.first, outcome.description)
+        elif outcome.ended:
+            self._timer.stop()
+            self._live = False
+            self.view.show_status("source ended")
+        elif outcome.result is not None:
+            self._show(outcome.result)
+        self._kick()
+
+    def _adopt(self, source: FrameSource, first: StereoPair | None, description: str) -> None:
+        self.session.set_source(source)
+        self._live = first is None
+        self._still = first
+        self.request_changed()  # the controls may have moved while the source opened
+        if self._live:
+            self._timer.start()
+        else:
+            self._timer.stop()
+        self.sourceChanged.emit(description)
+
+    def _show(self, result: FrameResult) -> None:
+        stale = result.generation < self._generation and not self._live
+        if stale:
+            return  # a newer request is already on its way
+        t0 = time.perf_counter()
+        self.view.show_result(result)
+        result.timings["draw"] = (time.perf_counter() - t0) * 1000
+        self.last = result
+        self.resultShown.emit(result)
+
+    # ---- shutdown ------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Stop the timer, interrupt the engine, join the worker, close the source."""
+        self._closing = True
+        self._timer.stop()
+        self.session.interrupt.set()
+        source = self.session.source
+        if getattr(source, "live", False) and source is not None:
+            source.close()  # a camera's close wakes a worker waiting in latest(); files close after
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        if self.recorder is not None:
+            self.recorder.close()
+            self.recorder = None
+        self.session.close()
+        self.session.interrupt.clear()
+
+
+def reserve_gui_core() -> None:
+    """Leave one core to the GUI thread: the engines' thread pools would otherwise take them all
+    and the window would stutter while a frame is computed."""
+    import os
+
+    import cv2
+    import torch
+
+    workers = max(1, (os.cpu_count() or 2) - 1)
+    torch.set_num_threads(min(torch.get_num_threads(), workers))
+    cv2.setNumThreads(workers)

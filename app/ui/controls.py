@@ -1,0 +1,263 @@
+"""The control panel: every widget edits ``Settings``; the panel turns them into requests.
+
+Depth-request changes are debounced (a burst of slider moves becomes one request);
+engine, display and flow changes are reported at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.formats import COLORMAPS
+from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
+from app.ui.range_slider import RangeSlider
+from app.ui.settings import DEVICES, ENGINE_CHOICES, FLOW_CHOICES, PRECISIONS, Settings
+
+DEBOUNCE_MS = 150
+
+
+def _combo(items: tuple[str, ...] | list[str], current: str) -> QComboBox:
+    box = QComboBox()
+    box.addItems(list(items))
+    box.setCurrentText(current)
+    return box
+
+
+class ControlsPanel(QWidget):
+    requestChanged = Signal()
+    engineChanged = Signal()
+    compareChanged = Signal(bool)
+    displayChanged = Signal()
+    flowChanged = Signal(str)
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self.calibration: Calibration | None = None
+        self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
+        self._debounce.timeout.connect(self.requestChanged.emit)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._depth_group())
+        layout.addWidget(self._engine_group())
+        layout.addWidget(self._display_group())
+        layout.addStretch(1)
+        self._update_visibility()
+
+    # ---- groups --------------------------------------------------------------------------
+    def _depth_group(self) -> QGroupBox:
+        s = self.settings
+        box = QGroupBox("Depth")
+        form = QFormLayout(box)
+        self.mode = _combo([m.value for m in Mode], s.mode)
+        self.mode.currentTextChanged.connect(self._on_mode)
+        form.addRow("Mode", self.mode)
+        self.plane = QSlider(Qt.Orientation.Horizontal)
+        self.plane.setRange(0, s.max_disparity)
+        self.plane.setValue(round(s.plane_px))
+        self.plane.valueChanged.connect(lambda v: self._set("plane_px", float(v)))
+        self.plane_label = QLabel()
+        form.addRow("Plane", self.plane)
+        form.addRow("", self.plane_label)
+        self.levels = QSpinBox()
+        self.levels.setRange(1, 63)
+        self.levels.setValue(s.levels)
+        self.levels.valueChanged.connect(lambda v: self._set("levels", int(v)))
+        form.addRow("Levels", self.levels)
+        self.spacing = _combo([sp.value for sp in Spacing], s.spacing)
+        self.spacing.currentTextChanged.connect(lambda v: self._set("spacing", v))
+        form.addRow("Spacing", self.spacing)
+        self.range = RangeSlider(0, s.max_disparity)
+        self.range.set_values(*(round(v) for v in s.range_px))
+        s.range_px = tuple(float(v) for v in self.range.values())  # type: ignore[assignment]
+        self.range.rangeChanged.connect(lambda lo, hi: self._set("range_px", (float(lo), float(hi))))
+        self.range_label = QLabel()
+        form.addRow("Range", self.range)
+        form.addRow("", self.range_label)
+        self.budget_on = QCheckBox("Latency budget")
+        self.budget_on.setChecked(s.budget_on)
+        self.budget_on.toggled.connect(lambda v: self._set("budget_on", bool(v)))
+        self.budget = QSlider(Qt.Orientation.Horizontal)
+        self.budget.setRange(5, 3000)
+        self.budget.setValue(round(s.budget_ms))
+        self.budget.valueChanged.connect(lambda v: self._set("budget_ms", float(v)))
+        self.budget_label = QLabel("")
+        self.budget_label.setWordWrap(True)
+        form.addRow(self.budget_on, self.budget)
+        form.addRow("", self.budget_label)
+        self._rows: dict[QWidget, QFormLayout] = {
+            w: form for w in (self.plane, self.levels, self.spacing, self.range)
+        }
+        return box
+
+    def _engine_group(self) -> QGroupBox:
+        s = self.settings
+        box = QGroupBox("Engine")
+        form = QFormLayout(box)
+        self.engine = _combo(ENGINE_CHOICES, s.engine)
+        self.engine.currentTextChanged.connect(lambda v: self._set_engine("engine", v))
+        form.addRow("Engine", self.engine)
+        self.compare = QCheckBox("SGBM side by side")
+        self.compare.setChecked(s.compare)
+        self.compare.toggled.connect(self._on_compare)
+        form.addRow("", self.compare)
+        row = QHBoxLayout()
+        self.weights = QLineEdit(s.weights)
+        self.weights.setPlaceholderText("bundled default")
+        self.weights.editingFinished.connect(lambda: self._set_engine("weights", self.weights.text().strip()))
+        browse = QPushButton("…")
+        browse.setFixedWidth(28)
+        browse.clicked.connect(self._browse_weights)
+        row.addWidget(self.weights)
+        row.addWidget(browse)
+        form.addRow("Weights", row)
+        self.device = _combo(DEVICES, s.device)
+        self.device.currentTextChanged.connect(lambda v: self._set_engine("device", v))
+        form.addRow("Device", self.device)
+        self.precision = _combo(PRECISIONS, s.precision)
+        self.precision.currentTextChanged.connect(lambda v: self._set_engine("precision", v))
+        form.addRow("Precision", self.precision)
+        self.flow = _combo(FLOW_CHOICES, s.flow)
+        self.flow.currentTextChanged.connect(self._on_flow)
+        form.addRow("Optical flow", self.flow)
+        self.flow_status = QLabel("")
+        self.flow_status.setWordWrap(True)
+        form.addRow("", self.flow_status)
+        return box
+
+    def _display_group(self) -> QGroupBox:
+        s = self.settings
+        box = QGroupBox("Display")
+        form = QFormLayout(box)
+        self.colormap = _combo(COLORMAPS, s.colormap)
+        self.colormap.currentTextChanged.connect(lambda v: self._set_display("colormap", v))
+        form.addRow("Colour map", self.colormap)
+        self.auto_range = QCheckBox("Automatic range")
+        self.auto_range.setChecked(s.auto_range)
+        self.auto_range.toggled.connect(lambda v: self._set_display("auto_range", bool(v)))
+        form.addRow("", self.auto_range)
+        self.display_max = QDoubleSpinBox()
+        self.display_max.setRange(1, 1000)
+        self.display_max.setValue(s.display_max)
+        self.display_max.setSuffix(" px")
+        self.display_max.valueChanged.connect(lambda v: self._set_display("display_max", float(v)))
+        form.addRow("Fixed max", self.display_max)
+        return box
+
+    # ---- state -------------------------------------------------------------------------
+    def _set(self, name: str, value: object) -> None:
+        setattr(self.settings, name, value)
+        self._update_labels()
+        self._debounce.start()
+
+    def _set_engine(self, name: str, value: object) -> None:
+        if getattr(self.settings, name) != value:
+            setattr(self.settings, name, value)
+            self.engineChanged.emit()
+
+    def _set_display(self, name: str, value: object) -> None:
+        setattr(self.settings, name, value)
+        self.displayChanged.emit()
+
+    def _on_mode(self, mode: str) -> None:
+        self._set("mode", mode)
+        self._update_visibility()
+
+    def _on_compare(self, on: bool) -> None:
+        self.settings.compare = bool(on)
+        self.compareChanged.emit(bool(on))
+
+    def _on_flow(self, name: str) -> None:
+        self.settings.flow = name
+        self.flowChanged.emit(name)
+
+    def _browse_weights(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Bi3D weights", "", "Checkpoints (*.pt *.pth *.tar);;All (*)"
+        )
+        if path:
+            self.weights.setText(path)
+            self._set_engine("weights", path)
+
+    def _update_visibility(self) -> None:
+        mode = Mode(self.settings.mode)
+        shown = {
+            self.plane: mode is Mode.BINARY,
+            self.levels: mode is Mode.QUANTIZED,
+            self.spacing: mode is Mode.QUANTIZED,
+            self.range: mode is Mode.SELECTIVE,
+        }
+        for widget, visible in shown.items():
+            self._rows[widget].setRowVisible(widget, visible)
+        self.plane_label.setVisible(mode is Mode.BINARY)
+        self.range_label.setVisible(mode is Mode.SELECTIVE)
+        self._update_labels()
+
+    def _update_labels(self) -> None:
+        s = self.settings
+        self.plane_label.setText(self._px_text(s.plane_px))
+        lo, hi = s.range_px
+        self.range_label.setText(f"{self._px_text(lo)} to {self._px_text(hi)}")
+
+    def _px_text(self, px: float) -> str:
+        if self.calibration is None:
+            return f"{px:g} px"
+        z = float(self.calibration.depth_m(np.array([px]))[0])
+        return f"{px:g} px ({z:.2f} m)" if np.isfinite(z) else f"{px:g} px (far)"
+
+    # ---- used by the controller -----------------------------------------------------------
+    def set_calibration(self, calibration: Calibration | None) -> None:
+        self.calibration = calibration
+        depth_ok = calibration is not None
+        self.spacing.model().item(1).setEnabled(depth_ok)  # type: ignore[attr-defined]
+        if not depth_ok and self.settings.spacing == Spacing.DEPTH.value:
+            self.spacing.setCurrentText(Spacing.DISPARITY.value)
+        self._update_labels()
+
+    def request(self) -> DepthRequest:
+        """A frozen request copied from the current settings."""
+        s = self.settings
+        mode = Mode(s.mode)
+        spacing = Spacing(s.spacing) if self.calibration is not None else Spacing.DISPARITY
+        return DepthRequest(
+            mode=mode,
+            planes=(s.plane_px,) if mode is Mode.BINARY else (),
+            levels=s.levels if mode is Mode.QUANTIZED else None,
+            spacing=spacing,
+            range=s.range_px if mode is Mode.SELECTIVE else None,
+            budget_ms=s.budget_ms if s.budget_on else None,
+            max_disparity=s.max_disparity,
+            calibration=self.calibration,
+        )
+
+    def show_choice(self, result: DepthResult) -> None:
+        """What the engine chose under the budget, and what it took."""
+        took = result.timings.get("total", 0.0)
+        if result.choice:
+            planes = int(result.choice.get("planes", len(result.planes)))
+            step = result.choice.get("step_px")
+            text = (
+                f"chose {planes} planes" + (f" every {step:g} px" if step else "") + f", took {took:.0f} ms"
+            )
+        else:
+            text = f"{len(result.planes)} planes, took {took:.0f} ms"
+        self.budget_label.setText(text)
+
+    def set_flow_status(self, text: str) -> None:
+        self.flow_status.setText(text)

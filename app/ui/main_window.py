@@ -1,0 +1,348 @@
+"""The main window: source picker, image and depth views, controls, latency, work actions."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QGridLayout,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QScrollArea,
+    QTabWidget,
+    QWidget,
+)
+
+from app.engine.engines import EngineOptions
+from app.engine.errors import UserError
+from app.engine.session import FrameResult, FrameSource, Session
+from app.ui import work
+from app.ui.calibration_panel import CalibrationPanel
+from app.ui.controller import SessionController
+from app.ui.controls import ControlsPanel
+from app.ui.latency import LatencyPlot
+from app.ui.render import DisplaySpec, Rendered, render
+from app.ui.settings import Settings, save_settings
+from app.ui.views import DepthPane, ImagePane
+
+SourceOpener = Callable[[str], FrameSource]
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self,
+        session: Session,
+        settings: Settings,
+        open_source: SourceOpener,
+        settings_path: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.setWindowTitle("Bi3D Studio")
+        self.setAcceptDrops(True)
+        self.session = session
+        self.settings = settings
+        self.settings_path = settings_path
+        self._open_source = open_source
+        self.controls = ControlsPanel(settings)
+        self.controller = SessionController(session, self, self.controls.request, self.display_spec)
+        self._build_views()
+        self._build_docks()
+        self._build_menus()
+        self._wire()
+        self.error_box: QMessageBox | None = None
+        self.last_error = ""
+        self._restore_layout()
+
+    # ---- construction ---------------------------------------------------------------------
+    def _build_views(self) -> None:
+        self.left_view = ImagePane("Left")
+        self.depth_view = DepthPane("Depth")
+        self.right_view = ImagePane("Right")
+        self.baseline_view = DepthPane("SGBM")
+        self.flow_view = ImagePane("Optical flow")
+        self.extra = QTabWidget()
+        self.extra.addTab(self.right_view, "Right")
+        self.extra.addTab(self.baseline_view, "SGBM")
+        self.extra.addTab(self.flow_view, "Flow")
+        central = QWidget()
+        grid = QGridLayout(central)
+        grid.setContentsMargins(2, 2, 2, 2)
+        grid.addWidget(self.left_view, 0, 0)
+        grid.addWidget(self.depth_view, 0, 1)
+        grid.addWidget(self.extra, 1, 0, 1, 2)
+        grid.setRowStretch(0, 3)
+        grid.setRowStretch(1, 2)
+        self.setCentralWidget(central)
+        self.readout = QLabel("")
+        self.engine_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.readout, 1)
+        self.statusBar().addPermanentWidget(self.engine_label)
+        self.depth_view.set_colormap(self.settings.colormap)
+        self.baseline_view.set_colormap(self.settings.colormap)
+
+    def _build_docks(self) -> None:
+        scroll = QScrollArea()
+        scroll.setWidget(self.controls)
+        scroll.setWidgetResizable(True)
+        dock = QDockWidget("Controls", self)
+        dock.setObjectName("controls")
+        dock.setWidget(scroll)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        self.calibration = CalibrationPanel(self.controller)
+        dock = QDockWidget("Calibration", self)
+        dock.setObjectName("calibration")
+        dock.setWidget(self.calibration)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.latency = LatencyPlot()
+        dock = QDockWidget("Latency", self)
+        dock.setObjectName("latency")
+        dock.setWidget(self.latency)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+
+    def _build_menus(self) -> None:
+        file = self.menuBar().addMenu("&File")
+        for text, slot, key in [
+            ("Open image pair…", self._pick_pair, QKeySequence.StandardKey.Open),
+            ("Open folder or dataset…", self._pick_folder, None),
+            ("Open stereo video…", self._pick_video, None),
+            ("Open camera…", self._pick_camera, None),
+            ("Synthetic demo", lambda: self.open_spec("synthetic"), None),
+            ("Demo pair", lambda: self.open_spec(str(work.demo_pair_spec())), None),
+        ]:
+            action = QAction(text, self)
+            action.triggered.connect(slot)
+            if key is not None:
+                action.setShortcut(key)
+            file.addAction(action)
+        file.addSeparator()
+        self.snapshot_action = QAction("Snapshot", self, shortcut=QKeySequence("Ctrl+S"))
+        self.snapshot_action.triggered.connect(self.snapshot)
+        self.record_action = QAction("Record input", self, checkable=True)
+        self.record_action.toggled.connect(self.toggle_recording)
+        self.ply_action = QAction("Export point cloud (PLY)…", self)
+        self.ply_action.triggered.connect(self.export_ply)
+        for action in (self.snapshot_action, self.record_action, self.ply_action):
+            file.addAction(action)
+        file.addSeparator()
+        quit_action = QAction("Quit", self, shortcut=QKeySequence(QKeySequence.StandardKey.Quit))
+        quit_action.triggered.connect(self.close)
+        file.addAction(quit_action)
+
+    def _wire(self) -> None:
+        c = self.controls
+        c.requestChanged.connect(self.controller.request_changed)
+        c.engineChanged.connect(self._apply_engine)
+        c.compareChanged.connect(self._apply_compare)
+        c.displayChanged.connect(self._redraw)
+        c.flowChanged.connect(self._apply_flow)
+        self.controller.sourceChanged.connect(self._source_changed)
+        self.calibration.linesReady.connect(self.left_view.show_lines)
+        self.calibration.calibrationChanged.connect(lambda cal, _rig: self.controls.set_calibration(cal))
+        for pane in (self.left_view, self.depth_view, self.right_view, self.baseline_view):
+            pane.hovered.connect(self._hover)
+
+    # ---- sources ---------------------------------------------------------------------------
+    def open_spec(self, spec: str) -> None:
+        """Open a source described by a spec (path, 'LEFT,RIGHT', 'camera:0', 'synthetic')."""
+        self.controller.open_source(lambda: self._open_source(spec), spec)
+
+    def _pick_pair(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(
+            self, "Left and right images", "", "Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.pfm);;All (*)"
+        )
+        if len(files) == 2:
+            self.open_spec(",".join(sorted(files)))
+        elif files:
+            self.show_error("choose exactly two images: the left and the right view")
+
+    def _pick_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder of pairs, dataset or recording")
+        if folder:
+            self.open_spec(folder)
+
+    def _pick_video(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Side-by-side stereo video", "", "Video (*.mp4 *.avi *.mkv *.mov);;All (*)"
+        )
+        if path:
+            self.open_spec(path)
+
+    def _pick_camera(self) -> None:
+        text, ok = QInputDialog.getText(
+            self,
+            "Camera",
+            "Devices (e.g. 0,1 for two cameras, 0 for side-by-side),\n"
+            "optionally ?width=1280&height=720&fps=30",
+            text="0,1",
+        )
+        if ok and text.strip():
+            self.open_spec(f"camera:{text.strip()}")
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            self.open_spec(",".join(sorted(paths)) if len(paths) == 2 else paths[0])
+
+    def _source_changed(self, description: str) -> None:
+        self.settings.source = description
+        self.statusBar().showMessage(f"source: {description}", 5000)
+        self.setWindowTitle(f"Bi3D Studio — {description}")
+
+    # ---- engine, flow, display ------------------------------------------------------------------
+    def engine_options(self) -> EngineOptions:
+        s = self.settings
+        return dataclasses.replace(
+            self.session.options,
+            engine=None if s.engine == "auto" else s.engine,
+            weights=Path(s.weights) if s.weights else None,
+            device=s.device,
+            precision=s.precision,
+        )
+
+    def _apply_engine(self) -> None:
+        try:
+            reason = self.session.set_engine(self.engine_options())
+        except UserError as exc:
+            self.show_error(str(exc))
+            return
+        self.session.set_compare(self.settings.compare)
+        self.statusBar().showMessage(f"engine: {self.session.engine.name} ({reason})", 8000)
+        self.controller.refresh()
+
+    def _apply_compare(self, on: bool) -> None:
+        self.session.set_compare(on)
+        if on:
+            self.extra.setCurrentWidget(self.baseline_view)
+        self.controller.refresh()
+
+    def _apply_flow(self, name: str) -> None:
+        backend, status = work.make_flow(name)
+        self.session.set_flow(backend)
+        self.controls.set_flow_status(status)
+        if backend is not None:
+            self.extra.setCurrentWidget(self.flow_view)
+
+    def _redraw(self) -> None:
+        self.depth_view.set_colormap(self.settings.colormap)
+        self.baseline_view.set_colormap(self.settings.colormap)
+        if self.controller.last is not None:
+            self.show_result(self.controller.last)
+
+    # ---- MainView ---------------------------------------------------------------------------
+    def display_spec(self) -> DisplaySpec:
+        s = self.settings
+        return DisplaySpec(s.colormap, None if s.auto_range else s.display_max)
+
+    def show_result(self, result: FrameResult) -> None:
+        spec = self.display_spec()
+        shown: Rendered = result.display
+        if shown is None or shown.spec != spec:  # display settings changed since it was rendered
+            shown = result.display = render(result, spec)
+        pair, depth = result.pair, result.depth
+        self.left_view.show_image(pair.left)
+        self.right_view.show_image(pair.right)
+        self.left_view.show_tint(shown.tint)
+        self.depth_view.set_title(shown.depth_title)
+        self.depth_view.show_rgb(shown.depth_rgb, shown.depth_levels)
+        if shown.baseline_rgb is not None:
+            self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
+        if shown.flow_rgb is not None:
+            self.flow_view.show_image(shown.flow_rgb)
+        self.controls.show_choice(depth)
+        self.latency.add(result.timings)
+        self.controls.set_calibration(result.calibration)
+        notes = "; ".join(depth.notes)
+        status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
+        self.engine_label.setText(status + (f" · {notes}" if notes else ""))
+
+    def show_error(self, message: str) -> None:
+        self.last_error = message
+        self.statusBar().showMessage(f"error: {message}", 15000)
+        if self.error_box is None:
+            self.error_box = QMessageBox(QMessageBox.Icon.Warning, "Bi3D Studio", message, parent=self)
+            self.error_box.setModal(False)
+        self.error_box.setText(message)
+        self.error_box.show()
+
+    def show_status(self, message: str) -> None:
+        self.statusBar().showMessage(message, 8000)
+
+    # ---- readouts and work -------------------------------------------------------------------
+    def _hover(self, x: int, y: int) -> None:
+        if self.controller.last is not None:
+            self.readout.setText(work.readout(self.controller.last, x, y))
+
+    def snapshot(self) -> None:
+        if self.controller.last is None:
+            self.show_error("nothing to save yet: open a source first")
+            return
+        try:
+            folder = work.snapshot(self.controller.last)
+        except UserError as exc:
+            self.show_error(str(exc))
+            return
+        self.statusBar().showMessage(f"snapshot saved in {folder}", 8000)
+
+    def toggle_recording(self, on: bool) -> None:
+        if not on and self.controller.recorder is not None:
+            self.controller.recorder.close()
+        try:
+            self.controller.recorder = work.start_recording(self.session) if on else None
+        except UserError as exc:
+            self.show_error(str(exc))
+            self.record_action.setChecked(False)
+            return
+        self.statusBar().showMessage("recording input" if on else "recording stopped", 5000)
+
+    def export_ply(self) -> None:
+        last = self.controller.last
+        if last is None or last.calibration is None:
+            self.show_error("a point cloud needs depth and a calibration: load one in the calibration panel")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Point cloud", "points.ply", "PLY (*.ply)")
+        if path:
+            try:
+                count = work.export_ply(last, Path(path))
+            except UserError as exc:
+                self.show_error(str(exc))
+                return
+            self.statusBar().showMessage(f"wrote {count} points to {path}", 8000)
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def _restore_layout(self) -> None:
+        q = QSettings("Bi3D Studio", "bi3d-studio")
+        geometry, state = q.value("geometry"), q.value("windowState")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if state is not None:
+            self.restoreState(state)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.controller.shutdown()
+        q = QSettings("Bi3D Studio", "bi3d-studio")
+        q.setValue("geometry", self.saveGeometry())
+        q.setValue("windowState", self.saveState())
+        try:
+            save_settings(self.settings, self.settings_path)
+        except (OSError, UserError) as exc:  # never block closing on a settings problem
+            print(f"could not save settings: {exc}")
+        if self.error_box is not None:
+            self.error_box.close()
+        super().closeEvent(event)
+
+
+def disparity_at(result: FrameResult, x: int, y: int) -> float:
+    return float(result.depth.disparity[y, x]) if result.depth.disparity.size else float(np.nan)

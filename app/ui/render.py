@@ -1,0 +1,68 @@
+"""Turning a frame result into display images (numpy only: runs on the worker thread).
+
+Colour-mapping a full frame costs milliseconds; doing it next to the computation keeps the
+GUI thread free to paint and respond.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.engine.formats import colorize
+from app.engine.session import FrameResult
+from app.engine.types import Mode
+
+
+@dataclass(frozen=True)
+class DisplaySpec:
+    colormap: str = "turbo"
+    fixed_max: float | None = None  # None: automatic range
+
+
+@dataclass
+class Rendered:
+    spec: DisplaySpec
+    depth_rgb: np.ndarray
+    depth_levels: tuple[float, float]
+    depth_title: str
+    tint: np.ndarray | None  # mask tinted over the left image
+    baseline_rgb: np.ndarray | None = None
+    flow_rgb: np.ndarray | None = None
+
+
+def auto_levels(values: np.ndarray) -> tuple[float, float]:
+    """2nd to 98th percentile of the finite values (0, 1 when there are none)."""
+    valid = values[np.isfinite(values)]
+    if not valid.size:
+        return 0.0, 1.0
+    lo, hi = float(np.percentile(valid, 2)), float(np.percentile(valid, 98))
+    return lo, max(hi, lo + 1e-3)
+
+
+def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
+    depth = result.depth
+    if depth.mode is Mode.BINARY:
+        shown, levels = depth.probabilities[0], (0.0, 1.0)
+        title = f"P(disparity > {depth.planes[0]:g} px)"
+        tint = depth.mask
+    else:
+        shown = depth.disparity
+        levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
+        title = f"Disparity ({depth.engine}, {depth.mode.value})"
+        tint = depth.range_state == 1 if depth.range_state is not None else None
+    out = Rendered(spec, colorize(shown, *levels, spec.colormap), levels, title, tint)
+    if result.baseline is not None:
+        base = result.baseline
+        binary = base.mode is Mode.BINARY
+        out.baseline_rgb = colorize(
+            base.probabilities[0] if binary else base.disparity,
+            *((0.0, 1.0) if binary else levels),
+            spec.colormap,
+        )
+    if result.flow is not None:
+        from app.engine.flow_draw import flow_to_color
+
+        out.flow_rgb = flow_to_color(np.asarray(result.flow))
+    return out

@@ -1,0 +1,113 @@
+"""Settings remembered between runs: a typed model saved as JSON (window layout goes to QSettings).
+
+Unknown keys and out-of-range values are rejected with a message naming the field; the app
+then starts from defaults rather than failing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.engine.errors import UserError
+from app.engine.formats import COLORMAPS, atomic_write
+from app.engine.types import Mode, Spacing
+
+ENGINE_CHOICES = ("auto", "bi3d", "sgbm")
+DEVICES = ("cpu", "cuda")
+PRECISIONS = ("fp32", "bf16", "fp16")
+FLOW_CHOICES = ("off", "auto", "dis", "farneback", "nvof")
+
+
+@dataclass
+class Settings:
+    source: str = ""
+    mode: str = Mode.CONTINUOUS.value
+    plane_px: float = 30.0
+    levels: int = 8
+    spacing: str = Spacing.DISPARITY.value
+    range_px: tuple[float, float] = (20.0, 60.0)
+    budget_on: bool = False
+    budget_ms: float = 200.0
+    max_disparity: int = 192
+    engine: str = "auto"
+    compare: bool = False
+    weights: str = ""
+    device: str = "cpu"
+    precision: str = "fp32"
+    colormap: str = "turbo"
+    auto_range: bool = True
+    display_max: float = 96.0
+    flow: str = "off"
+    calibration: str = ""
+
+    def validate(self) -> None:
+        choices = {
+            "mode": [m.value for m in Mode], "spacing": [s.value for s in Spacing], "engine": ENGINE_CHOICES,
+            "device": DEVICES, "precision": PRECISIONS, "colormap": COLORMAPS, "flow": FLOW_CHOICES,
+        }  # fmt: skip
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise UserError(f"setting {name}={getattr(self, name)!r} is not one of {', '.join(allowed)}")
+        lo, hi = self.range_px
+        if not 0 <= lo < hi <= self.max_disparity:
+            raise UserError(
+                f"setting range_px={list(self.range_px)} must satisfy 0 <= min < max <= max_disparity"
+            )
+        if not 0 <= self.plane_px <= self.max_disparity:
+            raise UserError(f"setting plane_px={self.plane_px} must lie in [0, {self.max_disparity}]")
+        if not 1 <= self.levels <= 63:
+            raise UserError(f"setting levels={self.levels} must lie in [1, 63]")
+        if self.budget_ms <= 0 or self.display_max <= 0:
+            raise UserError("settings budget_ms and display_max must be positive")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise UserError(f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(names))}")
+        try:
+            values = dict(data)
+            if "range_px" in values:
+                values["range_px"] = tuple(float(v) for v in values["range_px"])
+            settings = cls(**values)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"unreadable settings ({exc})") from exc
+        settings.validate()
+        return settings
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["range_px"] = list(self.range_px)
+        return out
+
+
+def settings_dir() -> Path:
+    """Where settings live; ``BI3D_STUDIO_CONFIG_DIR`` overrides (tests use a fresh one each)."""
+    override = os.environ.get("BI3D_STUDIO_CONFIG_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "bi3d-studio"
+
+
+def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
+    """Settings from disk, or defaults and the reason when the file is missing or bad."""
+    path = path or settings_dir() / "settings.json"
+    if not path.is_file():
+        return Settings(), None
+    try:
+        return Settings.from_dict(json.loads(path.read_text())), None
+    except (json.JSONDecodeError, UserError) as exc:
+        return Settings(), f"ignored {path}: {exc}; using defaults"
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> None:
+    path = path or settings_dir() / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, (json.dumps(settings.to_dict(), indent=2) + "\n").encode())

@@ -1,0 +1,101 @@
+"""Image panes: an RGB view with overlays and a colour-mapped depth view with a colour bar.
+
+Both map mouse positions to image pixels and emit ``hovered(x, y)``; the controller turns
+that into a readout from the latest result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Signal
+
+from app.engine.formats import colorize
+
+
+def _image_axes(item: pg.ImageItem) -> None:
+    # pyqtgraph's ImageItem indexes [x, y]; images are [row, col]
+    item.setOpts(axisOrder="row-major")
+
+
+class ImagePane(pg.GraphicsLayoutWidget):
+    """An RGB image with an optional tint overlay and line overlay (matches, epipolar lines)."""
+
+    hovered = Signal(int, int)
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.setMinimumSize(200, 150)
+        self.title = self.addLabel(title, row=0, col=0)
+        self.box = self.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMenu=False)
+        self.image = pg.ImageItem()
+        self.overlay = pg.ImageItem()
+        self.lines = pg.PlotDataItem(connect="pairs", pen=pg.mkPen((255, 230, 0, 200), width=1))
+        for item in (self.image, self.overlay):
+            _image_axes(item)
+            self.box.addItem(item)
+        self.box.addItem(self.lines)
+        self.scene().sigMouseMoved.connect(self._moved)
+        self._shape: tuple[int, int] | None = None
+
+    def set_title(self, text: str) -> None:
+        self.title.setText(text)
+
+    def show_image(self, rgb: np.ndarray) -> None:
+        first = self._shape != rgb.shape[:2]
+        self.image.setImage(rgb, autoLevels=False, levels=(0, 255))
+        if first:
+            self._shape = rgb.shape[:2]
+            self.box.autoRange(padding=0)
+
+    def show_tint(self, mask: np.ndarray | None, colour: tuple[int, int, int] = (255, 40, 40)) -> None:
+        """Tint the pixels where ``mask`` is true (semi-transparent); None clears it."""
+        if mask is None:
+            self.overlay.clear()
+            return
+        rgba = np.zeros((*mask.shape, 4), np.uint8)
+        rgba[mask] = (*colour, 110)
+        self.overlay.setImage(rgba, autoLevels=False, levels=(0, 255))
+
+    def show_lines(self, segments: np.ndarray | None) -> None:
+        """N x 2 x 2 segments ((x0, y0), (x1, y1)) in pixels; None clears them."""
+        if segments is None or len(segments) == 0:
+            self.lines.setData([], [])
+            return
+        pts = np.asarray(segments, np.float64).reshape(-1, 2)
+        self.lines.setData(pts[:, 0], pts[:, 1])
+
+    def _moved(self, pos: QPointF) -> None:
+        if self._shape is None or not self.box.sceneBoundingRect().contains(pos):
+            return
+        p = self.box.mapSceneToView(pos)
+        x, y = int(p.x()), int(p.y())
+        if 0 <= x < self._shape[1] and 0 <= y < self._shape[0]:
+            self.hovered.emit(x, y)
+
+
+class DepthPane(ImagePane):
+    """Disparity through a colour map, NaN black, with a colour bar (fixed or automatic range)."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__(title)
+        self.cmap = "turbo"
+        self.bar = pg.ColorBarItem(values=(0, 96), colorMap=_colormap(self.cmap), interactive=False, width=14)
+        self.addItem(self.bar, row=1, col=1)
+        self.levels: tuple[float, float] = (0.0, 96.0)
+
+    def set_colormap(self, name: str) -> None:
+        self.cmap = name
+        self.bar.setColorMap(_colormap(name))
+
+    def show_rgb(self, rgb: np.ndarray, levels: tuple[float, float]) -> None:
+        """Show an already colour-mapped image and the range its colour bar spans."""
+        self.levels = levels
+        self.bar.setLevels(levels)
+        self.show_image(rgb)
+
+
+def _colormap(name: str) -> pg.ColorMap:
+    """A pyqtgraph colour map sampled from the same colouring the images use."""
+    samples = colorize(np.linspace(0, 1, 256)[None], 0, 1, name)[0]
+    return pg.ColorMap(np.linspace(0, 1, 256), samples)

@@ -1,0 +1,164 @@
+"""The main window: controls reach the engine, results reach the views, errors stay messages."""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QTimer
+
+from app.engine.engines import EngineOptions
+from app.engine.errors import UserError
+from app.engine.session import Session
+from app.engine.types import Mode
+from app.ui.main_window import MainWindow
+from app.ui.settings import Settings, load_settings
+from tests.ui.conftest import FakeSource, RecordingEngine
+
+
+def _window(qtbot, opener, engine=None) -> MainWindow:  # type: ignore[no-untyped-def]
+    session = Session(EngineOptions(engine="sgbm", sgbm=EngineOptions().sgbm))
+    if engine is not None:
+        session.engine = engine
+    window = MainWindow(session, Settings(max_disparity=48, range_px=(10.0, 40.0)), opener)
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def _wait_result(qtbot, window: MainWindow, timeout: int = 5000) -> None:  # type: ignore[no-untyped-def]
+    with qtbot.waitSignal(window.controller.resultShown, timeout=timeout):
+        pass
+
+
+def test_every_control_changes_the_request_and_the_view(qtbot) -> None:  # type: ignore[no-untyped-def]
+    engine = RecordingEngine()
+    window = _window(qtbot, lambda spec: FakeSource(1), engine)
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    c = window.controls
+    checks = [
+        (lambda: c.mode.setCurrentText("binary"), lambda r: r.mode is Mode.BINARY),
+        (lambda: c.plane.setValue(21), lambda r: r.planes == (21.0,)),
+        (lambda: c.mode.setCurrentText("quantized"), lambda r: r.mode is Mode.QUANTIZED),
+        (lambda: c.levels.setValue(5), lambda r: r.levels == 5),
+        (lambda: c.mode.setCurrentText("selective"), lambda r: r.mode is Mode.SELECTIVE),
+        (lambda: c.range.set_values(10, 30), lambda r: r.range == (10.0, 30.0)),
+        (lambda: c.budget_on.setChecked(True), lambda r: r.budget_ms is not None),
+        (lambda: c.budget.setValue(77), lambda r: r.budget_ms == 77.0),
+        (lambda: c.mode.setCurrentText("continuous"), lambda r: r.mode is Mode.CONTINUOUS),
+    ]
+    for change, check in checks:
+        with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+            change()
+        assert check(engine.requests[-1]), engine.requests[-1]
+        assert blocker.args[0].request == engine.requests[-1]  # the result shown answers that request
+    assert "took" in c.budget_label.text()
+
+
+def test_binary_mode_tints_the_left_view_and_shows_the_probability(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.controls.mode.setCurrentText("binary")
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    assert window.left_view.overlay.image is not None
+    assert (
+        window.depth_view.title.text.startswith("P(disparity &gt;")
+        or "P(disparity" in window.depth_view.title.text
+    )
+
+
+def test_display_controls_redraw(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    window.controls.auto_range.setChecked(False)
+    window.controls.display_max.setValue(40)
+    assert window.depth_view.levels == (0.0, 40.0)
+    window.controls.colormap.setCurrentText("magma")
+    assert window.depth_view.cmap == "magma"
+
+
+def test_hover_reads_out_disparity(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    window._hover(5, 7)
+    assert "x 5  y 7" in window.readout.text() and "disparity" in window.readout.text()
+
+
+def test_bad_file_shows_an_error_and_the_previous_source_keeps_running(qtbot) -> None:  # type: ignore[no-untyped-def]
+    good = FakeSource(10**6)
+
+    def opener(spec: str):  # type: ignore[no-untyped-def]
+        if spec == "bad.png":
+            raise UserError("bad.png is not a readable image (PNG, JPEG, ...); check the file")
+        return good
+
+    window = _window(qtbot, opener)
+    window.open_spec("good")
+    _wait_result(qtbot, window)
+    window.open_spec("bad.png")
+    qtbot.waitUntil(lambda: "not a readable image" in window.last_error, timeout=5000)
+    reads = good.reads
+    qtbot.waitUntil(lambda: good.reads > reads + 3, timeout=5000)  # still streaming
+    assert window.session.source is good
+
+
+def test_engine_error_in_the_worker_becomes_a_message(qtbot) -> None:  # type: ignore[no-untyped-def]
+    class Broken(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            raise RuntimeError("boom")
+
+    window = _window(qtbot, lambda spec: FakeSource(1), Broken())
+    window.open_spec("pair")
+    qtbot.waitUntil(lambda: "unexpected error: RuntimeError: boom" in window.last_error, timeout=5000)
+    assert window.isVisible()
+
+
+def test_settings_are_remembered(qtbot, fresh_settings: Path) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.controls.mode.setCurrentText("quantized")
+    window.controls.levels.setValue(11)
+    window.close()
+    saved, warning = load_settings()
+    assert warning is None and saved.mode == "quantized" and saved.levels == 11
+
+
+def test_bad_settings_file_falls_back_to_defaults(fresh_settings: Path) -> None:
+    fresh_settings.mkdir(parents=True)
+    (fresh_settings / "settings.json").write_text('{"mode": "sideways"}')
+    settings, warning = load_settings()
+    assert settings == Settings() and warning is not None and "mode" in warning
+    (fresh_settings / "settings.json").write_text('{"colour": "red"}')
+    assert "unknown setting 'colour'" in (load_settings()[1] or "")
+
+
+@pytest.mark.slow
+def test_300_frames_live_without_blocking_or_leaking(qtbot) -> None:  # type: ignore[no-untyped-def]
+    source = FakeSource(300, size=(192, 288))
+    window = _window(qtbot, lambda spec: source)
+    gaps: list[float] = []
+    last = [time.perf_counter()]
+
+    def beat() -> None:
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    heartbeat = QTimer(interval=10)
+    heartbeat.timeout.connect(beat)
+    heartbeat.start()
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    window.open_spec("synthetic")
+    qtbot.waitUntil(lambda: window.latency.frames >= 300, timeout=120_000)
+    heartbeat.stop()
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert max(gaps[5:]) < 0.100, f"GUI thread blocked for {max(gaps[5:]) * 1000:.0f} ms"
+    assert (rss1 - rss0) / 1024 < 50, f"memory grew by {(rss1 - rss0) / 1024:.0f} MB"
+    t0 = time.perf_counter()
+    window.close()
+    assert time.perf_counter() - t0 < 1.0
+    assert source.closed

@@ -1,5 +1,5 @@
 """Subcommands of ``bi3d-studio``: each module has ``register(subparsers)`` and ``run(args)``."""
 
-from app.commands import bench, calib, depth, evaluate, flow, record, train
+from app.commands import bench, calib, depth, evaluate, flow, gui, record, train
 
-COMMANDS = (depth, evaluate, bench, train, flow, calib, record)
+COMMANDS = (depth, evaluate, bench, flow, calib, record, train, gui)

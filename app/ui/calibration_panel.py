@@ -129,6 +129,13 @@ class CalibrationPanel(QWidget):
         self.calibrationChanged.emit(calibration, rig)
         self.controller.refresh()
 
+    def note_source_calibration(self, calibration: Calibration | None) -> None:
+        """Say so when the depth is metric thanks to the source (a dataset's calib.txt)."""
+        if calibration is None or self.rig is not None or not self.file_label.text().startswith("none"):
+            return
+        mm = calibration.baseline_m * 1000
+        self.file_label.setText(f"from the source: f {calibration.focal_px:.1f} px, baseline {mm:.1f} mm")
+
     # ---- check ---------------------------------------------------------------------------
     def run_check(self) -> None:
         last = self.controller.last

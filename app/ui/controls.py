@@ -90,6 +90,13 @@ class ControlsPanel(QWidget):
         self.range_label = QLabel()
         form.addRow("Range", self.range)
         form.addRow("", self.range_label)
+        self.max_disparity = QSpinBox()
+        self.max_disparity.setRange(16, 192)
+        self.max_disparity.setSingleStep(16)
+        self.max_disparity.setSuffix(" px")
+        self.max_disparity.setValue(s.max_disparity)
+        self.max_disparity.valueChanged.connect(self._on_max_disparity)
+        form.addRow("Max disparity", self.max_disparity)
         self.budget_on = QCheckBox("Latency budget")
         self.budget_on.setChecked(s.budget_on)
         self.budget_on.toggled.connect(lambda v: self._set("budget_on", bool(v)))
@@ -174,6 +181,14 @@ class ControlsPanel(QWidget):
     def _set_display(self, name: str, value: object) -> None:
         setattr(self.settings, name, value)
         self.displayChanged.emit()
+
+    def _on_max_disparity(self, top: int) -> None:
+        s = self.settings
+        s.max_disparity = int(top)
+        self.plane.setMaximum(top)  # clamps the plane, which reports through _set
+        self.range.set_maximum(top)
+        s.plane_px = min(s.plane_px, float(top))
+        self._set("range_px", tuple(float(v) for v in self.range.values()))
 
     def _on_mode(self, mode: str) -> None:
         self._set("mode", mode)

@@ -44,6 +44,7 @@ class LatencyPlot(pg.PlotWidget):
         x = np.arange(self.frames - len(self.arrivals), self.frames)
         for stage, curve in self.curves.items():
             curve.setData(x, np.fromiter(self.history[stage], float))
+        self.setXRange(max(0, self.frames - HISTORY), max(self.frames, 10), padding=0)
         self.setTitle(f"{self.fps():.1f} fps")
 
     def fps(self) -> float:

@@ -93,6 +93,7 @@ class MainWindow(QMainWindow):
         scroll = QScrollArea()
         scroll.setWidget(self.controls)
         scroll.setWidgetResizable(True)
+        scroll.setMinimumWidth(self.controls.sizeHint().width() + 24)
         dock = QDockWidget("Controls", self)
         dock.setObjectName("controls")
         dock.setWidget(scroll)
@@ -264,6 +265,7 @@ class MainWindow(QMainWindow):
         self.controls.show_choice(depth)
         self.latency.add(result.timings)
         self.controls.set_calibration(result.calibration)
+        self.calibration.note_source_calibration(result.calibration)
         notes = "; ".join(depth.notes)
         status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
         self.engine_label.setText(status + (f" · {notes}" if notes else ""))

@@ -41,6 +41,14 @@ def auto_levels(values: np.ndarray) -> tuple[float, float]:
     return lo, max(hi, lo + 1e-3)
 
 
+UNKNOWN_RGB = (48, 48, 48)  # pixels without a value: grey, so they stand apart from the background
+
+
+def _unknown_grey(rgb: np.ndarray, values: np.ndarray) -> np.ndarray:
+    rgb[~np.isfinite(values)] = UNKNOWN_RGB
+    return rgb
+
+
 def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     depth = result.depth
     if depth.mode is Mode.BINARY:
@@ -52,14 +60,13 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
         title = f"Disparity ({depth.engine}, {depth.mode.value})"
         tint = depth.range_state == 1 if depth.range_state is not None else None
-    out = Rendered(spec, colorize(shown, *levels, spec.colormap), levels, title, tint)
+    out = Rendered(spec, _unknown_grey(colorize(shown, *levels, spec.colormap), shown), levels, title, tint)
     if result.baseline is not None:
         base = result.baseline
         binary = base.mode is Mode.BINARY
-        out.baseline_rgb = colorize(
-            base.probabilities[0] if binary else base.disparity,
-            *((0.0, 1.0) if binary else levels),
-            spec.colormap,
+        shown_base = base.probabilities[0] if binary else base.disparity
+        out.baseline_rgb = _unknown_grey(
+            colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
         )
     if result.flow is not None:
         from app.engine.flow_draw import flow_to_color

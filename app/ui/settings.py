@@ -33,7 +33,7 @@ class Settings:
     range_px: tuple[float, float] = (20.0, 60.0)
     budget_on: bool = False
     budget_ms: float = 200.0
-    max_disparity: int = 192
+    max_disparity: int = 128
     engine: str = "auto"
     compare: bool = False
     weights: str = ""

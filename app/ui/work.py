@@ -24,8 +24,8 @@ SNAPSHOT_ROOT = Path.home() / "Bi3D Studio"
 
 
 def demo_pair_spec() -> str:
-    scene = demo_scene()
-    return f"{scene / 'im0.png'},{scene / 'im1.png'}"
+    """The bundled Middlebury scene: a folder, so its calibration and ground truth come along."""
+    return str(demo_scene())
 
 
 def readout(result: FrameResult, x: int, y: int) -> str:

@@ -42,9 +42,13 @@ class LightFeatNet(nn.Module):
         self.stem = nn.Sequential(conv_relu(3, c, 3, FEATURE_STRIDE, 1), conv_relu(c, c))
         self.block = ResidualBlock(c, dilation=1, leaky=False)
         self.out = nn.Conv2d(c, c, 1)
+        # Standardising each channel over the image keeps the matching signal (differences
+        # between left and right features) at unit scale; without it the features were
+        # dominated by their biases and training settled on a plane-only prior.
+        self.norm = nn.InstanceNorm2d(c, affine=False)
 
     def forward(self, image: Tensor) -> Tensor:
-        return self.out(self.block(self.stem(image)))
+        return self.norm(self.out(self.block(self.stem(image))))
 
 
 class LightSegNet(nn.Module):
@@ -114,6 +118,11 @@ class LightBi3D(SweepModel):
         c = self.featnet.out_channels
         self.segnet = LightSegNet(c, width)
         self.widest_channels = self.segnet.widest_channels
+        for module in self.modules():
+            if isinstance(module, nn.Conv2d):  # He initialisation suits the ReLU layers
+                nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
         self.guide = UpsampleGuide(c, width)
         to_channels_last(self)
 

@@ -6,6 +6,8 @@ engine, display and flow changes are reported at once.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -143,10 +145,43 @@ class ControlsPanel(QWidget):
         self.flow = _combo(FLOW_CHOICES, s.flow)
         self.flow.currentTextChanged.connect(self._on_flow)
         form.addRow("Optical flow", self.flow)
+        self.flow_params = QWidget()
+        self.flow_form = QFormLayout(self.flow_params)
+        self.flow_form.setContentsMargins(0, 0, 0, 0)
+        self.flow_values: dict[str, object] = {}
+        form.addRow(self.flow_params)
         self.flow_status = QLabel("")
         self.flow_status.setWordWrap(True)
         form.addRow("", self.flow_status)
+        self._build_flow_params(s.flow)
         return box
+
+    def _build_flow_params(self, name: str) -> None:
+        """Controls for the chosen backend's own parameters, as the backend describes them."""
+        from app.engine.flow import PARAMETERS, nvof_probe
+
+        while self.flow_form.rowCount():
+            self.flow_form.removeRow(0)
+        backend = ("nvof" if nvof_probe().available else "dis") if name == "auto" else name
+        self.flow_values = {}
+        for param in PARAMETERS.get(backend, ()):
+            box = _combo([str(c) for c in param.choices], str(param.default))
+            self.flow_values[param.name] = param.default
+            choices = {str(c): c for c in param.choices}
+            box.currentTextChanged.connect(
+                lambda text, p=param.name, c=choices: self._set_flow_param(p, c[text])
+            )
+            self.flow_form.addRow(param.label, box)
+        self.flow_params.setVisible(bool(self.flow_values))
+
+    def _set_flow_param(self, name: str, value: object) -> None:
+        self.flow_values[name] = value
+        self.flowChanged.emit(self.settings.flow)
+
+    def flow_options(self) -> Any:
+        from app.engine.flow import FlowOptions
+
+        return FlowOptions(**self.flow_values)  # type: ignore[arg-type]
 
     def _display_group(self) -> QGroupBox:
         s = self.settings
@@ -200,6 +235,7 @@ class ControlsPanel(QWidget):
 
     def _on_flow(self, name: str) -> None:
         self.settings.flow = name
+        self._build_flow_params(name)
         self.flowChanged.emit(name)
 
     def _browse_weights(self) -> None:

@@ -230,7 +230,12 @@ class MainWindow(QMainWindow):
         self.controller.refresh()
 
     def _apply_flow(self, name: str) -> None:
-        backend, status = work.make_flow(name)
+        try:
+            options = self.controls.flow_options()
+        except UserError as exc:
+            self.show_error(str(exc))
+            return
+        backend, status = work.make_flow(name, options)
         self.session.set_flow(backend)
         self.controls.set_flow_status(status)
         if backend is not None:

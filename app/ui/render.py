@@ -69,7 +69,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
         )
     if result.flow is not None:
-        from app.engine.flow_draw import flow_to_color
+        from app.engine.flow_draw import flow_color_with_legend
 
-        out.flow_rgb = flow_to_color(np.asarray(result.flow))
+        out.flow_rgb = flow_color_with_legend(np.asarray(result.flow))
     return out

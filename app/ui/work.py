@@ -95,14 +95,14 @@ def start_recording(session: Session, root: Path = SNAPSHOT_ROOT) -> Any:
     return Recorder(folder, session.calibration)
 
 
-def make_flow(name: str) -> tuple[Any, str]:
+def make_flow(name: str, options: Any = None) -> tuple[Any, str]:
     """A flow backend for the session (None when off) and a status line for the UI."""
     if name == "off":
         return None, ""
     from app.engine.flow import create_flow
 
     try:
-        backend = create_flow(name)
+        backend = create_flow(name, options)
     except UserError as exc:
         return None, str(exc)
     return backend, getattr(backend, "status", backend.name)

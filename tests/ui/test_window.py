@@ -162,3 +162,20 @@ def test_300_frames_live_without_blocking_or_leaking(qtbot) -> None:  # type: ig
     window.close()
     assert time.perf_counter() - t0 < 1.0
     assert source.closed
+
+
+def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-untyped-def]
+    source = FakeSource(10**6)
+    window = _window(qtbot, lambda spec: source, RecordingEngine())
+    window.open_spec("live")
+    _wait_result(qtbot, window)
+    window.controls.flow.setCurrentText("dis")
+    labels = [window.controls.flow_form.itemAt(i).widget() for i in range(window.controls.flow_form.count())]
+    assert any(getattr(w, "currentText", lambda: "")() == "fast" for w in labels)  # DIS preset offered
+    qtbot.waitUntil(
+        lambda: window.controller.last is not None and window.controller.last.flow is not None, timeout=10_000
+    )
+    assert window.controller.last.flow.shape == (120, 200, 2)
+    assert window.controller.last.timings["flow"] > 0
+    window.controls.flow.setCurrentText("nvof")  # no CUDA OpenCV here: a readable reason, no crash
+    assert window.controls.flow_status.text() != ""

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_CPU := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck unit bench clean
+.PHONY: setup run demo-cli test lint typecheck unit bench train-default clean
 
 setup: $(STAMP)
 
@@ -19,7 +19,11 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The desktop app on the bundled demo scene; `make demo-cli` is the command-line tour.
 run: setup
+	$(BIN)/bi3d-studio gui
+
+demo-cli: setup
 	$(BIN)/bi3d-studio depth resources/demo/motorcycle/im0.png resources/demo/motorcycle/im1.png \
 		--calib resources/demo/motorcycle/calib.txt --max-disparity 96 --out out/demo
 	$(BIN)/bi3d-studio eval resources/demo/motorcycle
@@ -38,6 +42,11 @@ test: lint typecheck unit
 bench: setup
 	$(BIN)/bi3d-studio bench --engines bi3d,sgbm --modes binary,quantized --planes 1,4,16 \
 		--size 480x640 --width 1.0,0.5 --json benchmarks/bench_cpu.json
+
+# Reruns the recipe of the bundled model; resumes from runs/default when interrupted.
+train-default: setup
+	$(BIN)/bi3d-studio train --out runs/default --kind light --steps 30000 --val-every 1000 --seed 0
+	$(BIN)/python packaging/bundle_default_model.py runs/default/best.pt
 
 clean:
 	rm -rf $(VENV) out build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

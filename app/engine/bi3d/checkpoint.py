@@ -174,8 +174,13 @@ def check_fit(model: SweepModel, state: Mapping[str, torch.Tensor], path: str | 
     )
 
 
-def save_checkpoint(path: str | Path, model: SweepModel, training: Mapping[str, Any] | None = None) -> None:
-    """Write this project's format atomically (temporary file, then rename)."""
+def save_checkpoint(
+    path: str | Path, model: SweepModel, training: Mapping[str, Any] | None = None, half: bool = False
+) -> None:
+    """Write this project's format atomically (temporary file, then rename).
+
+    ``half`` stores floating-point weights as fp16 (half the size; widened again on load).
+    """
     path = Path(path)
     payload = {
         "format": FORMAT,
@@ -184,7 +189,10 @@ def save_checkpoint(path: str | Path, model: SweepModel, training: Mapping[str, 
         "width": model.width,
         "max_disparity": model.max_disparity,
         "training": dict(training or {}),
-        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "state_dict": {
+            k: v.detach().cpu().half() if half and v.is_floating_point() else v.detach().cpu()
+            for k, v in model.state_dict().items()
+        },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

@@ -132,3 +132,14 @@ def test_detect_kind() -> None:
     )
     assert detect_kind({"refinenet.conv2d_feature.0.weight"}) is ModelKind.CONTINUOUS_2D
     assert detect_kind({"foo"}) is None
+
+
+def test_half_precision_storage(tmp_path: Path) -> None:
+    model = Bi3DModel("binary", width=0.25)
+    save_checkpoint(tmp_path / "full.pt", model)
+    save_checkpoint(tmp_path / "half.pt", model, half=True)
+    assert (tmp_path / "half.pt").stat().st_size < 0.6 * (tmp_path / "full.pt").stat().st_size
+    loaded, _ = load_model(tmp_path / "half.pt")
+    for key, value in model.state_dict().items():
+        want = value.half().float() if value.is_floating_point() else value
+        assert torch.equal(loaded.state_dict()[key], want), key

@@ -21,7 +21,12 @@ from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, Features, SweepModel
 from app.engine.bi3d.padding import Padder, to_network_input
-from app.engine.bi3d.readout import integrate_planes, monotone_logits, normalized_to_disparity
+from app.engine.bi3d.readout import (
+    integrate_planes,
+    median_disparity,
+    monotone_logits,
+    normalized_to_disparity,
+)
 from app.engine.budget import CostModel
 from app.engine.decoding import (
     continuous_range,
@@ -262,10 +267,12 @@ class Bi3DEngine:
         with self._timed(timings, "readout"):
             probes = (round(lo) - first, round(hi) - first)
             dense = integrate_planes(logits, plan.step, probes)
-            normalized = dense.normalized
-            if self.model.has_disp_refine:
-                normalized = self.model.refine_disparity(normalized, feats.image).float()
-            disp = normalized_to_disparity(normalized, first, last)
+            if self.model.has_disp_refine:  # published continuous kinds: area, then DispRefine
+                normalized = self.model.refine_disparity(dense.normalized, feats.image).float()
+                disp = normalized_to_disparity(normalized, first, last)
+            else:  # per-plane classifiers: the 0.5 crossing (see median_disparity)
+                planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
+                disp = median_disparity(logits, planes)
             disparity = padder.crop(disp)[0, 0].cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
         state = None

@@ -64,3 +64,28 @@ def normalized_to_disparity(normalized: Tensor, first: int, last: int) -> Tensor
     """Published conversion: clamp(n * (last - first + 1) + first - 0.5, first - 0.5, last + 0.5)."""
     span = last - first + 1
     return torch.clamp(normalized * span + first - 0.5, first - 0.5, last + 0.5)
+
+
+def median_disparity(logits: Tensor, planes: Tensor) -> Tensor:
+    """Where a non-increasing curve P(d > plane) crosses 0.5, interpolated between planes.
+
+    logits 1 x P x H x W (non-increasing along P), planes (P,) px ascending -> 1 x 1 x H x W.
+    The median of the disparity distribution, rather than its mean (the area under the
+    curve): a few per cent of false "closer" answers on far planes add many pixels to the
+    mean but do not move the median. Pixels whose curve never drops below 0.5 read the last
+    plane + half a step, those already below at the first plane read the first - half a step.
+    """
+    probs = torch.sigmoid(logits.float())
+    p = probs.shape[1]
+    below = probs < 0.5
+    k = torch.argmax(below.to(torch.uint8), dim=1, keepdim=True)  # first plane below 0.5
+    never = ~below.any(dim=1, keepdim=True)
+    k0 = (k - 1).clamp(min=0)
+    p_hi, p_lo = probs.gather(1, k0), probs.gather(1, k)
+    d = planes.to(probs)
+    d_hi, d_lo = d[k0], d[k]
+    t = ((p_hi - 0.5) / (p_hi - p_lo).clamp(min=1e-6)).clamp(0, 1)
+    out = d_hi + t * (d_lo - d_hi)
+    step = float(d[1] - d[0]) if p > 1 else 1.0
+    out = torch.where(k == 0, d[0] - step / 2, out)
+    return torch.where(never, d[-1] + step / 2, out)

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
         init=args.init,
         seed=args.seed,
         device=args.device,
+        data_device=args.data_device,
         workers=args.workers,
         reuse=args.reuse,
         val_every=args.val_every,
@@ -71,6 +72,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--init", help="start from this checkpoint (fine-tuning), same kind")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument(
+        "--data-device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="render synthetic scenes on the GPU (with --device cuda)",
+    )
     p.add_argument("--workers", type=int, default=0, help="data loader processes")
     p.add_argument("--threads", type=int, help="torch CPU threads")
     p.add_argument("--reuse", type=int, default=3, help="times each synthetic scene is shown")

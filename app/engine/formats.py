@@ -7,16 +7,15 @@ so a crash never leaves a half-written file behind.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 
 from app.engine.errors import UserError
+from app.engine.fileio import atomic_write
 
 PathLike = str | os.PathLike[str]
 
@@ -32,35 +31,6 @@ _FLO_MAGIC = 202021.25
 _KITTI_SCALE = 256.0
 # Three whitespace-separated tokens, then exactly one whitespace byte before the data.
 _PFM_HEADER = re.compile(rb"^(P[Ff])\s+(\d+)\s+(\d+)\s+([-+0-9.eE]+)\s")
-
-
-def atomic_write(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a same-folder temporary file and ``os.replace``."""
-    target = Path(path)
-    if not target.parent.is_dir():
-        raise UserError(f"Output folder does not exist: {target.parent}; create it first")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.chmod(tmp, default_file_mode())  # mkstemp creates 0600; finished files get the usual mode
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-@functools.cache
-def default_file_mode() -> int:
-    """0666 minus the process umask: the mode ``open()`` would give a new file.
-
-    Read once: reading the umask means setting it, which is not thread-safe.
-    """
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def _read_bytes(path: PathLike, what: str) -> bytes:

@@ -24,7 +24,7 @@ import torch
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import ModelKind, SweepModel
 from app.engine.errors import UserError
-from app.engine.formats import default_file_mode
+from app.engine.fileio import default_file_mode
 
 FORMAT = "bi3d-studio"
 FORMAT_VERSION = 1

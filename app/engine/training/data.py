@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -16,9 +17,10 @@ from torch import Tensor
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from app.engine.errors import UserError
-from app.engine.formats import read_image_rgb
-from app.engine.sources import Scene, find_scenes, read_disparity
 from app.engine.synthetic import SceneConfig, render_scene
+
+if TYPE_CHECKING:
+    from app.engine.sources import Scene
 
 Item = tuple[Tensor, Tensor, Tensor]
 
@@ -46,9 +48,11 @@ class SyntheticStream(IterableDataset):
         reuse: int = 3,
         rank: int = 0,
         world: int = 1,
+        device: str = "cpu",
     ) -> None:
         self.cfg = SceneConfig(crop.height, crop.width, max_disparity)
         self.seed_base, self.reuse, self.rank, self.world = seed_base, reuse, rank, world
+        self.device = device  # "cuda": render on the GPU, so data never starves it
         self.start = 0
 
     def __iter__(self) -> Iterator[Item]:
@@ -57,7 +61,7 @@ class SyntheticStream(IterableDataset):
         stride = workers * self.world
         index = self.start * stride + self.rank * workers + wid
         while True:
-            sample = render_scene(self.seed_base + index, self.cfg)
+            sample = render_scene(self.seed_base + index, self.cfg, self.device)
             for k in range(self.reuse):
                 if k % 2:
                     yield sample.left.flip(1), sample.right.flip(1), sample.disparity.flip(0)
@@ -84,6 +88,8 @@ class SceneDataset(Dataset):
     """
 
     def __init__(self, root: str | Path, crop: CropConfig, seed: int = 0) -> None:
+        from app.engine.sources import find_scenes  # OpenCV only when reading files
+
         self.scenes = _sceneflow(Path(root)) or find_scenes(root)
         self.scenes = [s for s in self.scenes if s.gt is not None]
         if not self.scenes:
@@ -95,6 +101,9 @@ class SceneDataset(Dataset):
         return len(self.scenes)
 
     def __getitem__(self, index: int) -> Item:
+        from app.engine.formats import read_image_rgb
+        from app.engine.sources import read_disparity
+
         scene = self.scenes[index]
         assert scene.gt is not None
         left, right = read_image_rgb(scene.left), read_image_rgb(scene.right)
@@ -119,6 +128,8 @@ def _jitter(img: Tensor, rng: np.random.Generator) -> Tensor:
 
 
 def _sceneflow(root: Path) -> list[Scene]:
+    from app.engine.sources import Scene
+
     if not ((root / "left").is_dir() and (root / "right").is_dir() and (root / "disparity").is_dir()):
         return []
     scenes = []

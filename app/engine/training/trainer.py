@@ -61,6 +61,7 @@ class TrainConfig:
     init: str | None = None
     seed: int = 0
     device: str = "cpu"
+    data_device: str = "cpu"  # where synthetic scenes are rendered ("cuda" with --device cuda)
     workers: int = 0
     reuse: int = 3
     tau: float = 1.0
@@ -188,9 +189,12 @@ class Trainer:
                 reuse=cfg.reuse,
                 rank=self.dist.rank,
                 world=self.dist.world,
+                device=str(self.device) if cfg.data_device == "cuda" else "cpu",
             )
             stream.start = self.step * per_rank // max(cfg.reuse, 1)
-            loader = DataLoader(stream, batch_size=per_rank, num_workers=cfg.workers)
+            # CUDA tensors cannot cross into loader processes: render in this process then
+            workers = 0 if cfg.data_device == "cuda" else cfg.workers
+            loader = DataLoader(stream, batch_size=per_rank, num_workers=workers)
             yield from loader
             return
         dataset = SceneDataset(cfg.data, crop, seed=cfg.seed + self.dist.rank)
@@ -334,6 +338,7 @@ class Trainer:
             else []
         )
         log = _CsvLog(self.out / "log.csv") if self.dist.main else None
+        board = _tensorboard(self.out) if self.dist.main else None
         self.model.train()
         t0, seen, losses = time.perf_counter(), 0, []
         last: dict[str, float] = {}
@@ -373,6 +378,10 @@ class Trainer:
                 )
             if log is not None and (self.step % cfg.log_every == 0 or validated):
                 log.write({**last, "elapsed_s": time.perf_counter() - t0})
+                if board is not None:
+                    for key, value in last.items():
+                        if key != "step":
+                            board.add_scalar(key, value, self.step)
             if self.step % cfg.save_every == 0 or self.step == cfg.steps:
                 self.save()
         if self.dist.world > 1:
@@ -391,6 +400,15 @@ class _CsvLog:
     def write(self, row: dict[str, float]) -> None:
         with self.path.open("a", newline="") as f:
             csv.writer(f).writerow([f"{row[k]:.6g}" if k in row else "" for k in self.FIELDS])
+
+
+def _tensorboard(folder: Path) -> Any:
+    """A TensorBoard writer when the tensorboard package is installed, else None."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None
+    return SummaryWriter(str(folder / "tensorboard"))
 
 
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,44 @@
+"""Atomic file writes (standard library only, so that every part of the engine can use them)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+from app.engine.errors import UserError
+
+PathLike = str | os.PathLike[str]
+
+
+def atomic_write(path: PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a same-folder temporary file and ``os.replace``."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise UserError(f"Output folder does not exist: {target.parent}; create it first")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.chmod(tmp, default_file_mode())  # mkstemp creates 0600; finished files get the usual mode
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@functools.cache
+def default_file_mode() -> int:
+    """0666 minus the process umask: the mode ``open()`` would give a new file.
+
+    Read once: reading the umask means setting it, which is not thread-safe.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+__all__ = ["atomic_write", "default_file_mode"]

@@ -12,7 +12,7 @@ from PySide6.QtCore import QTimer
 from app.engine.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import Session
-from app.engine.types import Mode
+from app.engine.types import Mode, Spacing
 from app.ui.main_window import MainWindow
 from app.ui.settings import Settings, load_settings
 from tests.ui.conftest import FakeSource, RecordingEngine
@@ -179,3 +179,34 @@ def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-unty
     assert window.controller.last.timings["flow"] > 0
     window.controls.flow.setCurrentText("nvof")  # no CUDA OpenCV here: a readable reason, no crash
     assert window.controls.flow_status.text() != ""
+
+
+def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.types import Calibration
+
+    engine = RecordingEngine()
+    window = _window(qtbot, lambda spec: FakeSource(1), engine)
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    c = window.controls
+    # SGBM side by side: a baseline result arrives and is drawn
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        c.compare.setChecked(True)
+    assert blocker.args[0].baseline is not None and blocker.args[0].baseline.engine == "sgbm"
+    # maximum disparity reaches the request and bounds the plane slider
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        c.max_disparity.setValue(32)
+    assert engine.requests[-1].max_disparity == 32 and c.plane.maximum() == 32
+    # spacing in depth needs a calibration: offered once one is known
+    c.mode.setCurrentText("quantized")
+    window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controller.refresh()
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        c.spacing.setCurrentText("depth")
+    assert engine.requests[-1].spacing is Spacing.DEPTH
+    # switching the engine goes through the session and recomputes
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        c.engine.setCurrentText("sgbm")
+    assert blocker.args[0].depth.engine == "sgbm"
+    assert "sgbm" in window.engine_label.text()

@@ -7,14 +7,23 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from app.engine.assets import resource_path
 from app.engine.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import Session
 from app.ui.main_window import MainWindow
 from app.ui.settings import Settings, load_settings
 from app.ui.work import demo_pair_spec
+
+
+def app_icon() -> QIcon:
+    icon = QIcon()
+    for png in sorted(resource_path("icons").glob("*.png")):
+        icon.addFile(str(png))
+    return icon
 
 
 def engine_options(settings: Settings) -> EngineOptions:
@@ -52,6 +61,10 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
 
 def run_gui(source: str | None, screenshot: str | None = None, quit_after: float | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    if isinstance(app, QApplication):
+        app.setApplicationName("Bi3D Studio")
+        app.setDesktopFileName("bi3d-studio")  # matches packaging/bi3d-studio.desktop
+        app.setWindowIcon(app_icon())
     window = create_window(source)
     window.show()
     if screenshot:

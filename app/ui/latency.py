@@ -45,7 +45,7 @@ class LatencyPlot(pg.PlotWidget):
         for stage, curve in self.curves.items():
             curve.setData(x, np.fromiter(self.history[stage], float))
         self.setXRange(max(0, self.frames - HISTORY), max(self.frames, 10), padding=0)
-        self.setTitle(f"{self.fps():.1f} fps")
+        self.setTitle(f"{self.fps():.1f} fps" if self.frames > 1 else "one frame so far")
 
     def fps(self) -> float:
         if len(self.arrivals) < 2:

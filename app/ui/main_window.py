@@ -79,8 +79,8 @@ class MainWindow(QMainWindow):
         grid.addWidget(self.left_view, 0, 0)
         grid.addWidget(self.depth_view, 0, 1)
         grid.addWidget(self.extra, 1, 0, 1, 2)
-        grid.setRowStretch(0, 3)
-        grid.setRowStretch(1, 2)
+        grid.setRowStretch(0, 2)
+        grid.setRowStretch(1, 1)
         self.setCentralWidget(central)
         self.readout = QLabel("")
         self.engine_label = QLabel("")
@@ -108,6 +108,7 @@ class MainWindow(QMainWindow):
         dock.setObjectName("latency")
         dock.setWidget(self.latency)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+        self.resizeDocks([dock], [150], Qt.Orientation.Vertical)  # the images get the room
 
     def _build_menus(self) -> None:
         file = self.menuBar().addMenu("&File")

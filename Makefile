@@ -3,9 +3,10 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH_CPU := torch==2.13.0
+PYINSTALLER := pyinstaller>=6.10,<7
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run demo-cli test lint typecheck unit bench train-default clean
+.PHONY: setup run demo-cli test lint typecheck unit smoke-wheel package smoke-bundle bench train-default clean
 
 setup: $(STAMP)
 
@@ -37,7 +38,23 @@ typecheck: setup
 unit: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
-test: lint typecheck unit
+test: lint typecheck unit smoke-wheel
+
+# The wheel as a user gets it: sdist, wheel, fresh venv (CPU torch first), run from outside the repo.
+smoke-wheel: setup
+	PYTHON=$(PYTHON) BUILD_PYTHON=$(BIN)/python TORCH_CPU=$(TORCH_CPU) bash packaging/smoke.sh wheel
+
+# The one-folder desktop bundle dist/bi3d-studio/ (see packaging/README.md), then its smoke test.
+package: setup
+	$(BIN)/python -c "import PyInstaller" 2>/dev/null || $(BIN)/python -m pip install --quiet '$(PYINSTALLER)'
+	rm -rf dist/bi3d-studio
+	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller \
+		packaging/bi3d-studio.spec
+	@echo "bundle: $$(du -sh dist/bi3d-studio | cut -f1) in dist/bi3d-studio/"
+	$(MAKE) --no-print-directory smoke-bundle
+
+smoke-bundle:
+	PYTHON=$(PYTHON) bash packaging/smoke.sh bundle dist/bi3d-studio
 
 bench: setup
 	$(BIN)/bi3d-studio bench --engines bi3d,sgbm --modes binary,quantized --planes 1,4,16 \

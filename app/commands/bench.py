@@ -1,4 +1,5 @@
-"""`bi3d-studio bench`: in-process latency per engine, mode, plane count and size."""
+"""`bi3d-studio bench`: in-process latency per engine, runtime, precision, mode, plane count and
+size; ``--report`` adds the PLASTER table (throughput, accuracy, size, energy)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,27 @@ def run(args: argparse.Namespace) -> int:
         args.repeat,
         args.warmup,
         args.max_disparity,
+        args.runtimes,
+        args.precisions,
     )
     print(bench_table(records))
+    plaster_rows = []
+    if args.report:
+        from app.engine.runtimes.plaster import plaster_table, run_plaster
+
+        plaster_rows = run_plaster(
+            args.engines,
+            sizes,
+            engine_options(args),
+            widths,
+            args.runtimes,
+            args.precisions,
+            max(args.planes),
+            args.max_disparity,
+            args.repeat,
+        )
+        print("\nPLASTER: latency above; throughput, accuracy (demo pair), size on disk, energy")
+        print(plaster_table(plaster_rows))
     flow_records = []
     if args.flow_backends:
         from app.engine.flow import flow_bench_table, run_flow_bench
@@ -41,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
             flow_json = Path(args.json).with_suffix(".flow.json")
             flow_json.write_text(json.dumps([r.to_json() for r in flow_records], indent=2) + "\n")
             print(f"wrote {flow_json}")
+        if plaster_rows:
+            plaster_json = Path(args.json).with_suffix(".plaster.json")
+            plaster_json.write_text(json.dumps([r.to_json() for r in plaster_rows], indent=2) + "\n")
+            print(f"wrote {plaster_json}")
     return 0
 
 
@@ -61,6 +85,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--json", help="write records as JSON")
+    p.add_argument(
+        "--runtimes",
+        type=lambda s: parse_list(s, str),
+        help="Bi3D runtimes to compare, e.g. torch,onnxruntime (default: --runtime)",
+    )
+    p.add_argument(
+        "--precisions",
+        type=lambda s: parse_list(s, str),
+        help="Bi3D precisions, e.g. fp32,bf16 (default: --precision)",
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="PLASTER table: throughput at batch 1 and the best batch, accuracy on the demo pair, "
+        "size on disk, energy per frame (nvidia-smi)",
+    )
     p.add_argument(
         "--flow-backends",
         type=flow_specs,

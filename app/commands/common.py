@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 from app.engine.classical import SGBMParams
 from app.engine.engines import EngineOptions
 from app.engine.errors import UserError
+from app.engine.runtimes.base import RUNTIMES
 from app.engine.types import Calibration, DepthRequest, Mode, Spacing
 
 EXIT_USAGE = 2
@@ -65,7 +66,15 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
     )
     weights = Path(args.weights) if args.weights else None
     return EngineOptions(
-        getattr(args, "engine", None), weights, args.device, args.precision, args.shift_mode, None, sgbm
+        getattr(args, "engine", None),
+        weights,
+        args.device,
+        args.precision,
+        args.shift_mode,
+        None,
+        sgbm,
+        runtime=args.runtime,
+        cuda_graphs=args.cuda_graphs,
     )
 
 
@@ -93,8 +102,20 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--precision",
         default="fp32",
-        choices=["fp32", "bf16", "fp16"],
-        help="autocast precision for Bi3D (fp16 needs CUDA)",
+        choices=["fp32", "tf32", "bf16", "fp16"],
+        help="Bi3D precision (tf32 and fp16 need CUDA; onnxruntime runs fp32 only)",
+    )
+    p.add_argument(
+        "--runtime",
+        default="auto",
+        choices=list(RUNTIMES),
+        help="Bi3D runtime: auto times those available on the first frame and runs the fastest; "
+        "a named one falls back (tensorrt -> onnxruntime -> torch) and says why",
+    )
+    p.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="torch runtime on CUDA: capture the network once per frame size and plane batch, then replay",
     )
     p.add_argument(
         "--shift-mode",

@@ -1,4 +1,5 @@
-"""In-process latency benchmark of the engines (warm-up, then median and p90)."""
+"""In-process latency benchmark of the engines (warm-up, then median and p90), per runtime and
+precision; ``runtimes.plaster.run_plaster`` adds throughput, accuracy, size and energy."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from app.engine.assets import demo_scene
 from app.engine.engines import EngineOptions, build_engine
-from app.engine.formats import read_image_rgb
+from app.engine.formats import read_image_rgb, read_pfm
 from app.engine.types import DepthRequest, Mode
 
 
@@ -55,7 +56,23 @@ def bench_images(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     return tuple(cv2.resize(img, (width, height), interpolation=cv2.INTER_AREA) for img in pair)  # type: ignore[return-value]
 
 
-def _time(
+def bench_ground_truth(height: int, width: int) -> np.ndarray:
+    """The demo pair's ground-truth disparity at the benchmark size (scaled with the width)."""
+    gt = read_pfm(demo_scene() / "disp0GT.pfm")
+    resized = cv2.resize(gt, (width, height), interpolation=cv2.INTER_NEAREST)
+    return resized * (width / gt.shape[1])
+
+
+def variants(
+    name: str, options: EngineOptions, runtimes: list[str] | None, precisions: list[str] | None
+) -> list[tuple[str, str]]:
+    """(runtime, precision) pairs to measure: every combination for Bi3D, the options' for SGBM."""
+    if name != "bi3d":
+        return [(options.runtime, options.precision)]
+    return [(rt, p) for rt in (runtimes or [options.runtime]) for p in (precisions or [options.precision])]
+
+
+def time_engine(
     engine: Any, left: np.ndarray, right: np.ndarray, request: DepthRequest, warmup: int, repeat: int
 ) -> tuple[list[float], list[dict[str, float]], Any]:
     for _ in range(warmup):
@@ -79,6 +96,8 @@ def run_bench(
     repeat: int = 5,
     warmup: int = 1,
     max_disparity: int = 192,
+    runtimes: list[str] | None = None,
+    precisions: list[str] | None = None,
 ) -> list[BenchRecord]:
     records: list[BenchRecord] = []
     names = list(dict.fromkeys([*engines, "sgbm"]))  # the baseline is always measured
@@ -86,16 +105,21 @@ def run_bench(
         left, right = bench_images(height, width)
         for name in names:
             for model_width in widths if name == "bi3d" else [None]:
-                for mode in modes:
-                    kind = "binary" if mode in ("binary", "quantized") else "continuous_2d"
-                    opts = dataclasses.replace(options, engine=name, width=model_width)
-                    engine, _ = build_engine(opts, kind)
-                    counts = [1] if mode == "binary" else plane_counts
-                    counts = counts[:1] if mode == "continuous" else counts
-                    for count in counts:
-                        request = bench_request(mode, count, max_disparity)
-                        times, stages, result = _time(engine, left, right, request, warmup, repeat)
-                        records.append(_record(name, mode, result, height, width, times, stages, model_width))
+                for runtime, precision in variants(name, options, runtimes, precisions):
+                    for mode in modes:
+                        kind = "binary" if mode in ("binary", "quantized") else "continuous_2d"
+                        opts = dataclasses.replace(
+                            options, engine=name, width=model_width, runtime=runtime, precision=precision
+                        )
+                        engine, _ = build_engine(opts, kind)
+                        counts = [1] if mode == "binary" else plane_counts
+                        counts = counts[:1] if mode == "continuous" else counts
+                        for count in counts:
+                            request = bench_request(mode, count, max_disparity)
+                            times, stages, result = time_engine(engine, left, right, request, warmup, repeat)
+                            records.append(
+                                _record(name, mode, result, height, width, times, stages, model_width)
+                            )
     return records
 
 
@@ -134,15 +158,16 @@ def bench_table(records: list[BenchRecord]) -> str:
     """Plain-text table; ``x sgbm`` is the median relative to SGBM at the same size, mode and planes."""
     base = {(r.height, r.width, r.mode, r.planes): r.median_ms for r in records if r.engine == "sgbm"}
     head = (
-        f"{'engine':<6} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} {'median':>9} {'p90':>9} "
-        f"{'features':>8} {'planes':>9} {'x sgbm':>7}"
+        f"{'engine':<6} {'runtime':<11} {'prec':<4} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} "
+        f"{'median':>9} {'p90':>9} {'features':>8} {'planes':>9} {'x sgbm':>7}"
     )
     lines = [head]
     for r in records:
         key = (r.height, r.width, r.mode, r.planes)
         ratio = r.median_ms / base[key] if key in base else np.nan
         lines.append(
-            f"{r.engine:<6} {'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "
+            f"{r.engine:<6} {r.runtime:<11} {r.precision:<4} "
+            f"{'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "
             f"{f'{r.height}x{r.width}':>9} {r.planes:>6} {r.median_ms:>9.1f} {r.p90_ms:>9.1f} "
             f"{'' if r.features_ms is None else f'{r.features_ms:.1f}':>8} "
             f"{'' if r.planes_ms is None else f'{r.planes_ms:.1f}':>9} {ratio:>7.1f}"

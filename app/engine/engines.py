@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -10,10 +11,13 @@ import numpy as np
 
 from app.engine.assets import default_weights
 from app.engine.bi3d.checkpoint import load_model
-from app.engine.bi3d.engine import Bi3DEngine
+from app.engine.bi3d.engine import Bi3DEngine, resolve_device
 from app.engine.bi3d.factory import build_model
+from app.engine.bi3d.model import SweepModel
 from app.engine.classical import SGBMEngine, SGBMParams
 from app.engine.errors import UserError
+from app.engine.runtimes.select import open_runtime
+from app.engine.runtimes.tensorrt_runtime import stderr_report
 from app.engine.types import DepthRequest, DepthResult
 
 ENGINES = ("bi3d", "sgbm")
@@ -34,6 +38,10 @@ class EngineOptions:
     shift_mode: str = "round"
     width: float | None = None  # random-initialised Bi3D of this width (benchmarks only)
     sgbm: SGBMParams = field(default_factory=SGBMParams)
+    runtime: str = "auto"  # auto, torch, onnxruntime or tensorrt (see app.engine.runtimes)
+    cuda_graphs: bool = False  # torch runtime on CUDA: replay captured graphs per size and plane bucket
+    # where TensorRT engine-build progress goes (None: stderr); builds take minutes
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
 
 
 def choose_engine_name(options: EngineOptions) -> tuple[str, str]:
@@ -56,12 +64,24 @@ def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEng
         return SGBMEngine(options.sgbm), reason
     if options.width is not None and options.weights is None:
         model = build_model(kind, options.width)
-        return Bi3DEngine(model, options.device, options.precision, options.shift_mode), (
-            f"random {kind} weights at width {options.width:g} (timing only)"
-        )
+        return bi3d_engine(model, options), f"random {kind} weights at width {options.width:g} (timing only)"
     weights = options.weights or default_weights()
     if weights is None:
         raise UserError("Bi3D needs weights: give --weights FILE (published or project checkpoint)")
     model, info = load_model(weights)
-    engine = Bi3DEngine(model, options.device, options.precision, options.shift_mode)
+    engine = bi3d_engine(model, options)
     return engine, f"{reason}; {info.kind.value} model, width {info.width:g}, {info.source} format"
+
+
+def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
+    """A Bi3D engine on the runtime the options ask for (opened at its first frame)."""
+    device = resolve_device(options.device)
+    chain = open_runtime(
+        model,
+        options.runtime,
+        device,
+        options.precision,
+        options.cuda_graphs,
+        options.progress or stderr_report,
+    )
+    return Bi3DEngine(model, options.device, options.precision, options.shift_mode, runtime=chain)

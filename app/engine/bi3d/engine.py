@@ -1,7 +1,9 @@
 """Bi3D depth engine: a ``DepthRequest`` and an image pair in, a ``DepthResult`` out.
 
 Features are computed once per frame; planes go through SegNet in memory-bounded
-chunks. Planes that are not multiples of 3 px are rounded to the nearest multiple
+chunks. Both passes, and the readout stages, run through a runtime (``app.engine.runtimes``:
+torch, ONNX Runtime or TensorRT); a runtime that fails on a frame hands the frame to the
+next one. Planes that are not multiples of 3 px are rounded to the nearest multiple
 of 3 (as published) unless ``shift_mode="interpolate"``, which blends the right
 features between the two neighbouring feature columns instead.
 """
@@ -19,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from app.engine.bi3d.model import FEATURE_STRIDE, Features, SweepModel
+from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
 from app.engine.bi3d.padding import Padder, to_network_input
 from app.engine.bi3d.readout import (
     integrate_planes,
@@ -36,9 +38,12 @@ from app.engine.decoding import (
     requested_planes,
 )
 from app.engine.errors import Interrupted, UserError
+from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
+from app.engine.runtimes.chain import RuntimeChain
+from app.engine.runtimes.torch_runtime import TorchRuntime
 from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
 
-PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+PRECISIONS = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 SHIFT_MODES = ("round", "interpolate")
 
 
@@ -63,7 +68,6 @@ class Plan:
 
 class Bi3DEngine:
     name = "bi3d"
-    runtime = "torch"
 
     def __init__(
         self,
@@ -72,15 +76,21 @@ class Bi3DEngine:
         precision: str = "fp32",
         shift_mode: str = "round",
         max_chunk_bytes: int | None = None,
+        runtime: Runtime | RuntimeChain | None = None,
     ) -> None:
+        """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
+        None runs the model eagerly in torch."""
         if precision not in PRECISIONS:
             raise UserError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
         if shift_mode not in SHIFT_MODES:
             raise UserError(f"unknown plane shift mode {shift_mode!r}; use round or interpolate")
         self.device = resolve_device(device)
-        if precision == "fp16" and self.device.type == "cpu":
-            raise UserError("fp16 needs --device cuda; use bf16 or fp32 on the CPU")
+        if precision in ("fp16", "tf32") and self.device.type == "cpu":
+            raise UserError(f"{precision} needs --device cuda; use bf16 or fp32 on the CPU")
         self.model = model.to(self.device).eval()
+        if not isinstance(runtime, RuntimeChain):
+            runtime = RuntimeChain.of(runtime or TorchRuntime(self.model, self.device, precision))
+        self.backend = runtime
         self.precision = precision
         self.shift_mode = shift_mode
         # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
@@ -91,30 +101,48 @@ class Bi3DEngine:
         # set by a caller that may need to stop a long sweep (checked between plane chunks)
         self.interrupt: threading.Event | None = None
 
+    @property
+    def runtime(self) -> str:
+        """Name of the runtime that runs the next frame (and ran the last)."""
+        return self.backend.name
+
     # ---- public -------------------------------------------------------------------
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         check_pair(left, right)
         self._check_request(request)
+        while True:
+            try:
+                return self._compute(left, right, request)
+            except RuntimeUnavailable as exc:  # includes RuntimeFailed: the frame starts again
+                if not self.backend.fail(exc):
+                    raise UserError(str(exc)) from exc
+
+    def _compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
         size = padder.padded_size
         t0 = time.perf_counter()
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode():
             l_in = padder.pad(to_network_input(left, self.device))
             r_in = padder.pad(to_network_input(right, self.device))
-            if request.budget_ms is not None and not self.costs.known(size):
-                self._probe_costs(l_in, r_in, size)
-            plan = self._plan(request, size)
-            timings: dict[str, float] = {}
-            with self._timed(timings, "features"):
-                feats = self.model.extract(l_in, r_in)
-            with self._timed(timings, "planes"):
-                lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
-            result = self._readout(request, plan, feats, lowres, padder, timings)
+            self.backend.prepare(l_in, r_in)
+            with self.backend.context():
+                if request.budget_ms is not None and not self.costs.known(size):
+                    self._probe_costs(l_in, r_in, size)
+                plan = self._plan(request, size)
+                timings: dict[str, float] = {}
+                with self._timed(timings, "features"):
+                    feats = self.backend.features(l_in, r_in)
+                with self._timed(timings, "planes"):
+                    lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
+                result = self._readout(request, plan, feats, lowres, padder, timings)
         timings["total"] = (time.perf_counter() - t0) * 1000
         fixed = timings["total"] - timings["planes"]
         self.costs.update(size, fixed, timings["planes"], len(plan.planes))
         result.timings = timings
-        result.notes = plan.notes + result.notes
+        reason = self.backend.reason
+        result.notes = (
+            plan.notes + result.notes + ([f"runtime {self.backend.name}: {reason}"] if reason else [])
+        )
         result.choice = plan.choice
         if request.budget_ms is not None:
             result.choice["took_ms"] = timings["total"]
@@ -195,27 +223,29 @@ class Bi3DEngine:
     def _shifts(self, planes: np.ndarray) -> Tensor:
         return torch.as_tensor(planes / FEATURE_STRIDE, dtype=torch.float32)
 
-    def _sweep(self, feats: Features, shifts: Tensor, chunk: int) -> Tensor:
+    def _sweep(self, feats: FrameFeatures, shifts: Tensor, chunk: int) -> Tensor:
         """SegNet over all planes, chunk by chunk, stopping early when interrupted."""
         parts = []
         for start in range(0, shifts.numel(), chunk):
             if self.interrupt is not None and self.interrupt.is_set():
                 raise Interrupted("depth computation stopped")
-            parts.append(self.model.plane_logits(feats, shifts[start : start + chunk], chunk))
+            parts.append(self.backend.planes(feats, shifts[start : start + chunk]))
         return torch.cat(parts, dim=1)
 
     def _chunk(self, size: tuple[int, int]) -> int:
         h, w = size[0] // FEATURE_STRIDE, size[1] // FEATURE_STRIDE + self.model.max_shift
         per_plane = 4 * 3 * self.model.widest_channels * h * w
-        return int(max(1, min(64, self.max_chunk_bytes // per_plane)))
+        chunk = int(max(1, min(64, self.max_chunk_bytes // per_plane)))
+        limit = self.backend.max_planes  # e.g. a TensorRT profile's largest plane batch
+        return min(chunk, limit) if limit else chunk
 
     def _probe_costs(self, l_in: Tensor, r_in: Tensor, size: tuple[int, int]) -> None:
         """Seed the cost model for a new frame size with one feature pass and two planes."""
         t0 = time.perf_counter()
-        feats = self.model.extract(l_in, r_in)
+        feats = self.backend.features(l_in, r_in)
         self._sync()
         t1 = time.perf_counter()
-        self.model.plane_logits(feats, torch.tensor([0.0, 1.0]), 2)
+        self.backend.planes(feats, torch.tensor([0.0, 1.0]))
         self._sync()
         t2 = time.perf_counter()
         self.costs.update(size, (t1 - t0) * 1000, (t2 - t1) * 1000, 2)
@@ -225,14 +255,14 @@ class Bi3DEngine:
         self,
         request: DepthRequest,
         plan: Plan,
-        feats: Features,
+        feats: FrameFeatures,
         lowres: Tensor,
         padder: Padder,
         timings: dict[str, float],
     ) -> DepthResult:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
             with self._timed(timings, "refine"):
-                probs = torch.sigmoid(self.model.refine_planes(feats, lowres).float())
+                probs = torch.sigmoid(self.backend.refine_planes(feats, lowres).float())
                 probs_np = padder.crop(probs)[0].cpu().numpy()
             return self._plane_result(request, plan, probs_np)
         return self._dense_result(request, plan, feats, lowres, padder, timings)
@@ -250,7 +280,7 @@ class Bi3DEngine:
         self,
         request: DepthRequest,
         plan: Plan,
-        feats: Features,
+        feats: FrameFeatures,
         lowres: Tensor,
         padder: Padder,
         timings: dict[str, float],
@@ -260,15 +290,15 @@ class Bi3DEngine:
         lo, hi = continuous_range(request)
         with self._timed(timings, "refine"):
             if self.model.refinenet3d is not None and plan.step == FEATURE_STRIDE:
-                lowres = self.model.regularise(feats, lowres)
-            logits = self.model.refine_planes(feats, lowres).float()
+                lowres = self.backend.regularise(feats, lowres)
+            logits = self.backend.refine_planes(feats, lowres).float()
             if not self.model.has_disp_refine:
                 logits = monotone_logits(logits)
         with self._timed(timings, "readout"):
             probes = (round(lo) - first, round(hi) - first)
             dense = integrate_planes(logits, plan.step, probes)
             if self.model.has_disp_refine:  # published continuous kinds: area, then DispRefine
-                normalized = self.model.refine_disparity(dense.normalized, feats.image).float()
+                normalized = self.backend.refine_disparity(feats, dense.normalized).float()
                 disp = normalized_to_disparity(normalized, first, last)
             else:  # per-plane classifiers: the 0.5 crossing (see median_disparity)
                 planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
@@ -297,17 +327,12 @@ class Bi3DEngine:
             mode=request.mode,
             engine=self.name,
             device=self.device.type,
-            runtime=self.runtime,
-            precision=self.precision,
+            runtime=self.backend.name,
+            precision=self.backend.precision,
             **extra,  # type: ignore[arg-type]
         )
 
     # ---- helpers ------------------------------------------------------------------
-    def _autocast(self) -> contextlib.AbstractContextManager[object]:
-        if self.precision == "fp32":
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=PRECISIONS[self.precision])
-
     def _sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)

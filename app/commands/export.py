@@ -1,0 +1,115 @@
+"""`bi3d-studio export`: ONNX files per stage, and TensorRT engines built ahead of time."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.commands.common import parse_size
+from app.engine.errors import UserError
+
+if TYPE_CHECKING:
+    from app.engine.bi3d.model import SweepModel
+
+KINDS = ("binary", "continuous_2d", "continuous_3d", "light")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.onnx and not args.tensorrt:
+        args.usage_error("give --onnx DIR, --tensorrt, or both")
+    from app.engine.runtimes.base import RuntimeUnavailable
+
+    model, described = _model(args)
+    print(f"model: {described}")
+    try:
+        if args.onnx:
+            _export_onnx(model, Path(args.onnx), args.onnx_precision)
+        if args.tensorrt:
+            _build_tensorrt(model, args)
+    except RuntimeUnavailable as exc:  # a missing package, TensorRT or CUDA, a failed build
+        raise UserError(str(exc)) from exc
+    return 0
+
+
+def _model(args: argparse.Namespace) -> tuple[SweepModel, str]:
+    from app.engine.assets import default_weights
+    from app.engine.bi3d.checkpoint import load_model
+    from app.engine.bi3d.factory import build_model
+
+    if args.width is not None and args.weights is None:
+        return build_model(args.kind, args.width, args.max_disparity), (
+            f"random {args.kind} weights at width {args.width:g} (timing only)"
+        )
+    weights = Path(args.weights) if args.weights else default_weights()
+    if weights is None:
+        raise UserError("no model to export: give --weights FILE (or --kind and --width for random weights)")
+    model, info = load_model(weights)
+    return model, f"{weights}: {info.kind.value}, width {info.width:g}, {info.max_disparity} px"
+
+
+def _export_onnx(model: SweepModel, folder: Path, precision: str) -> None:
+    import torch
+
+    from app.engine.runtimes.onnx_export import write_onnx
+    from app.engine.runtimes.ort_runtime import OrtRuntime
+    from app.engine.runtimes.verify import FP32_TOLERANCE, compare_with_torch
+
+    try:
+        paths = write_onnx(model, folder, precision)
+    except OSError as exc:
+        raise UserError(f"cannot write into {folder}: {exc.strerror}; choose another --onnx folder") from exc
+    for path in paths:
+        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    if precision != "fp32":
+        print("fp16 graphs are for TensorRT 11 (strongly typed); not compared on the CPU")
+        return
+    runtime = OrtRuntime.from_directory(folder, model, torch.device("cpu"))
+    agreement = compare_with_torch(model, runtime)
+    verdict = "ok" if agreement.probabilities < FP32_TOLERANCE else f"ABOVE {FP32_TOLERANCE:g}"
+    print(f"{agreement.line('onnxruntime')}: {verdict}")
+
+
+def _build_tensorrt(model: SweepModel, args: argparse.Namespace) -> None:
+    import torch
+
+    from app.engine.bi3d.padding import Padder
+    from app.engine.runtimes.tensorrt_runtime import open_tensorrt
+
+    device = torch.device(args.device)
+    runtime = open_tensorrt(model, device, args.precision, max_planes=args.max_planes)
+    model.to(device).eval()
+    for height, width in args.size or [(576, 960)]:
+        padded = Padder(height, width, minimum=model.min_size).padded_size
+        with torch.inference_mode():
+            notes = runtime.prepare(*padded)
+        print(f"TensorRT engines ready for {height}x{width} (padded {padded[0]}x{padded[1]})")
+        for note in notes:
+            print(f"note: {note}")
+    print(f"engine cache: {runtime.root}")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export",
+        help="ONNX files per stage; TensorRT engines for the sizes in use",
+        description=(
+            "Write FeatNet (with FeatNetHR), SegNet (plane-sweep volume built inside from a shift "
+            "vector) and the refinement stages as separate ONNX files with dynamic batch, height, "
+            "width and plane count, metadata in the model properties, checked against torch with "
+            "onnxruntime. --tensorrt builds engines into the cache (needs TensorRT and CUDA) so the "
+            "first frame does not wait minutes."
+        ),
+    )
+    p.add_argument("--onnx", metavar="DIR", help="write <stage>.onnx files here")
+    p.add_argument("--onnx-precision", default="fp32", choices=["fp32", "fp16"], help="fp16: for TensorRT 11")
+    p.add_argument("--tensorrt", action="store_true", help="build TensorRT engines for each --size")
+    p.add_argument("--weights", help="checkpoint to export (default: the bundled model)")
+    p.add_argument("--kind", default="binary", choices=KINDS, help="with --width: random weights")
+    p.add_argument("--width", type=float, help="random-initialised model of this width (timing only)")
+    p.add_argument("--max-disparity", type=int, default=192)
+    p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable (TensorRT)")
+    p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="fp16", choices=["fp32", "fp16"], help="TensorRT precision")
+    p.add_argument("--max-planes", type=int, default=32, help="largest plane batch of the SegNet engine")
+    p.set_defaults(func=run, usage_error=p.error)

@@ -1,0 +1,153 @@
+"""The runtime in use, the ones to fall back on, and (``auto``) the choice of the fastest.
+
+Runtimes are opened at the first frame, not when the engine is built: exporting ONNX or
+building TensorRT engines takes seconds to minutes and must not block a GUI thread. A runtime
+that cannot open is skipped with its reason; one that fails on a frame (GPU out of memory, a
+broken engine) is dropped and the frame is computed again by the next. With ``probe``, every
+available runtime is timed on the first frame of each size (features + 2 planes, best of two
+runs after a warm-up) and the fastest runs. ``reason`` says which one ran and why the others did not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from app.engine.errors import UserError
+from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeFailed, RuntimeUnavailable
+
+Opener = tuple[str, Callable[[], Runtime]]
+PROBE_PLANES = 2
+
+
+class RuntimeChain:
+    """Runtimes in preference order, opened lazily; implements the runtime interface by delegation."""
+
+    def __init__(self, candidates: list[Opener], probe: bool = False, notes: list[str] | None = None) -> None:
+        self._pending = list(candidates)
+        self._ready: list[Runtime] = []
+        self.probe = probe
+        self.notes: list[str] = list(notes or [])
+        self.choices: dict[tuple[int, int], str] = {}
+        self._size = (0, 0)
+
+    @classmethod
+    def of(cls, runtime: Runtime) -> RuntimeChain:
+        chain = cls([])
+        chain._ready.append(runtime)
+        return chain
+
+    # ---- which runtime runs ---------------------------------------------------------
+    @property
+    def current(self) -> Runtime:
+        if not self._ready and not self._open_next():
+            raise UserError("no runtime can run this model here: " + "; ".join(self.notes))
+        return self._ready[0]
+
+    def prepare(self, left: Tensor, right: Tensor) -> None:
+        """Open runtimes (all of them when probing) and, once per frame size, pick the fastest."""
+        self._size = (int(left.shape[-2]), int(left.shape[-1]))
+        if self.probe:
+            while self._open_next():
+                pass
+            if self._size not in self.choices and len(self._ready) > 1:
+                self._choose(left, right)
+        self.current  # noqa: B018 - opens the first runtime (or says why none can run)
+
+    def fail(self, exc: RuntimeUnavailable) -> bool:
+        """Drop the current runtime after a failure; whether another one can take the frame."""
+        failed = self._ready.pop(0)
+        has_next = bool(self._ready) or self._open_next()
+        target = f"; fell back to {self._ready[0].name}" if has_next else ""
+        self.notes.append(f"{failed.name} failed ({exc}){target}")
+        return has_next
+
+    def _open_next(self) -> bool:
+        while self._pending:
+            name, opener = self._pending.pop(0)
+            try:
+                self._ready.append(opener())
+                return True
+            except RuntimeUnavailable as exc:
+                self.notes.append(f"{name} skipped: {exc}")
+        return False
+
+    def _choose(self, left: Tensor, right: Tensor) -> None:
+        timed: list[tuple[float, Runtime]] = []
+        for runtime in list(self._ready):
+            try:
+                timed.append((_probe(runtime, left, right), runtime))
+            except RuntimeFailed as exc:
+                self._ready.remove(runtime)
+                self.notes.append(f"{runtime.name} failed while timed ({exc})")
+        timed.sort(key=lambda pair: pair[0])
+        self._ready = [runtime for _, runtime in timed]
+        figures = ", ".join(f"{r.name} {ms:.0f} ms" for ms, r in timed)
+        h, w = self._size
+        self.choices[self._size] = (
+            f"auto picked the fastest here (features + {PROBE_PLANES} planes at {h}x{w}: {figures})"
+        )
+
+    # ---- the runtime interface, delegated ---------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.current.name
+
+    @property
+    def device(self) -> str:
+        return self.current.device
+
+    @property
+    def precision(self) -> str:
+        return self.current.precision
+
+    @property
+    def max_planes(self) -> int | None:
+        return getattr(self.current, "max_planes", None)
+
+    @property
+    def reason(self) -> str:
+        parts = [self.choices[self._size]] if self._size in self.choices else []
+        own = getattr(self.current, "reason", "")
+        return "; ".join([*parts, *([own] if own else []), *self.notes])
+
+    def features(self, left: Tensor, right: Tensor) -> FrameFeatures:
+        return self.current.features(left, right)
+
+    def planes(self, feats: FrameFeatures, shifts: Tensor) -> Tensor:
+        return self.current.planes(feats, shifts)
+
+    def refine_planes(self, feats: FrameFeatures, lowres: Tensor) -> Tensor:
+        return self.current.refine_planes(feats, lowres)
+
+    def regularise(self, feats: FrameFeatures, lowres: Tensor) -> Tensor:
+        return self.current.regularise(feats, lowres)
+
+    def refine_disparity(self, feats: FrameFeatures, normalized: Tensor) -> Tensor:
+        return self.current.refine_disparity(feats, normalized)
+
+    def context(self) -> contextlib.AbstractContextManager[Any]:
+        return self.current.context()
+
+    def describe(self) -> str:
+        return self.current.describe()
+
+
+def _probe(runtime: Runtime, left: Tensor, right: Tensor, repeat: int = 2) -> float:
+    """Milliseconds for features + PROBE_PLANES planes: the best of ``repeat`` runs after a warm-up
+    (the minimum resists other processes' load better than one sample)."""
+    shifts = torch.arange(PROBE_PLANES, dtype=torch.float32)
+    times = []
+    with runtime.context():
+        for _ in range(repeat + 1):
+            t0 = time.perf_counter()
+            runtime.planes(runtime.features(left, right), shifts)
+            if left.is_cuda:
+                torch.cuda.synchronize(left.device)
+            times.append((time.perf_counter() - t0) * 1000)
+    return min(times[1:])

@@ -1,0 +1,107 @@
+"""Choosing runtimes: ``--runtime {auto,torch,onnxruntime,tensorrt}``, with a clear fallback.
+
+A named runtime runs if it can, else the next in the order tensorrt -> onnxruntime -> torch,
+with the reason recorded. ``auto`` opens everything this device and precision allow and times
+them on the first frame (``RuntimeChain``). Torch always opens, so something always runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from app.engine.bi3d.model import SweepModel
+from app.engine.errors import UserError
+from app.engine.runtimes.base import RUNTIMES, Runtime
+from app.engine.runtimes.chain import Opener, RuntimeChain
+from app.engine.runtimes.tensorrt_runtime import Report, stderr_report
+
+FALLBACK = ("tensorrt", "onnxruntime", "torch")
+
+
+def open_runtime(
+    model: SweepModel,
+    requested: str,
+    device: torch.device,
+    precision: str,
+    cuda_graphs: bool = False,
+    report: Report = stderr_report,
+) -> RuntimeChain:
+    """The runtime chain for a request; nothing heavy happens until the first frame."""
+    if requested not in RUNTIMES:
+        raise UserError(f"unknown runtime {requested!r}; use one of {', '.join(RUNTIMES)}")
+    if cuda_graphs and device.type != "cuda":
+        raise UserError("CUDA graphs need --device cuda")
+    names = list(FALLBACK) if requested == "auto" else list(FALLBACK[FALLBACK.index(requested) :])
+    openers: list[Opener] = []
+    notes: list[str] = []
+    for name in names:
+        why = unavailable_reason(name, device, precision)
+        if why:
+            notes.append(f"{name} skipped: {why}")
+        else:
+            openers.append(
+                (name, functools.partial(_OPEN[name], model, device, precision, cuda_graphs, report))
+            )
+    return RuntimeChain(openers, probe=requested == "auto", notes=notes)
+
+
+def unavailable_reason(name: str, device: torch.device, precision: str) -> str:
+    """Why a runtime cannot run this device and precision at all ("" if it may); cheap checks only."""
+    if name == "onnxruntime" and precision != "fp32":
+        return f"runs fp32 only ({precision} asked)"
+    if name == "tensorrt":
+        if device.type != "cuda":
+            return "needs --device cuda"
+        if precision not in ("fp32", "fp16"):
+            return f"runs fp32 or fp16 here ({precision} asked)"
+    return ""
+
+
+def _open_torch(
+    model: SweepModel, device: torch.device, precision: str, cuda_graphs: bool, report: Report
+) -> Runtime:
+    if cuda_graphs:
+        from app.engine.runtimes.cuda_graphs import TorchGraphRuntime
+
+        return TorchGraphRuntime(model, device, precision)
+    from app.engine.runtimes.torch_runtime import TorchRuntime
+
+    return TorchRuntime(model, device, precision)
+
+
+def _open_onnxruntime(
+    model: SweepModel, device: torch.device, precision: str, cuda_graphs: bool, report: Report
+) -> Runtime:
+    from app.engine.runtimes.cache import cache_root
+    from app.engine.runtimes.onnx_export import export_stages, import_onnx
+    from app.engine.runtimes.ort_runtime import OrtRuntime, import_onnxruntime, providers_for
+    from app.engine.runtimes.tensorrt_runtime import onnx_files
+
+    ort = import_onnxruntime()
+    providers_for(device, list(ort.get_available_providers()))  # says why not before exporting
+    import_onnx()
+    graphs: dict[str, bytes | Path]
+    try:
+        graphs = {stage: path for stage, path in onnx_files(model, "fp32", cache_root(), report).items()}
+    except OSError:  # no writable cache: export into memory
+        graphs = {stage: data for stage, data in export_stages(model).items()}
+    return OrtRuntime(graphs, device)
+
+
+def _open_tensorrt(
+    model: SweepModel, device: torch.device, precision: str, cuda_graphs: bool, report: Report
+) -> Runtime:
+    from app.engine.runtimes.tensorrt_runtime import open_tensorrt
+
+    return open_tensorrt(model, device, precision, report)
+
+
+_OPEN: dict[str, Callable[[SweepModel, torch.device, str, bool, Report], Runtime]] = {
+    "torch": _open_torch,
+    "onnxruntime": _open_onnxruntime,
+    "tensorrt": _open_tensorrt,
+}

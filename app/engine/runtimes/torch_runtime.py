@@ -1,0 +1,107 @@
+"""The PyTorch runtime: the model's own stages, eagerly, on the CPU or CUDA.
+
+On CUDA it takes the fast path: channels-last convolutions, cuDNN autotuning for the frame
+size in use, TF32 only when asked for (``precision="tf32"``; ``"fp32"`` is IEEE fp32),
+autocast for bf16 and fp16. CUDA graphs are a separate runtime (``cuda_graphs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from app.engine.bi3d.model import Features, SweepModel, to_channels_last
+from app.engine.runtimes.base import RuntimeFailed
+
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class TorchRuntime:
+    """``SweepModel`` calls as they are: today's behaviour, and the conformance reference."""
+
+    name = "torch"
+    reason = ""
+    max_planes: int | None = None
+
+    def __init__(self, model: SweepModel, device: torch.device, precision: str = "fp32") -> None:
+        self.model = model.to(device).eval()
+        self._device = device
+        self.device = device.type
+        self.precision = precision
+        self.channels_last = device.type == "cuda"
+        if self.channels_last:
+            to_channels_last(self.model)
+
+    def features(self, left: Tensor, right: Tensor) -> Features:
+        if self.channels_last:
+            left = left.contiguous(memory_format=torch.channels_last)
+            right = right.contiguous(memory_format=torch.channels_last)
+        with out_of_memory_fails(self.name):
+            return self.model.extract(left, right)
+
+    def planes(self, feats: Any, shifts: Tensor) -> Tensor:
+        with out_of_memory_fails(self.name):
+            return self.model.plane_logits(feats, shifts.cpu(), chunk=shifts.numel())
+
+    def refine_planes(self, feats: Any, lowres: Tensor) -> Tensor:
+        with out_of_memory_fails(self.name):
+            return self.model.refine_planes(feats, lowres)
+
+    def regularise(self, feats: Any, lowres: Tensor) -> Tensor:
+        return self.model.regularise(feats, lowres)
+
+    def refine_disparity(self, feats: Any, normalized: Tensor) -> Tensor:
+        return self.model.refine_disparity(normalized, feats.image)
+
+    def context(self) -> contextlib.AbstractContextManager[Any]:
+        return precision_context(self._device, self.precision)
+
+    def describe(self) -> str:
+        extra = ", channels-last, cuDNN autotuning" if self.device == "cuda" else ""
+        return f"torch on {self.device}, {self.precision}{extra}"
+
+
+@contextlib.contextmanager
+def precision_context(device: torch.device, precision: str, cache: bool = True) -> Iterator[None]:
+    """Autocast for bf16/fp16; on CUDA also the TF32 switch and cuDNN autotuning, restored after.
+
+    ``cache=False`` turns off autocast's weight cache, which CUDA graph capture needs.
+    """
+    with contextlib.ExitStack() as stack:
+        if device.type == "cuda":
+            stack.enter_context(_cuda_switches(precision == "tf32"))
+        if precision in AUTOCAST:
+            stack.enter_context(torch.autocast(device.type, dtype=AUTOCAST[precision], cache_enabled=cache))
+        yield
+
+
+@contextlib.contextmanager
+def _cuda_switches(tf32: bool) -> Iterator[None]:
+    """TF32 for matmuls and convolutions on or off, cuDNN benchmark on (fixed frame sizes).
+
+    The ``allow_tf32`` flags, not torch 2.9's ``fp32_precision``: the trainer sets the former,
+    and torch refuses to read the old flags once the new ones were set differently.
+    """
+    backends = torch.backends
+    saved = (backends.cudnn.benchmark, backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32)
+    backends.cudnn.benchmark = True
+    backends.cudnn.allow_tf32 = backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        yield
+    finally:
+        backends.cudnn.benchmark, backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32 = saved
+
+
+@contextlib.contextmanager
+def out_of_memory_fails(name: str) -> Iterator[None]:
+    """GPU out of memory becomes a ``RuntimeFailed`` the engine can report (and fall back on)."""
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError as exc:
+        torch.cuda.empty_cache()
+        first = str(exc).splitlines()[0] if str(exc) else "out of memory"
+        raise RuntimeFailed(f"{name}: GPU out of memory ({first[:120]})") from exc

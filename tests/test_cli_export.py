@@ -1,0 +1,127 @@
+"""`bi3d-studio export`, `--runtime` on the commands, and `bench --report`: files, fallbacks
+explained on one line, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from app.cli import main
+from app.engine.bi3d.checkpoint import save_checkpoint
+from app.engine.bi3d.factory import build_model
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("BI3D_STUDIO_CACHE", str(root))
+    return root
+
+
+@pytest.fixture
+def weights(tmp_path: Path) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path / "small.pt"
+    save_checkpoint(path, build_model("binary", 0.25))
+    return path
+
+
+@pytest.fixture
+def pair(tmp_path: Path, demo_dir: Path) -> list[str]:
+    paths = []
+    for name in ("im0.png", "im1.png"):
+        path = tmp_path / name
+        cv2.imwrite(str(path), cv2.imread(str(demo_dir / name))[150:342, 300:588])
+        paths.append(str(path))
+    return paths
+
+
+def _one_line_error(code: int, err: str) -> str:
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    return lines[0]
+
+
+def test_export_onnx_writes_stages_and_checks_them(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "onnx"
+    code, stdout, _ = run(capsys, "export", "--onnx", str(out), "--kind", "light", "--width", "1")
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["featnet.onnx", "refine.onnx", "segnet.onnx"]
+    assert "onnxruntime vs torch at 192x288" in stdout and stdout.rstrip().endswith(": ok")
+
+
+def test_export_needs_a_target(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exc:
+        main(["export"])
+    assert exc.value.code == 2
+    assert "give --onnx DIR, --tensorrt, or both" in capsys.readouterr().err
+
+
+def test_export_tensorrt_without_tensorrt_is_one_line(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setitem(sys.modules, "tensorrt", None)  # as on a machine without it
+    code, _, err = run(capsys, "export", "--tensorrt", "--kind", "binary", "--width", "0.25")
+    assert "TensorRT is not installed (pip install '.[gpu]')" in _one_line_error(code, err)
+
+
+def test_export_into_a_file_is_one_line(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    code, _, err = run(capsys, "export", "--onnx", str(blocker), "--kind", "light", "--width", "1")
+    assert "choose another --onnx folder" in _one_line_error(code, err)
+
+
+def test_depth_on_onnxruntime(capsys, tmp_path: Path, weights: Path, pair: list[str]) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "d"
+    args = ["--weights", str(weights), "--runtime", "onnxruntime", "--mode", "binary", "--planes", "30"]
+    code, _, _ = run(capsys, "depth", *pair, *args, "--out", str(out))
+    assert code == 0
+    meta = json.loads((out / "result.json").read_text())
+    assert meta["runtime"] == "onnxruntime" and meta["precision"] == "fp32"
+
+
+def test_depth_tensorrt_on_cpu_falls_back_and_says_why(capsys, tmp_path: Path, weights: Path, pair) -> None:  # type: ignore[no-untyped-def]
+    args = ["--weights", str(weights), "--runtime", "tensorrt", "--mode", "binary", "--planes", "30"]
+    code, stdout, _ = run(capsys, "depth", *pair, *args, "--out", str(tmp_path / "t"))
+    assert code == 0
+    notes = [line for line in stdout.splitlines() if line.startswith("note: runtime")]
+    assert notes == ["note: runtime onnxruntime: tensorrt skipped: needs --device cuda"]
+
+
+def test_bad_runtime_options_are_one_line(capsys, weights: Path, pair) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit):
+        main(["depth", *pair, "--runtime", "cuda"])
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    given = ["depth", *pair, "--weights", str(weights), "--planes", "9"]
+    code, _, err = run(capsys, *given, "--precision", "tf32")
+    assert "tf32 needs --device cuda" in _one_line_error(code, err)
+    code, _, err = run(capsys, *given, "--cuda-graphs")
+    assert "CUDA graphs need --device cuda" in _one_line_error(code, err)
+
+
+def test_bench_report_compares_runtimes(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "b.json"
+    args = ["--modes", "binary", "--size", "192x288", "--max-disparity", "96", "--width", "0.25"]
+    args += ["--runtimes", "torch,onnxruntime", "--repeat", "1", "--warmup", "0", "--report"]
+    args += ["--json", str(path)]
+    code, stdout, _ = run(capsys, "bench", *args)
+    assert code == 0 and "PLASTER" in stdout
+    records = json.loads(path.read_text())
+    assert {r["runtime"] for r in records if r["engine"] == "bi3d"} == {"torch", "onnxruntime"}
+    rows = json.loads(path.with_suffix(".plaster.json").read_text())
+    by_runtime = {r["runtime"]: r for r in rows}
+    assert set(by_runtime) == {"torch", "onnxruntime", "opencv"}
+    assert by_runtime["onnxruntime"]["max_dp_vs_torch"] < 1e-4 and by_runtime["onnxruntime"]["size_mb"] > 0
+    assert by_runtime["torch"]["best_batch"] in (1, 2, 4) and by_runtime["torch"]["joules_per_frame"] is None
+    assert np.isfinite(by_runtime["opencv"]["bad2"])

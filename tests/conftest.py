@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,16 @@ def device(request: pytest.FixtureRequest) -> str:
     name = str(request.config.getoption("--device"))
     if name == "cuda" and not torch.cuda.is_available():
         pytest.skip("--device cuda given but CUDA is not available")
+    if name == "cuda":  # conformance is an fp32 check: no TF32 convolutions or matmuls
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     return name
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _runtime_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Exported ONNX files and engines go to a temporary cache, not the user's."""
+    os.environ["BI3D_STUDIO_CACHE"] = str(tmp_path_factory.mktemp("runtime-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,7 @@ def engine_options(settings: Settings) -> EngineOptions:
         weights=Path(settings.weights) if settings.weights else None,
         device=settings.device,
         precision=settings.precision,
+        runtime=settings.runtime,
     )
 
 
@@ -52,6 +53,8 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
         settings = dataclasses.replace(settings, engine="auto", weights="", device="cpu", precision="fp32")
     window = MainWindow(session, settings, open_source, settings_path)
     window.resize(1500, 950)
+    if problem is None:
+        window.apply_engine()  # again, now that engine-build progress can reach the status bar
     for message in (warning, problem):
         if message:
             window.show_status(message)

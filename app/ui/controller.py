@@ -58,6 +58,7 @@ class Outcome:
 
 class SessionController(QObject):
     workDone = Signal(object)  # Outcome, emitted on the worker thread, handled on the GUI thread
+    progress = Signal(str)  # long preparations (an engine build) report here, from the worker
     sourceChanged = Signal(str)
     resultShown = Signal(object)
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from app.engine.formats import COLORMAPS
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
 from app.ui.range_slider import RangeSlider
-from app.ui.settings import DEVICES, ENGINE_CHOICES, FLOW_CHOICES, PRECISIONS, Settings
+from app.ui.settings import DEVICES, ENGINE_CHOICES, FLOW_CHOICES, PRECISIONS, RUNTIMES, Settings
 
 DEBOUNCE_MS = 150
 
@@ -142,6 +142,9 @@ class ControlsPanel(QWidget):
         self.precision = _combo(PRECISIONS, s.precision)
         self.precision.currentTextChanged.connect(lambda v: self._set_engine("precision", v))
         form.addRow("Precision", self.precision)
+        self.runtime = _combo(RUNTIMES, s.runtime)
+        self.runtime.currentTextChanged.connect(lambda v: self._set_engine("runtime", v))
+        form.addRow("Runtime", self.runtime)
         self.flow = _combo(FLOW_CHOICES, s.flow)
         self.flow.currentTextChanged.connect(self._on_flow)
         form.addRow("Optical flow", self.flow)

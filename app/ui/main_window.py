@@ -142,11 +142,12 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         c = self.controls
         c.requestChanged.connect(self.controller.request_changed)
-        c.engineChanged.connect(self._apply_engine)
+        c.engineChanged.connect(self.apply_engine)
         c.compareChanged.connect(self._apply_compare)
         c.displayChanged.connect(self._redraw)
         c.flowChanged.connect(self._apply_flow)
         self.controller.sourceChanged.connect(self._source_changed)
+        self.controller.progress.connect(lambda text: self.statusBar().showMessage(text, 10000))
         self.calibration.linesReady.connect(self.left_view.show_lines)
         self.calibration.calibrationChanged.connect(lambda cal, _rig: self.controls.set_calibration(cal))
         for pane in (self.left_view, self.depth_view, self.right_view, self.baseline_view):
@@ -212,9 +213,11 @@ class MainWindow(QMainWindow):
             weights=Path(s.weights) if s.weights else None,
             device=s.device,
             precision=s.precision,
+            runtime=s.runtime,
+            progress=self.controller.progress.emit,  # TensorRT builds report from the worker
         )
 
-    def _apply_engine(self) -> None:
+    def apply_engine(self) -> None:
         try:
             reason = self.session.set_engine(self.engine_options())
         except UserError as exc:

@@ -19,7 +19,8 @@ from app.engine.types import Mode, Spacing
 
 ENGINE_CHOICES = ("auto", "bi3d", "sgbm")
 DEVICES = ("cpu", "cuda")
-PRECISIONS = ("fp32", "bf16", "fp16")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
 FLOW_CHOICES = ("off", "auto", "dis", "farneback", "nvof")
 
 
@@ -39,6 +40,7 @@ class Settings:
     weights: str = ""
     device: str = "cpu"
     precision: str = "fp32"
+    runtime: str = "auto"
     colormap: str = "turbo"
     auto_range: bool = True
     display_max: float = 96.0
@@ -49,6 +51,7 @@ class Settings:
         choices = {
             "mode": [m.value for m in Mode], "spacing": [s.value for s in Spacing], "engine": ENGINE_CHOICES,
             "device": DEVICES, "precision": PRECISIONS, "colormap": COLORMAPS, "flow": FLOW_CHOICES,
+            "runtime": RUNTIMES,
         }  # fmt: skip
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

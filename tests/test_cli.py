@@ -15,12 +15,8 @@ import torch
 from app.cli import main
 from app.engine.bi3d.conformance import deterministic_state_dict
 from app.engine.formats import read_kitti_png, read_pfm
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_helpers import bad as _bad
+from tests.cli_helpers import run
 
 
 @pytest.fixture
@@ -195,12 +191,6 @@ def test_bench_writes_records(capsys, tmp_path: Path) -> None:  # type: ignore[n
 
 
 # ---- bad input: exit 2, one line on stderr, no traceback -------------------------------------
-def _bad(capsys, *argv: str) -> str:  # type: ignore[no-untyped-def]
-    code, _, err = run(capsys, *argv)
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_missing_image(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -11,21 +11,9 @@ import pytest
 
 from app.cli import main
 from app.engine.calibration import load_calibration, write_opencv_yaml
+from tests.cli_helpers import bad as _bad
+from tests.cli_helpers import run
 from tests.engine.test_chessboard import BASELINE_M, POSES, render_pair, true_rig, write_views
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code, _, err = run(capsys, *argv)
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture

@@ -15,12 +15,7 @@ import torch
 from app.cli import main
 from app.engine.bi3d.checkpoint import save_checkpoint
 from app.engine.bi3d.factory import build_model
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_helpers import run
 
 
 @pytest.fixture(autouse=True)

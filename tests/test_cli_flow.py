@@ -12,22 +12,10 @@ import pytest
 from app.cli import main
 from app.engine.flow import opencv_has_cuda
 from app.engine.formats import read_flo
+from tests.cli_helpers import bad as _bad
+from tests.cli_helpers import run
 
 SHIFT = (1.5, -0.75)  # px, (u, v)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code, _, err = run(capsys, *argv)
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def _texture(h: int = 96, w: int = 128) -> np.ndarray:

@@ -8,23 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.cli import main
 from app.engine.sources import open_source
+from tests.cli_helpers import bad, run
 
 SYNTH = "synthetic:48x80?frames=4&seed=2"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def bad(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code, _, err = run(capsys, *argv)
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_record_frames_and_play_back(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

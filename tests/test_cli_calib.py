@@ -163,3 +163,41 @@ def test_usage_errors_are_one_line(
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "see --help" in err[0]
+
+
+def test_depth_rectifies_a_raw_rig_first(
+    capsys: pytest.CaptureFixture[str], raw_board: tuple[str, str, str], tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import app.engine.calibration as calibration
+
+    calls = []
+    original = calibration.Rectifier.rectify
+
+    def spy(self, left, right):  # type: ignore[no-untyped-def]
+        calls.append(left.shape)
+        return original(self, left, right)
+
+    monkeypatch.setattr(calibration.Rectifier, "rectify", spy)
+    left, right, rig = raw_board
+    code, _, _ = run(
+        capsys,
+        "depth",
+        left,
+        right,
+        "--calib",
+        rig,
+        "--engine",
+        "sgbm",
+        "--max-disparity",
+        "64",
+        "--out",
+        str(tmp_path / "d"),
+    )
+    assert code == 0 and len(calls) == 1
+    assert (tmp_path / "d" / "result.npz").is_file()
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), cv2.resize(cv2.imread(left), (320, 240)))
+    msg = _bad(
+        capsys, "depth", str(small), str(small), "--calib", rig, "--engine", "sgbm", "--out", str(tmp_path)
+    )
+    assert "640x480" in msg and "320x240" in msg

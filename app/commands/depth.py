@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from app.commands.common import add_engine_args, depth_request, engine_options
 from app.engine.engines import ENGINES
@@ -18,15 +22,16 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.formats import read_image_rgb
     from app.engine.outputs import format_summary, write_result
 
-    calibration = load_calibration(args.calib)[0] if args.calib else None
+    calibration, rig = load_calibration(args.calib) if args.calib else (None, None)
+    rectify = _rectifier(rig)
     if args.right is None:
-        return run_source(args, calibration)
+        return run_source(args, calibration, rectify)
     if args.frames is not None:
         raise UserError(
             "--frames needs a source given alone (e.g. a folder or video); LEFT RIGHT is one pair"
         )
     request = depth_request(args, calibration)
-    left, right = read_image_rgb(args.left), read_image_rgb(args.right)
+    left, right = rectify(read_image_rgb(args.left), read_image_rgb(args.right))
     engine, reason = build_engine(engine_options(args), "binary")
     print(f"engine: {engine.name} ({reason})")
     result = engine.compute(left, right, request)
@@ -36,7 +41,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_source(args: argparse.Namespace, calibration: Calibration | None) -> int:
+Rectify = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _rectifier(rig: Any) -> Rectify:
+    """Raw rigs (an OpenCV stereo calibration) are rectified before depth; others pass through."""
+    if rig is None:
+        return lambda left, right: (left, right)
+    from app.engine.calibration import Rectifier
+
+    return Rectifier(rig).rectify
+
+
+def run_source(args: argparse.Namespace, calibration: Calibration | None, rectify: Rectify) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.engines import build_engine
     from app.engine.outputs import format_summary, write_result
@@ -59,7 +76,7 @@ def run_source(args: argparse.Namespace, calibration: Calibration | None) -> int
         print(f"engine: {engine.name} ({reason}); source: {source.describe()}")
         count = 0
         for index, pair in enumerate(itertools.chain([first], pairs)):
-            result = engine.compute(pair.left, pair.right, request)
+            result = engine.compute(*rectify(pair.left, pair.right), request)
             print(f"frame {index}: {format_summary(result, calibration)}")
             out = Path(args.out) / f"{index:06d}" if args.frames else Path(args.out)
             extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}

@@ -27,9 +27,16 @@ def monotone_logits(logits: Tensor) -> Tensor:
     the symmetric running bounds (minimum from the near end, maximum from the far end)
     average to a non-increasing curve without biasing either end.
     """
-    from_near = torch.cummin(logits, dim=1).values
-    from_far = torch.flip(torch.cummax(torch.flip(logits, [1]), dim=1).values, [1])
-    return 0.5 * (from_near + from_far)
+    # A loop over planes of element-wise minima and maxima: torch.cummin / cummax along a
+    # non-last dimension took 0.9 s for 33 planes at 576 x 768 on a 2-core CPU, this 20 ms.
+    planes = logits.unbind(1)
+    near = [planes[0]]
+    for plane in planes[1:]:
+        near.append(torch.minimum(near[-1], plane))
+    far = [planes[-1]]
+    for plane in reversed(planes[:-1]):
+        far.append(torch.maximum(far[-1], plane))
+    return 0.5 * (torch.stack(near, 1) + torch.stack(far[::-1], 1))
 
 
 def integrate_planes(logits: Tensor, step: int, probe_indices: tuple[int, ...] = ()) -> DenseReadout:

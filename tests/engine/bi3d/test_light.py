@@ -92,3 +92,18 @@ def test_median_readout_interpolates_the_half_crossing() -> None:
     # a far-plane false alarm moves the mean a lot and the median not at all
     tail = torch.tensor([0.99, 0.8, 0.2, 0.3]).view(1, 4, 1, 1)
     assert abs(median_disparity(torch.log(tail / (1 - tail)), planes).item() - 4.5) < 1e-4
+
+
+def test_monotone_logits_are_the_mean_of_the_two_running_bounds() -> None:
+    from app.engine.bi3d.readout import monotone_logits
+
+    logits = torch.randn(2, 9, 5, 7, generator=torch.Generator().manual_seed(3))
+    got = monotone_logits(logits)
+    near = torch.cummin(logits, dim=1).values
+    far = torch.flip(torch.cummax(torch.flip(logits, [1]), dim=1).values, [1])
+    torch.testing.assert_close(got, 0.5 * (near + far))
+    assert (got[:, 1:] <= got[:, :-1]).all()  # non-increasing along planes
+    already = torch.linspace(3, -3, 9).view(1, 9, 1, 1).expand(1, 9, 2, 2)
+    torch.testing.assert_close(monotone_logits(already), already)  # a monotone curve is kept
+    one = torch.randn(1, 1, 3, 3)
+    torch.testing.assert_close(monotone_logits(one), one)

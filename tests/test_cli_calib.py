@@ -44,6 +44,18 @@ def test_check_demo_pair(
     assert figures["verdict"] == "good" and figures["matches"] >= 200 and figures["vertical_rms_px"] < 0.6
 
 
+def test_check_of_a_rotated_pair_is_bad_and_exits_1(
+    capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    right = cv2.imread(demo_pair[1])
+    h, w = right.shape[:2]
+    rotated = cv2.warpAffine(right, cv2.getRotationMatrix2D((w / 2, h / 2), 0.75, 1.0), (w, h))
+    path = tmp_path / "rotated.png"
+    cv2.imwrite(str(path), rotated)
+    code, stdout, _ = run(capsys, "calib", "check", demo_pair[0], str(path))
+    assert code == 1 and "verdict: bad" in stdout
+
+
 def test_check_raw_rig_with_chessboard(
     capsys: pytest.CaptureFixture[str], raw_board: tuple[str, str, str], tmp_path: Path
 ) -> None:

@@ -77,7 +77,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write(args.json, (json.dumps(figures, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
-    return 0
+    return 1 if report.verdict == "bad" else 0  # scripts can gate on a rig gone out of calibration
 
 
 def run_chessboard(args: argparse.Namespace) -> int:
@@ -111,7 +111,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how well is a pair rectified?",
         description=(
             "Match features across a pair and report the vertical offsets of the matches (good <= "
-            "0.6 px RMS, marginal <= 1 px). With --calib of a raw rig the pair is rectified first. "
+            "0.6 px RMS, marginal <= 1 px; exit status 1 when bad). With --calib of a raw rig the "
+            "pair is rectified first. "
             "With a chessboard in view (--pattern, --square) also the epipolar RMS over its corners "
             "and, given --calib, the measured square size against the true one."
         ),

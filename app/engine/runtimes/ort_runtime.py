@@ -37,7 +37,10 @@ def providers_for(device: torch.device, available: list[str]) -> list[str]:
         return ["CPUExecutionProvider"]
     gpu = [p for p in GPU_PROVIDERS if p in available]
     if not gpu:
-        raise RuntimeUnavailable("onnxruntime has no CUDA provider here (pip install onnxruntime-gpu)")
+        raise RuntimeUnavailable(
+            "onnxruntime has no CUDA provider here; the CPU package hides the GPU one when both are "
+            "installed: pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu"
+        )
     return [*gpu, "CPUExecutionProvider"]
 
 

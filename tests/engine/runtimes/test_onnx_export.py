@@ -143,3 +143,14 @@ def test_a_foreign_file_in_the_cache_is_exported_again(exported, cache: Path) ->
     assert len(messages) == 1 and "is a light model's segnet stage" in messages[0]
     assert messages[0].endswith("exporting again")
     check_onnx(again["segnet"], model, "segnet")  # replaced by the right one
+
+
+def test_execution_providers_per_device() -> None:
+    from app.engine.runtimes.ort_runtime import providers_for
+
+    cuda = torch.device("cuda")
+    assert providers_for(torch.device("cpu"), ["CUDAExecutionProvider"]) == ["CPUExecutionProvider"]
+    got = providers_for(cuda, ["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"])
+    assert got == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    with pytest.raises(RuntimeUnavailable, match="pip uninstall -y onnxruntime onnxruntime-gpu"):
+        providers_for(cuda, ["CPUExecutionProvider"])  # the CPU package, or both installed

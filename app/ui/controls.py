@@ -30,7 +30,15 @@ from PySide6.QtWidgets import (
 from app.engine.formats import COLORMAPS
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
 from app.ui.range_slider import RangeSlider
-from app.ui.settings import DEVICES, ENGINE_CHOICES, FLOW_CHOICES, PRECISIONS, RUNTIMES, Settings
+from app.ui.settings import (
+    DEVICES,
+    ENGINE_CHOICES,
+    FLOW_CHOICES,
+    FLOW_VIEWS,
+    PRECISIONS,
+    RUNTIMES,
+    Settings,
+)
 
 DEBOUNCE_MS = 150
 
@@ -157,6 +165,17 @@ class ControlsPanel(QWidget):
         self.flow_status.setWordWrap(True)
         form.addRow("", self.flow_status)
         self._build_flow_params(s.flow)
+        self.flow_view = _combo(FLOW_VIEWS, s.flow_view)
+        self.flow_view.currentTextChanged.connect(lambda v: self._set_display("flow_view", v))
+        form.addRow("Flow shown as", self.flow_view)
+        self.flow_max = QDoubleSpinBox()
+        self.flow_max.setRange(0, 500)
+        self.flow_max.setSpecialValueText("automatic")  # 0 px: scale to the frame's flow
+        self.flow_max.setValue(s.flow_max)
+        self.flow_max.setSuffix(" px")
+        self.flow_max.setToolTip("clamp for flow colours and arrows; 0: automatic")
+        self.flow_max.valueChanged.connect(lambda v: self._set_display("flow_max", float(v)))
+        form.addRow("Max flow", self.flow_max)
         return box
 
     def _build_flow_params(self, name: str) -> None:

@@ -254,7 +254,9 @@ class MainWindow(QMainWindow):
     # ---- MainView ---------------------------------------------------------------------------
     def display_spec(self) -> DisplaySpec:
         s = self.settings
-        return DisplaySpec(s.colormap, None if s.auto_range else s.display_max)
+        return DisplaySpec(
+            s.colormap, None if s.auto_range else s.display_max, s.flow_view, s.flow_max or None
+        )
 
     def show_result(self, result: FrameResult) -> None:
         spec = self.display_spec()

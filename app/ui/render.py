@@ -19,6 +19,8 @@ from app.engine.types import Mode
 class DisplaySpec:
     colormap: str = "turbo"
     fixed_max: float | None = None  # None: automatic range
+    flow_view: str = "colour"  # "colour" (wheel coding with legend) or "arrows" over the left image
+    flow_max: float | None = None  # clamp for flow colours and arrows (px); None: automatic
 
 
 @dataclass
@@ -69,7 +71,12 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
         )
     if result.flow is not None:
-        from app.engine.flow_draw import flow_color_with_legend
+        from app.engine.flow_draw import draw_flow_arrows, flow_color_with_legend
 
-        out.flow_rgb = flow_color_with_legend(np.asarray(result.flow))
+        flow = np.asarray(result.flow)
+        if spec.flow_view == "arrows":
+            step = max(8, min(flow.shape[:2]) // 24)  # about 24 arrows across the short side
+            out.flow_rgb = draw_flow_arrows(result.pair.left, flow, step, spec.flow_max)
+        else:
+            out.flow_rgb = flow_color_with_legend(flow, spec.flow_max)
     return out

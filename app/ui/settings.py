@@ -22,6 +22,7 @@ DEVICES = ("cpu", "cuda")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
 FLOW_CHOICES = ("off", "auto", "dis", "farneback", "nvof")
+FLOW_VIEWS = ("colour", "arrows")  # colour wheel coding, or arrows over the left image
 
 
 @dataclass
@@ -45,13 +46,15 @@ class Settings:
     auto_range: bool = True
     display_max: float = 96.0
     flow: str = "off"
+    flow_view: str = "colour"
+    flow_max: float = 0.0  # clamp for flow colours and arrows (px); 0: automatic
     calibration: str = ""
 
     def validate(self) -> None:
         choices = {
             "mode": [m.value for m in Mode], "spacing": [s.value for s in Spacing], "engine": ENGINE_CHOICES,
             "device": DEVICES, "precision": PRECISIONS, "colormap": COLORMAPS, "flow": FLOW_CHOICES,
-            "runtime": RUNTIMES,
+            "runtime": RUNTIMES, "flow_view": FLOW_VIEWS,
         }  # fmt: skip
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -67,6 +70,8 @@ class Settings:
             raise UserError(f"setting levels={self.levels} must lie in [1, 63]")
         if self.budget_ms <= 0 or self.display_max <= 0:
             raise UserError("settings budget_ms and display_max must be positive")
+        if self.flow_max < 0:
+            raise UserError(f"setting flow_max={self.flow_max} must be 0 (automatic) or positive")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:

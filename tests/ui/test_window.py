@@ -6,6 +6,7 @@ import resource
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PySide6.QtCore import QTimer
 
@@ -14,6 +15,7 @@ from app.engine.errors import UserError
 from app.engine.session import Session
 from app.engine.types import Mode, Spacing
 from app.ui.main_window import MainWindow
+from app.ui.render import render
 from app.ui.settings import Settings, load_settings
 from tests.ui.conftest import FakeSource, RecordingEngine
 
@@ -134,6 +136,10 @@ def test_bad_settings_file_falls_back_to_defaults(fresh_settings: Path) -> None:
     assert settings == Settings() and warning is not None and "mode" in warning
     (fresh_settings / "settings.json").write_text('{"colour": "red"}')
     assert "unknown setting 'colour'" in (load_settings()[1] or "")
+    (fresh_settings / "settings.json").write_text('{"flow_max": -1}')
+    assert "flow_max" in (load_settings()[1] or "")
+    (fresh_settings / "settings.json").write_text('{"flow_view": "streamlines"}')
+    assert "flow_view" in (load_settings()[1] or "")
 
 
 @pytest.mark.slow
@@ -177,6 +183,18 @@ def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-unty
     )
     assert window.controller.last.flow.shape == (120, 200, 2)
     assert window.controller.last.timings["flow"] > 0
+    last = window.controller.last
+    colour = render(last, window.display_spec()).flow_rgb
+    assert colour.shape[0] == 120 and colour.shape[1] > 200  # the wheel coding plus its legend
+    window.controls.flow_view.setCurrentText("arrows")
+    window.controls.flow_max.setValue(2.5)
+    spec = window.display_spec()
+    assert spec.flow_view == "arrows" and spec.flow_max == 2.5 and window.settings.flow_max == 2.5
+    arrows = render(last, spec).flow_rgb
+    assert arrows.shape == (120, 200, 3)  # drawn over the left image
+    assert not np.array_equal(arrows, last.pair.left)
+    window.controls.flow_max.setValue(0)
+    assert window.display_spec().flow_max is None  # 0 px: automatic
     window.controls.flow.setCurrentText("nvof")  # no CUDA OpenCV here: a readable reason, no crash
     assert window.controls.flow_status.text() != ""
 

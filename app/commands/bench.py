@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(plaster_table(plaster_rows))
     flow_records = []
     if args.flow_backends:
-        from app.engine.flow import flow_bench_table, run_flow_bench
+        from app.engine.flow_bench import flow_bench_table, run_flow_bench
 
         flow_records = run_flow_bench(args.flow_backends, sizes, args.repeat, args.warmup)
         print()

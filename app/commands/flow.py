@@ -13,7 +13,8 @@ from app.engine.flow import BACKENDS, NVOF_GRIDS
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.flow import FlowOptions, create_flow_backend, nvof_probe
+    from app.engine.flow import FlowOptions, create_flow_backend
+    from app.engine.flow_nvof import nvof_probe
 
     if args.probe:
         probe = nvof_probe()

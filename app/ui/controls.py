@@ -180,7 +180,8 @@ class ControlsPanel(QWidget):
 
     def _build_flow_params(self, name: str) -> None:
         """Controls for the chosen backend's own parameters, as the backend describes them."""
-        from app.engine.flow import PARAMETERS, nvof_probe
+        from app.engine.flow import PARAMETERS
+        from app.engine.flow_nvof import nvof_probe
 
         while self.flow_form.rowCount():
             self.flow_form.removeRow(0)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from app.engine import flow as fl
+from app.engine import flow_nvof as nv
 from app.engine.errors import UserError
 from app.engine.formats import read_flo, write_flo
 
@@ -97,9 +98,9 @@ def test_result_converts_to_the_flow_array(natural: np.ndarray) -> None:
 
 
 def test_this_opencv_build_reports_why_nvof_is_missing() -> None:
-    if fl.opencv_has_cuda(cv2):
+    if nv.opencv_has_cuda(cv2):
         pytest.skip("this OpenCV has CUDA")
-    probe = fl.probe_nvof()
+    probe = nv.probe_nvof()
     assert not probe.available and probe.code == "no_cuda_build" and "CPU-only" in probe.reason
     backend, reason = fl.create_flow_backend("auto")
     assert backend.name == "dis" and "built without CUDA" in reason
@@ -288,7 +289,7 @@ def expected(h: int, w: int) -> np.ndarray:
 @pytest.mark.parametrize("spelling", ["method", "function"])
 def test_nvof_calls_create_as_documented(spelling: str) -> None:
     cv = fake_cv(spelling=spelling)
-    backend = fl.NvofFlow(fl.FlowOptions("fast", 2, temporal_hints=True, cost=True, gpu_id=0), cv)
+    backend = nv.NvofFlow(fl.FlowOptions("fast", 2, temporal_hints=True, cost=True, gpu_id=0), cv)
     backend.compute(*frames(50, 70))
     assert FakeNvof.sessions[-1].args == {
         "imageSize": (70, 50),  # (width, height)
@@ -304,7 +305,7 @@ def test_nvof_calls_create_as_documented(spelling: str) -> None:
 
 def test_nvof_converts_s10_5_at_grid_1_exactly() -> None:
     session_cv = fake_cv()
-    result = fl.NvofFlow(fl.FlowOptions(grid=1), session_cv).compute(*frames(50, 70))
+    result = nv.NvofFlow(fl.FlowOptions(grid=1), session_cv).compute(*frames(50, 70))
     raw = FakeNvof.sessions[-1]._vectors(1)
     np.testing.assert_array_equal(result.flow, FakeNvof.sessions[-1].convertToFloat(raw, None))
     np.testing.assert_allclose(result.flow, expected(50, 70), atol=1 / 64)
@@ -318,7 +319,7 @@ def test_nvof_upsamples_grid_vectors_to_pixels(grid: int, on_gpu: bool) -> None:
     cv = fake_cv()
     f0, f1 = (cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in frames(50, 70))
     inputs = (FakeGpuMat(f0), FakeGpuMat(f1)) if on_gpu else (f0, f1)
-    result = fl.NvofFlow(fl.FlowOptions(grid=grid), cv).compute(*inputs)
+    result = nv.NvofFlow(fl.FlowOptions(grid=grid), cv).compute(*inputs)
     assert result.flow.shape == (50, 70, 2) and result.grid == grid
     # linear motion: bilinear upsampling between block centres is exact away from the border
     inner = (slice(grid, 50 - 2 * grid), slice(grid, 70 - 2 * grid))
@@ -330,26 +331,26 @@ def test_nvof_upsamples_grid_vectors_to_pixels(grid: int, on_gpu: bool) -> None:
 def test_nvof_gpumat_path_converts_on_the_gpu_and_matches_numpy() -> None:
     cv = fake_cv(gpu_resize=False)  # no cv2.cuda.resize: download, then upsample on the CPU
     f0, f1 = (cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in frames(50, 70))
-    gpu = fl.NvofFlow(fl.FlowOptions(grid=4), cv).compute(FakeGpuMat(f0), FakeGpuMat(f1))
-    cpu = fl.NvofFlow(fl.FlowOptions(grid=4), fake_cv()).compute(f0, f1)
+    gpu = nv.NvofFlow(fl.FlowOptions(grid=4), cv).compute(FakeGpuMat(f0), FakeGpuMat(f1))
+    cpu = nv.NvofFlow(fl.FlowOptions(grid=4), fake_cv()).compute(f0, f1)
     np.testing.assert_allclose(gpu.flow, cpu.flow, atol=1e-6)
 
 
 def test_nvof_reports_the_grid_the_accelerator_used() -> None:
     # the GPU only has a 4 px grid: OpenCV upsamples to the request, the cost buffer tells
     cv = fake_cv(hardware_grids=(4,))
-    result = fl.NvofFlow(fl.FlowOptions(grid=1, cost=True), cv).compute(*frames(50, 70))
+    result = nv.NvofFlow(fl.FlowOptions(grid=1, cost=True), cv).compute(*frames(50, 70))
     assert result.grid == 4 and "used 4" in result.note
     assert result.cost is not None and result.cost.shape == (50, 70) and result.cost.dtype == np.uint8
     assert int(result.cost[0, 0]) == 253  # the UINT8 byte behind CV_8SC1's -3
     # builds that return the hardware grid directly: the shape tells, and we still fill every pixel
     older = fake_cv(hardware_grids=(4,), upsample_to_request=False)
-    result = fl.NvofFlow(fl.FlowOptions(grid=1), older).compute(*frames(50, 70))
+    result = nv.NvofFlow(fl.FlowOptions(grid=1), older).compute(*frames(50, 70))
     assert result.grid == 4 and result.flow.shape == (50, 70, 2)
 
 
 def test_nvof_session_follows_the_frame_size_and_is_released() -> None:
-    backend = fl.NvofFlow(fl.FlowOptions(), fake_cv())
+    backend = nv.NvofFlow(fl.FlowOptions(), fake_cv())
     backend.compute(*frames(50, 70))
     backend.compute(*frames(50, 70))
     assert len(FakeNvof.sessions) == 1
@@ -401,7 +402,7 @@ PROBES = [
     ("setup", "code", "needle"), PROBES, ids=[p[1] + str(i) for i, p in enumerate(PROBES)]
 )
 def test_probe_gives_a_distinct_readable_reason(setup: dict[str, Any], code: str, needle: str) -> None:
-    probe = fl.probe_nvof(fake_cv(**setup))
+    probe = nv.probe_nvof(fake_cv(**setup))
     assert not probe.available and probe.code == code and needle in probe.reason
     assert "\n" not in probe.reason
     backend, reason = fl.create_flow_backend("auto", cv=fake_cv(**setup))
@@ -409,5 +410,5 @@ def test_probe_gives_a_distinct_readable_reason(setup: dict[str, Any], code: str
 
 
 def test_probe_passes_on_a_turing_gpu() -> None:
-    probe = fl.probe_nvof(fake_cv(capability=(7, 5)))
+    probe = nv.probe_nvof(fake_cv(capability=(7, 5)))
     assert probe.available and probe.code == "ok"

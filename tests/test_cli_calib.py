@@ -180,7 +180,7 @@ def test_usage_errors_are_one_line(
 def test_depth_rectifies_a_raw_rig_first(
     capsys: pytest.CaptureFixture[str], raw_board: tuple[str, str, str], tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import app.engine.calibration as calibration
+    import app.engine.stereo_rig as calibration
 
     calls = []
     original = calibration.Rectifier.rectify

@@ -32,9 +32,10 @@ def positive_metres(text: str) -> float:
 
 def run_check(args: argparse.Namespace) -> int:
     from app.engine.calib_check import check_board, check_epipolar
-    from app.engine.calibration import Rectifier, load_calibration
+    from app.engine.calibration import load_calibration
     from app.engine.errors import UserError
     from app.engine.formats import atomic_write, read_image_rgb
+    from app.engine.stereo_rig import Rectifier
     from app.engine.types import check_pair
 
     if (args.pattern is None) != (args.square is None):

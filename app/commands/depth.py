@@ -48,7 +48,7 @@ def _rectifier(rig: Any) -> Rectify:
     """Raw rigs (an OpenCV stereo calibration) are rectified before depth; others pass through."""
     if rig is None:
         return lambda left, right: (left, right)
-    from app.engine.calibration import Rectifier
+    from app.engine.stereo_rig import Rectifier
 
     return Rectifier(rig).rectify
 

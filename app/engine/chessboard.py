@@ -15,8 +15,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from app.engine.calibration import StereoRig
 from app.engine.errors import UserError
+from app.engine.stereo_rig import StereoRig
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".pgm", ".ppm")
 MIN_VIEWS = 4

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from app.engine.calib_check import check_board, check_epipolar, verdict_for
-from app.engine.calibration import Rectifier, StereoRig
 from app.engine.errors import UserError
 from app.engine.formats import read_image_rgb
+from app.engine.stereo_rig import Rectifier, StereoRig
 from app.engine.types import Calibration
 from tests.engine.test_chessboard import K_LEFT, PATTERN, SIZE, SQUARE_M, render_pair, true_rig
 

@@ -9,14 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from app.engine.calibration import (
-    Rectifier,
-    StereoRig,
-    load_calibration,
-    read_middlebury_calib,
-    write_opencv_yaml,
-)
+from app.engine.calibration import load_calibration, read_middlebury_calib, write_opencv_yaml
 from app.engine.errors import UserError
+from app.engine.stereo_rig import Rectifier, StereoRig
 
 K1 = np.array([[800.0, 0, 640], [0, 800, 360], [0, 0, 1]])
 K2 = np.array([[805.0, 0, 630], [0, 804, 365], [0, 0, 1]])

@@ -13,7 +13,6 @@ import cv2
 import numpy as np
 import pytest
 
-from app.engine.calibration import StereoRig
 from app.engine.chessboard import (
     Coverage,
     board_points,
@@ -23,6 +22,7 @@ from app.engine.chessboard import (
     view_parameters,
 )
 from app.engine.errors import UserError
+from app.engine.stereo_rig import StereoRig
 
 SIZE = (640, 480)  # width, height
 PATTERN = (8, 6)

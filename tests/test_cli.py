@@ -188,6 +188,23 @@ def test_bench_writes_records(capsys, tmp_path: Path) -> None:  # type: ignore[n
         1,
         2,
     ]
+    assert {r["model_width"] for r in records if r["engine"] == "bi3d"} == {0.25}  # random, as asked
+
+
+def test_bench_runs_the_bundled_model_by_default(capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.bi3d.checkpoint import save_checkpoint
+    from app.engine.bi3d.factory import build_model
+
+    weights = tmp_path / "light.pt"
+    save_checkpoint(weights, build_model("light", 0.5), {"note": "test"})
+    monkeypatch.setattr("app.engine.assets.default_weights", lambda: weights)
+    monkeypatch.setattr("app.engine.engines.default_weights", lambda: weights)
+    path = tmp_path / "b.json"
+    argv = ["bench", "--modes", "binary", "--planes", "1", "--size", "96x192", "--max-disparity", "48"]
+    argv += ["--runtimes", "torch", "--repeat", "1", "--warmup", "0", "--json", str(path)]
+    code, _, _ = run(capsys, *argv)
+    records = [r for r in json.loads(path.read_text()) if r["engine"] == "bi3d"]
+    assert code == 0 and len(records) == 1 and records[0]["model_width"] is None  # trained weights
 
 
 # ---- bad input: exit 2, one line on stderr, no traceback -------------------------------------

@@ -12,9 +12,12 @@ from app.commands.flow import flow_specs
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.engine.assets import default_weights
     from app.engine.bench import bench_table, run_bench
 
-    widths: list[float | None] = [None] if args.weights else (args.width or [1.0])
+    # the weights given, else the bundled model, else (or with --width) random weights for timing
+    trained = args.weights or (args.width is None and default_weights() is not None)
+    widths: list[float | None] = [None] if trained else (args.width or [1.0])
     sizes = args.size or [(480, 640)]
     records = run_bench(
         args.engines,
@@ -74,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="latency per engine, mode, plane count and size",
         description=(
             "Time engines in-process: warm-up, then median and p90 of --repeat runs. SGBM is always "
-            "included as the baseline. Without --weights Bi3D runs with random weights at --width."
+            "included as the baseline. Bi3D runs the --weights given, else the bundled default model; "
+            "with --width (or no bundled model) the published architecture with random weights."
         ),
     )
     p.add_argument("--engines", type=lambda s: parse_list(s, str), default=["bi3d", "sgbm"])

@@ -142,8 +142,8 @@ class LightBi3D(SweepModel):
         left_pad = F.pad(left, (0, pad))
         base = seg.proj_left(left_pad)
         right_proj = seg.proj_right(right)
-        left_unit = F.normalize(left_pad, dim=1)
-        right_unit = F.normalize(right, dim=1)
+        left_unit = _unit(left_pad)
+        right_unit = _unit(right)
         out = []
         for start in range(0, shifts.numel(), max(1, chunk)):
             part = shifts[start : start + max(1, chunk)].tolist()
@@ -182,6 +182,12 @@ def _shift(t: Tensor, shift: float, pad: int) -> Tensor:
     if frac > 0:
         out = (1 - frac) * out + frac * F.pad(t, (lo + 1, pad - lo - 1))
     return out
+
+
+def _unit(x: Tensor) -> Tensor:
+    """``F.normalize(x, dim=1)`` by a sum of squares: the same values, but torch's vector norm
+    over the channels of an NCHW tensor took 3.4 ms of a 15 ms plane pass at 480 x 672 on a CPU."""
+    return x / (x * x).sum(1, keepdim=True).sqrt().clamp_min(1e-12)
 
 
 def _up(x: Tensor, like: Tensor) -> Tensor:

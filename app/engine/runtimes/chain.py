@@ -75,6 +75,8 @@ class RuntimeChain:
                 return True
             except RuntimeUnavailable as exc:
                 self.notes.append(f"{name} skipped: {exc}")
+            except Exception as exc:  # an optional runtime's bug must not stop the frame
+                self.notes.append(f"{name} skipped: it failed to open ({type(exc).__name__}: {exc})")
         return False
 
     def _choose(self, left: Tensor, right: Tensor) -> None:

@@ -14,6 +14,7 @@ import copy
 import functools
 import hashlib
 import io
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, cast
@@ -125,11 +126,19 @@ def check_onnx(
 
 @functools.cache
 def _graph_code() -> bytes:
+    """The source of the modules that shape the exported graphs, so cached exports go stale when
+    the code changes. A frozen build (PyInstaller) ships no sources: its version and the size and
+    time of its executable stand in, since such a build never changes in place."""
+    from app import __version__
     from app.engine.bi3d import layers, light, network
     from app.engine.bi3d import model as sweep
     from app.engine.runtimes import graphs
 
-    return b"".join(Path(m.__file__ or "").read_bytes() for m in (graphs, layers, light, sweep, network))
+    try:
+        return b"".join(Path(m.__file__ or "").read_bytes() for m in (graphs, layers, light, sweep, network))
+    except OSError:
+        exe = Path(sys.executable).stat()
+        return f"frozen {__version__} {exe.st_size} {exe.st_mtime_ns}".encode()
 
 
 def _export(model: SweepModel, precision: str, fingerprint: str) -> dict[str, bytes]:

@@ -127,6 +127,30 @@ def test_unopenable_runtimes_are_skipped_with_reasons(model) -> None:  # type: i
     assert chain.name == "torch" and "tensorrt skipped: TensorRT is not installed" in chain.reason
 
 
+def test_a_runtime_that_breaks_while_opening_is_skipped(model, pair) -> None:  # type: ignore[no-untyped-def]
+    def broken() -> TorchRuntime:
+        raise FileNotFoundError("graphs.py")  # e.g. a frozen build without sources
+
+    chain = RuntimeChain([("onnxruntime", broken), ("torch", lambda: TorchRuntime(model, CPU))])
+    result = Bi3DEngine(model, runtime=chain).compute(*pair, DepthRequest(mode=Mode.BINARY, planes=(12,)))
+    assert result.runtime == "torch"
+    assert "onnxruntime skipped: it failed to open (FileNotFoundError: graphs.py)" in chain.reason
+
+
+def test_exports_work_in_a_frozen_build_without_sources(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.runtimes import graphs, onnx_export
+
+    onnx_export._graph_code.cache_clear()
+    monkeypatch.setattr(graphs, "__file__", str(tmp_path / "frozen" / "graphs.pyc"))
+    try:
+        code = onnx_export._graph_code()
+        assert code.startswith(b"frozen ")  # the version and executable stand in for the sources
+    finally:
+        monkeypatch.undo()
+        onnx_export._graph_code.cache_clear()
+    assert b"def " in onnx_export._graph_code()  # sources again once they exist
+
+
 def test_bad_runtime_options_are_user_errors(model) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(UserError, match="unknown runtime 'cuda'"):
         open_runtime(model, "cuda", CPU, "fp32")

@@ -8,10 +8,9 @@ always read with ``weights_only=True``: a file that would run code on load is re
 
 from __future__ import annotations
 
-import os
+import io
 import pickle
 import pickletools
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Mapping
@@ -24,7 +23,7 @@ import torch
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import ModelKind, SweepModel
 from app.engine.errors import UserError
-from app.engine.fileio import default_file_mode
+from app.engine.fileio import atomic_write
 
 FORMAT = "bi3d-studio"
 FORMAT_VERSION = 1
@@ -195,12 +194,6 @@ def save_checkpoint(
         },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    os.chmod(tmp, default_file_mode())
-    try:
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    atomic_write(path, buffer.getvalue())

@@ -7,8 +7,9 @@ Files are written to a temporary name and renamed, so a crash never leaves half 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
+
+from app.engine.fileio import atomic_write
 
 
 def cache_root() -> Path:
@@ -19,13 +20,7 @@ def cache_root() -> Path:
     return Path(base) / "bi3d-studio"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_cached(path: Path, data: bytes) -> None:
+    """`atomic_write` into the cache, creating its folders first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, data)

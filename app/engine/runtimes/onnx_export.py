@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SIZE_MULTIPLE, SweepModel
+from app.engine.fileio import atomic_write
 from app.engine.runtimes.base import RuntimeUnavailable
 from app.engine.runtimes.graphs import Stage, stages
 
@@ -86,9 +87,7 @@ def write_onnx(model: SweepModel, directory: str | Path, precision: str = "fp32"
     paths = []
     for name, data in export_stages(model, precision).items():
         path = out / f"{name}{suffix}"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        atomic_write(path, data)
         paths.append(path)
     return paths
 

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from app.engine.runtimes.base import RuntimeFailed, RuntimeUnavailable
-from app.engine.runtimes.cache import write_atomic
+from app.engine.runtimes.cache import write_cached
 
 Shape = tuple[int, ...]
 Report = Callable[[str], None]
@@ -93,8 +93,8 @@ def load_or_build(
     if engine is None:
         raise RuntimeFailed(f"TensorRT could not load the {spec.stage} engine it just built")
     check_precision(trt, engine, spec)
-    write_atomic(engine_path, data)
-    write_atomic(meta_path, json.dumps(fields, indent=1).encode())
+    write_cached(engine_path, data)
+    write_cached(meta_path, json.dumps(fields, indent=1).encode())
     return engine, note, engine_path
 
 
@@ -143,7 +143,7 @@ def build_serialized(trt: Any, spec: BuildSpec, timing_path: Path, report: Repor
         raise RuntimeFailed(
             f"TensorRT could not build the {spec.stage} engine (GPU memory or an unsupported layer)"
         )
-    write_atomic(timing_path, bytes(config.get_timing_cache().serialize()))
+    write_cached(timing_path, bytes(config.get_timing_cache().serialize()))
     report(f"built the {spec.stage} engine in {time.monotonic() - start:.0f} s")
     return bytes(serialized)
 

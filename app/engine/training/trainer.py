@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import io
 import math
 import os
 import sys
@@ -33,6 +34,7 @@ from app.engine.bi3d.engine import Bi3DEngine
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
 from app.engine.errors import UserError
+from app.engine.fileio import atomic_write
 from app.engine.metrics import evaluate
 from app.engine.synthetic import to_uint8
 from app.engine.training.data import CropConfig, SceneDataset, SyntheticStream, validation_scenes
@@ -312,16 +314,16 @@ class Trainer:
         try:
             save_checkpoint(self.out / name, self.model, meta)
             if name == "last.pt":
-                tmp = self.out / "state.pt.tmp"
+                state = io.BytesIO()
                 torch.save(
                     {
                         "step": self.step,
                         "optimizer": self.opt.state_dict(),
                         "scaler": self.scaler.state_dict(),
                     },
-                    tmp,
+                    state,
                 )
-                os.replace(tmp, self.out / "state.pt")
+                atomic_write(self.out / "state.pt", state.getvalue())
         except OSError as exc:
             raise UserError(
                 f"could not save {self.out / name} ({exc.strerror}); "

@@ -1,4 +1,5 @@
-"""Atomic file writes (standard library only, so that every part of the engine can use them)."""
+"""Atomic file writes and the app's per-user folders (standard library only, so that every part
+of the engine can use them)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ def atomic_write(path: PathLike, data: bytes) -> None:
         raise
 
 
+def user_dir(override_env: str, xdg_env: str, fallback: str) -> Path:
+    """``$override_env`` if set, else ``$xdg_env/bi3d-studio``, else ``~/fallback/bi3d-studio``."""
+    override = os.environ.get(override_env)
+    if override:
+        return Path(override)
+    base = os.environ.get(xdg_env) or str(Path.home() / fallback)
+    return Path(base) / "bi3d-studio"
+
+
 @functools.cache
 def default_file_mode() -> int:
     """0666 minus the process umask: the mode ``open()`` would give a new file.
@@ -41,4 +51,4 @@ def default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-__all__ = ["atomic_write", "default_file_mode"]
+__all__ = ["atomic_write", "default_file_mode", "user_dir"]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.engine.errors import UserError
+from app.engine.fileio import user_dir
 from app.engine.formats import COLORMAPS, atomic_write
 from app.engine.types import Mode, Spacing
 
@@ -97,11 +97,7 @@ class Settings:
 
 def settings_dir() -> Path:
     """Where settings live; ``BI3D_STUDIO_CONFIG_DIR`` overrides (tests use a fresh one each)."""
-    override = os.environ.get("BI3D_STUDIO_CONFIG_DIR")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "bi3d-studio"
+    return user_dir("BI3D_STUDIO_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
 
 
 def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:

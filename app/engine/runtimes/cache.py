@@ -6,18 +6,13 @@ Files are written to a temporary name and renamed, so a crash never leaves half 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from app.engine.fileio import atomic_write
+from app.engine.fileio import atomic_write, user_dir
 
 
 def cache_root() -> Path:
-    explicit = os.environ.get("BI3D_STUDIO_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "bi3d-studio"
+    return user_dir("BI3D_STUDIO_CACHE", "XDG_CACHE_HOME", ".cache")
 
 
 def write_cached(path: Path, data: bytes) -> None:

@@ -43,6 +43,14 @@ def _runtime_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["BI3D_STUDIO_CACHE"] = str(tmp_path_factory.mktemp("runtime-cache"))
 
 
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A per-test runtime cache: exports and engines start from nothing."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("BI3D_STUDIO_CACHE", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def reference() -> dict[str, np.ndarray]:
     with np.load(REFERENCE / "bi3d_reference_vectors.npz") as z:

@@ -17,12 +17,7 @@ from app.engine.bi3d.checkpoint import save_checkpoint
 from app.engine.bi3d.factory import build_model
 from tests.cli_helpers import run
 
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("BI3D_STUDIO_CACHE", str(root))
-    return root
+pytestmark = pytest.mark.usefixtures("cache")  # a per-test runtime cache (tests/conftest.py)
 
 
 @pytest.fixture

@@ -11,11 +11,8 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Exports and engines go to a per-test folder, never the user's cache."""
-    root = tmp_path / "cache"
-    monkeypatch.setenv("BI3D_STUDIO_CACHE", str(root))
-    return root
+def _private_cache(cache: Path) -> None:
+    """Exports and engines go to a per-test folder (``cache``, from tests/conftest.py)."""
 
 
 @pytest.fixture

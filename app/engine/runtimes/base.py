@@ -9,6 +9,8 @@ H x W padded image (multiples of 96), h' x w' the plane logits' grid.
 from __future__ import annotations
 
 import contextlib
+import importlib
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor
@@ -21,6 +23,14 @@ class RuntimeUnavailable(Exception):
 
     The message is one line saying why; the engine falls back to the next runtime and shows it.
     """
+
+
+def optional_module(name: str, missing: str) -> ModuleType:
+    """Import an optional package, or raise `RuntimeUnavailable` with ``missing`` (what to install)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise RuntimeUnavailable(missing) from exc
 
 
 class RuntimeFailed(RuntimeUnavailable):

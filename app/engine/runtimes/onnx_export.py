@@ -24,7 +24,7 @@ from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SIZE_MULTIPLE, SweepModel
 from app.engine.fileio import atomic_write
-from app.engine.runtimes.base import RuntimeUnavailable
+from app.engine.runtimes.base import RuntimeUnavailable, optional_module
 from app.engine.runtimes.graphs import Stage, stages
 
 FORMAT = "bi3d-studio-onnx"
@@ -36,11 +36,7 @@ EXAMPLE_SIZE = (192, 288)
 
 def import_onnx() -> Any:
     """The ``onnx`` package (export and metadata need it), or ``RuntimeUnavailable`` saying so."""
-    try:
-        import onnx
-    except ImportError as exc:
-        raise RuntimeUnavailable("the onnx package is not installed (pip install onnx)") from exc
-    return onnx
+    return optional_module("onnx", "the onnx package is not installed (pip install onnx)")
 
 
 def model_fingerprint(model: SweepModel) -> str:

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from app.engine.bi3d.model import SweepModel
-from app.engine.runtimes.base import RuntimeFailed, RuntimeUnavailable
+from app.engine.runtimes.base import RuntimeFailed, RuntimeUnavailable, optional_module
 from app.engine.runtimes.onnx_export import check_onnx, export_stages, model_fingerprint
 from app.engine.runtimes.staged import StagedRuntime
 
@@ -24,11 +24,7 @@ GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
 
 
 def import_onnxruntime() -> Any:
-    try:
-        import onnxruntime
-    except ImportError as exc:
-        raise RuntimeUnavailable("onnxruntime is not installed (pip install onnxruntime)") from exc
-    return onnxruntime
+    return optional_module("onnxruntime", "onnxruntime is not installed (pip install onnxruntime)")
 
 
 def providers_for(device: torch.device, available: list[str]) -> list[str]:

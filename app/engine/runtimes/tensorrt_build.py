@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from app.engine.runtimes.base import RuntimeFailed, RuntimeUnavailable
+from app.engine.runtimes.base import RuntimeFailed, optional_module
 from app.engine.runtimes.cache import write_cached
 
 Shape = tuple[int, ...]
@@ -28,11 +28,7 @@ ENGINE_FORMAT = "bi3d-studio-trt-1"
 
 
 def import_tensorrt() -> ModuleType:
-    try:
-        import tensorrt
-    except ImportError as exc:
-        raise RuntimeUnavailable("TensorRT is not installed (pip install '.[gpu]')") from exc
-    return tensorrt
+    return optional_module("tensorrt", "TensorRT is not installed (pip install '.[gpu]')")
 
 
 def trt_major(trt: Any) -> int:

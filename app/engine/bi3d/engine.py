@@ -296,8 +296,10 @@ class Bi3DEngine:
                 logits = monotone_logits(logits)
         with self._timed(timings, "readout"):
             probes = (round(lo) - first, round(hi) - first)
-            dense = integrate_planes(logits, plan.step, probes)
-            if self.model.has_disp_refine:  # published continuous kinds: area, then DispRefine
+            # the area under the curve feeds DispRefine; the selective range reads two probes of it
+            needs_dense = self.model.has_disp_refine or request.mode is Mode.SELECTIVE
+            dense = integrate_planes(logits, plan.step, probes) if needs_dense else None
+            if dense is not None and self.model.has_disp_refine:  # published continuous: area, DispRefine
                 normalized = self.backend.refine_disparity(feats, dense.normalized).float()
                 disp = normalized_to_disparity(normalized, first, last)
             else:  # per-plane classifiers: the 0.5 crossing (see median_disparity)
@@ -306,7 +308,7 @@ class Bi3DEngine:
             disparity = padder.crop(disp)[0, 0].cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
         state = None
-        if request.mode is Mode.SELECTIVE:
+        if dense is not None and request.mode is Mode.SELECTIVE:
             p_lo, p_hi = (padder.crop(dense.probes[i]).cpu().numpy() for i in probes)
             state = range_state_from_probabilities(p_lo, p_hi)
             disparity[state != 0] = np.nan

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from app import __version__
 from app.commands import COMMANDS
 from app.commands.common import EXIT_USAGE, Parser
+from app.engine.allocator import tune_allocator
 from app.engine.errors import UserError
 
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tune_allocator()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

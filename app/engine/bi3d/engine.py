@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
-from app.engine.bi3d.padding import Padder, to_network_input
+from app.engine.bi3d.padding import Padder
 from app.engine.bi3d.readout import (
     integrate_planes,
     median_disparity,
@@ -122,8 +122,9 @@ class Bi3DEngine:
         size = padder.padded_size
         t0 = time.perf_counter()
         with torch.inference_mode():
-            l_in = padder.pad(to_network_input(left, self.device))
-            r_in = padder.pad(to_network_input(right, self.device))
+            layout = self.model.channels_last_input
+            l_in = padder.network_input(left, self.device, layout)
+            r_in = padder.network_input(right, self.device, layout)
             self.backend.prepare(l_in, r_in)
             with self.backend.context():
                 if request.budget_ms is not None and not self.costs.known(size):

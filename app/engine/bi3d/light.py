@@ -105,6 +105,7 @@ class UpsampleGuide(nn.Module):
 
 class LightBi3D(SweepModel):
     min_size = 96  # no wide pooling branch
+    channels_last_input = True  # its layers run channels-last (see the module docstring)
     segnet: LightSegNet
 
     def __init__(self, width: float = 1.0, max_disparity: int = 192) -> None:
@@ -147,18 +148,17 @@ class LightBi3D(SweepModel):
         out = []
         for start in range(0, shifts.numel(), max(1, chunk)):
             part = shifts[start : start + max(1, chunk)].tolist()
-            x = torch.cat(
-                [
-                    base
-                    + _shift(right_proj, s, pad)
-                    + seg.proj_diff((left_pad - _shift(right, s, pad)).abs())
-                    + seg.proj_corr((left_unit * _shift(right_unit, s, pad)).sum(1, keepdim=True))
-                    for s in part
-                ]
-            )
+            volumes = [
+                base
+                + _shift(right_proj, s, pad)
+                + seg.proj_diff((left_pad - _shift(right, s, pad)).abs())
+                + seg.proj_corr((left_unit * _shift(right_unit, s, pad)).sum(1, keepdim=True))
+                for s in part
+            ]
+            x = volumes[0] if len(volumes) == 1 else torch.cat(volumes)  # one plane: no copy
             logits = seg(x.contiguous(memory_format=torch.channels_last))[..., : width // 2]
             out.append(logits.view(len(part), left.shape[0], *logits.shape[-2:]).transpose(0, 1))
-        return torch.cat(out, dim=1)
+        return out[0] if len(out) == 1 else torch.cat(out, dim=1)
 
     def refine_planes(self, feats: Features, lowres: Tensor) -> Tensor:
         """B x P x h/2 x w/2 logits -> B x P x H x W: convex x2 to the feature grid (edge-aware,

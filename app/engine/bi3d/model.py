@@ -68,6 +68,7 @@ class SweepModel(nn.Module):
     segnet: nn.Module
 
     min_size: int = MIN_SIZE  # smallest padded height and width the network accepts
+    channels_last_input: bool = False  # whether the engine should hand over channels-last images
     widest_channels: int  # channels of the largest per-plane activation (bounds plane chunks)
 
     def _set_range(self, max_disparity: int) -> None:

@@ -8,7 +8,7 @@ import torch
 
 from app.engine.bi3d.engine import Bi3DEngine
 from app.engine.bi3d.model import Bi3DModel
-from app.engine.bi3d.padding import Padder
+from app.engine.bi3d.padding import Padder, to_network_input
 from app.engine.errors import UserError
 from app.engine.types import DepthRequest, Mode
 
@@ -33,6 +33,20 @@ def test_padder_reaches_multiples_and_minimum() -> None:
     x = torch.arange(150 * 250.0).view(1, 1, 150, 250)
     assert torch.equal(p.crop(p.pad(x)), x)
     assert p.pad(x)[..., :42, :].abs().sum() == 0 and p.pad(x)[..., :, :38].abs().sum() == 0
+
+
+def test_channels_last_network_input_matches_padding_afterwards() -> None:
+    rng = np.random.default_rng(3)
+    image = rng.integers(0, 256, (150, 250, 3), dtype=np.uint8)
+    padder = Padder(150, 250)
+    cpu = torch.device("cpu")
+    plain = padder.pad(to_network_input(image, cpu))
+    direct = padder.network_input(image, cpu, channels_last=True)
+    assert direct.is_contiguous(memory_format=torch.channels_last)
+    assert direct.shape == plain.shape
+    torch.testing.assert_close(direct, plain, atol=1e-6, rtol=0)
+    assert float(direct[..., : padder.top, :].abs().max()) == 0.0  # the padding stays zero
+    assert float(direct[..., :, : padder.left].abs().max()) == 0.0
 
 
 def test_outputs_keep_the_input_size(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import cv2
@@ -86,6 +86,18 @@ def time_engine(
     return times, stages, result
 
 
+@dataclass
+class _Job:
+    name: str
+    mode: str
+    model_width: float | None
+    engine: Any
+    request: DepthRequest
+    times: list[float] = field(default_factory=list)
+    stages: list[dict[str, float]] = field(default_factory=list)
+    result: Any = None
+
+
 def run_bench(
     engines: list[str],
     modes: list[str],
@@ -99,10 +111,17 @@ def run_bench(
     runtimes: list[str] | None = None,
     precisions: list[str] | None = None,
 ) -> list[BenchRecord]:
+    """Median and p90 latency of every engine variant, SGBM always among them.
+
+    The variants of one size are timed in rounds, one call of each per round, so a drift
+    in the machine's speed (turbo, thermal limits, neighbours on a shared VM) reaches every
+    engine alike and the ratios to SGBM stay fair.
+    """
     records: list[BenchRecord] = []
     names = list(dict.fromkeys([*engines, "sgbm"]))  # the baseline is always measured
     for height, width in sizes:
         left, right = bench_images(height, width)
+        jobs: list[_Job] = []
         for name in names:
             for model_width in widths if name == "bi3d" else [None]:
                 for runtime, precision in variants(name, options, runtimes, precisions):
@@ -116,10 +135,20 @@ def run_bench(
                         counts = counts[:1] if mode == "continuous" else counts
                         for count in counts:
                             request = bench_request(mode, count, max_disparity)
-                            times, stages, result = time_engine(engine, left, right, request, warmup, repeat)
-                            records.append(
-                                _record(name, mode, result, height, width, times, stages, model_width)
-                            )
+                            jobs.append(_Job(name, mode, model_width, engine, request))
+        for job in jobs:
+            for _ in range(warmup):
+                job.result = job.engine.compute(left, right, job.request)
+        for _ in range(repeat):
+            for job in jobs:
+                t0 = time.perf_counter()
+                job.result = job.engine.compute(left, right, job.request)
+                job.times.append((time.perf_counter() - t0) * 1000)
+                job.stages.append(job.result.timings)
+        for job in jobs:
+            records.append(
+                _record(job.name, job.mode, job.result, height, width, job.times, job.stages, job.model_width)
+            )
     return records
 
 

@@ -75,6 +75,7 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
         sgbm,
         runtime=args.runtime,
         cuda_graphs=args.cuda_graphs,
+        subpixel=not args.no_subpixel,
     )
 
 
@@ -122,6 +123,12 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
         default="round",
         choices=["round", "interpolate"],
         help="planes off the 3 px grid: round to it (published) or interpolate features",
+    )
+    p.add_argument(
+        "--no-subpixel",
+        action="store_true",
+        help="Bi3D continuous and selective modes: keep the network's plane readout, without the "
+        "sub-pixel matching refinement (faster, coarser)",
     )
     p.add_argument("--max-disparity", type=int, default=192, help="disparity range in px (default 192)")
     g = p.add_argument_group("SGBM baseline")

@@ -14,6 +14,7 @@ from app.engine.bi3d.checkpoint import load_model
 from app.engine.bi3d.engine import Bi3DEngine, resolve_device
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import SweepModel
+from app.engine.bi3d.subpixel import DEFAULT_SUBPIXEL
 from app.engine.classical import SGBMEngine, SGBMParams
 from app.engine.errors import UserError
 from app.engine.runtimes.select import open_runtime
@@ -40,6 +41,7 @@ class EngineOptions:
     sgbm: SGBMParams = field(default_factory=SGBMParams)
     runtime: str = "auto"  # auto, torch, onnxruntime or tensorrt (see app.engine.runtimes)
     cuda_graphs: bool = False  # torch runtime on CUDA: replay captured graphs per size and plane bucket
+    subpixel: bool = True  # Bi3D continuous/selective: refine the plane readout by local matching
     # where TensorRT engine-build progress goes (None: stderr); builds take minutes
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -84,4 +86,7 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
         options.cuda_graphs,
         options.progress or stderr_report,
     )
-    return Bi3DEngine(model, options.device, options.precision, options.shift_mode, runtime=chain)
+    subpixel = DEFAULT_SUBPIXEL if options.subpixel else None
+    return Bi3DEngine(
+        model, options.device, options.precision, options.shift_mode, runtime=chain, subpixel=subpixel
+    )

@@ -33,6 +33,7 @@ def engine_options(settings: Settings) -> EngineOptions:
         device=settings.device,
         precision=settings.precision,
         runtime=settings.runtime,
+        subpixel=settings.subpixel,
     )
 
 

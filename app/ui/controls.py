@@ -150,6 +150,14 @@ class ControlsPanel(QWidget):
         self.precision = _combo(PRECISIONS, s.precision)
         self.precision.currentTextChanged.connect(lambda v: self._set_engine("precision", v))
         form.addRow("Precision", self.precision)
+        self.subpixel = QCheckBox("Sub-pixel refinement")
+        self.subpixel.setToolTip(
+            "Continuous and selective modes: re-measure each pixel's position between the network's "
+            "planes by local matching (more precise, slower)"
+        )
+        self.subpixel.setChecked(s.subpixel)
+        self.subpixel.toggled.connect(lambda on: self._set_engine("subpixel", bool(on)))
+        form.addRow("", self.subpixel)
         self.runtime = _combo(RUNTIMES, s.runtime)
         self.runtime.currentTextChanged.connect(lambda v: self._set_engine("runtime", v))
         form.addRow("Runtime", self.runtime)

@@ -214,6 +214,7 @@ class MainWindow(QMainWindow):
             device=s.device,
             precision=s.precision,
             runtime=s.runtime,
+            subpixel=s.subpixel,
             progress=self.controller.progress.emit,  # TensorRT builds report from the worker
         )
 

@@ -41,6 +41,7 @@ class Settings:
     weights: str = ""
     device: str = "cpu"
     precision: str = "fp32"
+    subpixel: bool = True  # Bi3D continuous/selective: sub-pixel matching refinement of the readout
     runtime: str = "auto"
     colormap: str = "turbo"
     auto_range: bool = True

@@ -223,6 +223,10 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         c.spacing.setCurrentText("depth")
     assert engine.requests[-1].spacing is Spacing.DEPTH
+    # the sub-pixel refinement switch reaches the engine options
+    assert window.engine_options().subpixel is True
+    c.subpixel.setChecked(False)
+    assert window.settings.subpixel is False and window.engine_options().subpixel is False
     # switching the engine goes through the session and recomputes
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         c.engine.setCurrentText("sgbm")

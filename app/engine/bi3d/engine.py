@@ -29,6 +29,7 @@ from app.engine.bi3d.readout import (
     monotone_logits,
     normalized_to_disparity,
 )
+from app.engine.bi3d.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
 from app.engine.budget import CostModel
 from app.engine.decoding import (
     continuous_range,
@@ -77,9 +78,12 @@ class Bi3DEngine:
         shift_mode: str = "round",
         max_chunk_bytes: int | None = None,
         runtime: Runtime | RuntimeChain | None = None,
+        subpixel: SubpixelConfig | None = DEFAULT_SUBPIXEL,
     ) -> None:
         """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
-        None runs the model eagerly in torch."""
+        None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
+        per-plane readout in the continuous and selective modes (``bi3d.subpixel``); None
+        leaves the network's readout as it is."""
         if precision not in PRECISIONS:
             raise UserError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
         if shift_mode not in SHIFT_MODES:
@@ -93,6 +97,7 @@ class Bi3DEngine:
         self.backend = runtime
         self.precision = precision
         self.shift_mode = shift_mode
+        self.subpixel = subpixel
         # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
         # (measured: 171 ms/plane at 480x640 one at a time, 200-260 ms in batches of 4-16).
         default = (1 << 30) if self.device.type == "cuda" else (64 << 20)
@@ -135,7 +140,7 @@ class Bi3DEngine:
                     feats = self.backend.features(l_in, r_in)
                 with self._timed(timings, "planes"):
                     lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
-                result = self._readout(request, plan, feats, lowres, padder, timings)
+                result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
         timings["total"] = (time.perf_counter() - t0) * 1000
         fixed = timings["total"] - timings["planes"]
         self.costs.update(size, fixed, timings["planes"], len(plan.planes))
@@ -260,13 +265,14 @@ class Bi3DEngine:
         lowres: Tensor,
         padder: Padder,
         timings: dict[str, float],
+        images: tuple[np.ndarray, np.ndarray],
     ) -> DepthResult:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
             with self._timed(timings, "refine"):
                 probs = torch.sigmoid(self.backend.refine_planes(feats, lowres).float())
                 probs_np = padder.crop(probs)[0].cpu().numpy()
             return self._plane_result(request, plan, probs_np)
-        return self._dense_result(request, plan, feats, lowres, padder, timings)
+        return self._dense_result(request, plan, feats, lowres, padder, timings, images)
 
     def _plane_result(self, request: DepthRequest, plan: Plan, probs: np.ndarray) -> DepthResult:
         h, w = probs.shape[-2:]
@@ -285,6 +291,7 @@ class Bi3DEngine:
         lowres: Tensor,
         padder: Padder,
         timings: dict[str, float],
+        images: tuple[np.ndarray, np.ndarray],
     ) -> DepthResult:
         assert plan.span is not None
         first, last = plan.span
@@ -306,7 +313,13 @@ class Bi3DEngine:
             else:  # per-plane classifiers: the 0.5 crossing (see median_disparity)
                 planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
                 disp = median_disparity(logits, planes)
-            disparity = padder.crop(disp)[0, 0].cpu().numpy().astype(np.float32)
+        disp = padder.crop(disp)[0, 0]
+        if self.subpixel is not None and not self.model.has_disp_refine:
+            with self._timed(timings, "subpixel"):
+                left, right = (torch.from_numpy(im).to(disp.device) for im in images)
+                disp = refine_subpixel(left, right, disp, self.subpixel)
+        with self._timed(timings, "readout"):
+            disparity = disp.cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
         state = None
         if dense is not None and request.mode is Mode.SELECTIVE:

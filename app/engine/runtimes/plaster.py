@@ -99,8 +99,10 @@ def _row(
     dense = evaluate(result.disparity, gt)["dense"]
     dp, size_mb, joules = None, None, None
     if isinstance(engine, Bi3DEngine):
-        reference = Bi3DEngine(engine.model, engine.device.type).compute(left, right, accuracy)
-        dp = float(np.abs(reference.probabilities - result.probabilities).max())
+        reference = Bi3DEngine(engine.model, engine.device.type, subpixel=engine.subpixel)
+        dp = float(
+            np.abs(reference.compute(left, right, accuracy).probabilities - result.probabilities).max()
+        )
         fps, joules = throughput(engine, left, right, repeat)
         size_mb = size_on_disk_mb(engine)
     else:

@@ -288,7 +288,7 @@ class Trainer:
     def validate(self, scenes: list[tuple[Tensor, Tensor, Tensor]]) -> dict[str, float]:
         """Continuous-mode dense bad-2 and EPE, and binary accuracy at 12-48 px."""
         self.model.eval()
-        engine = Bi3DEngine(self.model, self.device.type)
+        engine = Bi3DEngine(self.model, self.device.type, subpixel=None)  # the network alone
         bad2, epe, agree = [], [], []
         for left, right, gt in scenes:
             lu, ru, g = to_uint8(left), to_uint8(right), gt.numpy()

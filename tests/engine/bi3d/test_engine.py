@@ -176,3 +176,26 @@ def test_bf16_autocast_agrees_with_fp32(pair) -> None:  # type: ignore[no-untype
     bf16 = Bi3DEngine(model, precision="bf16").compute(*pair, request)
     assert bf16.precision == "bf16"
     assert np.abs(fp32.probabilities - bf16.probabilities).mean() < 0.02
+
+
+def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import cv2
+
+    rng = np.random.default_rng(2)
+    base = cv2.GaussianBlur(rng.uniform(0, 255, (150, 300, 3)).astype(np.float32), (0, 0), 1.2)
+    left = base[:, 40:290].round().astype(np.uint8)
+    right = base[:, 46:296].round().astype(np.uint8)  # disparity 6 px everywhere
+    # whatever the random network reads out, say 7.4 px (within one plane of the truth)
+    monkeypatch.setattr(
+        "app.engine.bi3d.engine.median_disparity", lambda logits, planes: torch.full_like(logits[:, :1], 7.4)
+    )
+    torch.manual_seed(0)
+    model = Bi3DModel("binary", width=0.25)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    on = Bi3DEngine(model).compute(left, right, request)
+    off = Bi3DEngine(model, subpixel=None).compute(left, right, request)
+    assert "subpixel" in on.timings and "subpixel" not in off.timings
+    assert np.allclose(off.disparity, 7.4)
+    assert np.median(np.abs(on.disparity[10:-10, 20:-10] - 6.0)) < 0.2
+    binary = DepthRequest(mode=Mode.BINARY, planes=(12,))
+    assert "subpixel" not in Bi3DEngine(model).compute(left, right, binary).timings

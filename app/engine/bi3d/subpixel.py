@@ -1,0 +1,135 @@
+"""Sub-pixel refinement of the plane readout by local matching (no learned weights).
+
+Per-plane classifiers place each pixel between two planes 3 px apart, and the light model's
+plane logits live on a 1/6-resolution grid: its readout finds the right plane for most
+pixels but lands between planes only roughly (on the Middlebury demo, 21 % of pixels off by
+more than 3 px but 57 % by more than 1 px). This stage keeps the network's answer to "which
+planes" and re-measures "where between them" from the images, as classical pipelines do
+after their winner-takes-all step:
+
+1. around each pixel's readout ``d``, the zero-mean normalised cross-correlation (ZNCC, per
+   colour channel, averaged) of a ``window`` x ``window`` patch of the left image with the
+   right image shifted by ``round(d) + k`` px, for ``k`` in ``[-radius - 1, radius + 1]``
+   (every neighbour in the window is shifted by its own readout, so the patch follows the
+   network's surface rather than assuming a fronto-parallel one);
+2. the best ``k`` in ``[-radius, radius]`` and a parabola through it and its neighbours give
+   the sub-pixel position;
+3. it replaces the readout only where the left patch has texture (``min_std``), the
+   correlation is clear (``min_peak``) and the move stays within ``reach`` px (one plane
+   step): the network's plane decisions stand;
+4. a ``median`` x ``median`` median filter removes isolated moves.
+
+ZNCC ignores gain and offset differences between the cameras, so it runs on the 0-255
+images as they come. Choices (radius 2, window 11, colour, 5 x 5 median, texture gate) were
+made on 16 held-out synthetic scenes (``resources/models/README.md`` has the figures).
+Shapes: H x W x C images (the layout they arrive in), H x W disparity in pixels; any device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class SubpixelConfig:
+    radius: int = 2  # px searched either side of the rounded readout
+    window: int = 11  # correlation window (odd)
+    median: int = 5  # median filter afterwards (odd; 1 = none)
+    min_peak: float = 0.3  # ZNCC the best shift must reach
+    min_std: float = 2.55  # left-patch standard deviation needed, in 0-255 grey levels
+    reach: float = 3.0  # px the refined value may move from the readout
+
+
+DEFAULT_SUBPIXEL = SubpixelConfig()
+
+
+def box_mean(x: Tensor, size: int) -> Tensor:
+    """Mean over a size x size window of each channel of an H x W x C tensor, borders
+    reflected (OpenCV's BORDER_REFLECT_101). On the CPU OpenCV's running sums over all
+    channels at once (46 ms for 69 channels at 741 x 500 here, against 82-380 ms for the
+    torch formulations measured); on other devices separable depthwise convolutions."""
+    if x.device.type == "cpu":
+        out = cv2.boxFilter(
+            np.ascontiguousarray(x.numpy()), -1, (size, size), borderType=cv2.BORDER_REFLECT_101
+        )
+        return torch.from_numpy(out.reshape(x.shape))
+    return box_mean_torch(x, size)
+
+
+def box_mean_torch(x: Tensor, size: int) -> Tensor:
+    """``box_mean`` by separable depthwise convolutions (any device)."""
+    pad, c = size // 2, x.shape[-1]
+    y = x.permute(2, 0, 1).unsqueeze(0)
+    row = y.new_full((c, 1, 1, size), 1.0 / size)
+    y = F.conv2d(F.pad(y, (pad, pad, 0, 0), mode="reflect"), row, groups=c)
+    y = F.conv2d(F.pad(y, (0, 0, pad, pad), mode="reflect"), row.view(c, 1, size, 1), groups=c)
+    return y[0].permute(1, 2, 0)
+
+
+def median_filter(x: Tensor, size: int) -> Tensor:
+    """size x size median of an H x W map, borders replicated."""
+    if size <= 1:
+        return x
+    if x.device.type == "cpu" and size <= 5:  # OpenCV's float median takes 3 and 5
+        return torch.from_numpy(cv2.medianBlur(np.ascontiguousarray(x.numpy()), size))
+    return median_filter_torch(x, size)
+
+
+def median_filter_torch(x: Tensor, size: int) -> Tensor:
+    """``median_filter`` by unfolding the windows (any device, any odd size)."""
+    h, w = x.shape
+    pad = size // 2
+    patches = F.unfold(F.pad(x.view(1, 1, h, w), (pad, pad, pad, pad), mode="replicate"), size)
+    return patches.median(dim=1).values.view(h, w)
+
+
+def refine_subpixel(
+    left: Tensor, right: Tensor, disparity: Tensor, config: SubpixelConfig | None = None
+) -> Tensor:
+    """H x W x C images (any affine scale), H x W disparity (px) -> refined H x W disparity."""
+    cfg = config or DEFAULT_SUBPIXEL
+    left, right, disparity = left.float(), right.float(), disparity.float()
+    h, w, c = left.shape
+    n = 2 * cfg.radius + 3  # shifts k = -radius - 1 .. radius + 1
+    base = disparity.round()
+    cols = torch.arange(w, device=left.device, dtype=torch.float32).view(1, w, 1)
+    offsets = torch.arange(-cfg.radius - 1, cfg.radius + 2, device=left.device, dtype=torch.float32)
+    source = cols - (base.unsqueeze(2) + offsets)  # H x W x n: column read in the right image
+    inside = source >= 0
+    index = source.clamp(0, w - 1).long()
+    # window sums of left, left^2, then for every shift (each pixel shifted by its own readout)
+    # right, right^2 and left * right: one H x W x (2 + 3n)C buffer, box-filtered in one call
+    k = n * c
+    stats = torch.empty(h, w, 2 * c + 3 * k, device=left.device)
+    stats[..., :c] = left
+    torch.mul(left, left, out=stats[..., c : 2 * c])
+    moved = stats[..., 2 * c : 2 * c + k].view(h, w, n, c)
+    moved.copy_(torch.gather(right.unsqueeze(2).expand(h, w, n, c), 1, index.unsqueeze(3).expand(h, w, n, c)))
+    torch.mul(moved, moved, out=stats[..., 2 * c + k : 2 * c + 2 * k].view(h, w, n, c))
+    torch.mul(moved, left.unsqueeze(2), out=stats[..., 2 * c + 2 * k :].view(h, w, n, c))
+    stats = box_mean(stats, cfg.window)
+    mu_l, var_l = stats[..., :c], stats[..., c : 2 * c]
+    mu_r, var_r, cov = (stats[..., 2 * c + i * k : 2 * c + (i + 1) * k].view(h, w, n, c) for i in range(3))
+    var_l.addcmul_(mu_l, mu_l, value=-1).clamp_min_(1e-6)  # in place: these buffers are large
+    var_r.addcmul_(mu_r, mu_r, value=-1).clamp_min_(1e-6)
+    cov.addcmul_(mu_r, mu_l.unsqueeze(2), value=-1)
+    zncc = cov.mul_(var_r.mul_(var_l.unsqueeze(2)).rsqrt_()).mean(3)  # H x W x n
+    zncc = torch.where(inside, zncc, torch.full_like(zncc, -1.0))
+    best = zncc[..., 1:-1].argmax(2, keepdim=True) + 1
+    peak = zncc.gather(2, best)
+    before, after = zncc.gather(2, best - 1), zncc.gather(2, best + 1)
+    curvature = before - 2 * peak + after
+    vertex = torch.where(
+        curvature < -1e-6, 0.5 * (before - after) / curvature.clamp(max=-1e-6), torch.zeros_like(peak)
+    )
+    refined = (base.unsqueeze(2) + (best - cfg.radius - 1).float() + vertex.clamp(-0.5, 0.5))[..., 0]
+    texture = var_l.mean(2).sqrt() > cfg.min_std
+    keep = texture & (peak[..., 0] > cfg.min_peak) & ((refined - disparity).abs() <= cfg.reach)
+    out = median_filter(torch.where(keep, refined, disparity), cfg.median)
+    return torch.where((out - disparity).abs() <= cfg.reach, out, disparity)

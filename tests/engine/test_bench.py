@@ -8,7 +8,8 @@ import numpy as np
 
 from app.engine import bench
 from app.engine.engines import EngineOptions
-from app.engine.types import DepthRequest, DepthResult, Mode
+from app.engine.types import DepthRequest, DepthResult
+from tests.engine.fake_results import empty_result
 
 
 class _Recorder:
@@ -17,18 +18,7 @@ class _Recorder:
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         self.calls.append(f"{self.name}-{self.precision}")
-        h, w = left.shape[:2]
-        return DepthResult(
-            disparity=np.zeros((h, w), np.float32),
-            probabilities=np.zeros((1, h, w), np.float32),
-            planes=np.zeros(1, np.float32),
-            mode=Mode.BINARY,
-            engine=self.name,
-            device="cpu",
-            runtime="fake",
-            precision=self.precision,
-            timings={"total": 1.0},
-        )
+        return empty_result(left, self.name, runtime="fake", precision=self.precision, timings={"total": 1.0})
 
 
 def test_engines_are_timed_in_alternating_rounds(monkeypatch) -> None:  # type: ignore[no-untyped-def]

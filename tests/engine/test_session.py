@@ -7,28 +7,22 @@ import numpy as np
 from app.engine.engines import EngineOptions
 from app.engine.session import Session
 from app.engine.types import DepthRequest, DepthResult, Mode, StereoPair
+from tests.engine.fake_results import empty_result
 
 
 class _TimedEngine:
     name = "bi3d"
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
-        h, w = left.shape[:2]
-        return DepthResult(
-            disparity=np.zeros((h, w), np.float32),
-            probabilities=np.zeros((1, h, w), np.float32),
-            planes=np.zeros(1, np.float32),
-            mode=request.mode,
-            engine=self.name,
-            timings={
-                "features": 1.0,
-                "planes": 2.0,
-                "refine": 3.0,
-                "readout": 4.0,
-                "subpixel": 5.0,
-                "total": 15.0,
-            },
-        )
+        stages = {
+            "features": 1.0,
+            "planes": 2.0,
+            "refine": 3.0,
+            "readout": 4.0,
+            "subpixel": 5.0,
+            "total": 15.0,
+        }
+        return empty_result(left, self.name, request.mode, timings=stages)
 
 
 def test_the_refine_entry_adds_up_every_stage_after_the_planes() -> None:

@@ -89,12 +89,40 @@ def median_filter_torch(x: Tensor, size: int) -> Tensor:
     return patches.median(dim=1).values.view(h, w)
 
 
+BAND_BYTES = 64 << 20  # working buffer per band of rows
+
+
 def refine_subpixel(
-    left: Tensor, right: Tensor, disparity: Tensor, config: SubpixelConfig | None = None
+    left: Tensor,
+    right: Tensor,
+    disparity: Tensor,
+    config: SubpixelConfig | None = None,
+    band_rows: int | None = None,
 ) -> Tensor:
-    """H x W x C images (any affine scale), H x W disparity (px) -> refined H x W disparity."""
+    """H x W x C 0-255 images, H x W disparity (px) -> refined H x W disparity.
+
+    Works in bands of rows (``band_rows``; by default as many as fit ``BAND_BYTES`` of
+    buffers) with enough overlap that the result is the same as in one piece: a 4K frame
+    would otherwise need gigabytes.
+    """
     cfg = config or DEFAULT_SUBPIXEL
-    left, right, disparity = left.float(), right.float(), disparity.float()
+    h, w, c = left.shape
+    n = 2 * cfg.radius + 3
+    if band_rows is None:
+        band_rows = max(32, BAND_BYTES // (4 * w * (2 + 3 * n) * c))
+    halo = cfg.window // 2 + cfg.median // 2  # rows a band's edge influences
+    if h <= band_rows:
+        return _refine(left.float(), right.float(), disparity.float(), cfg)
+    out = []
+    for top in range(0, h, band_rows):
+        bottom = min(h, top + band_rows)
+        lo, hi = max(0, top - halo), min(h, bottom + halo)
+        band = _refine(left[lo:hi].float(), right[lo:hi].float(), disparity[lo:hi].float(), cfg)
+        out.append(band[top - lo : top - lo + bottom - top])
+    return torch.cat(out, 0)
+
+
+def _refine(left: Tensor, right: Tensor, disparity: Tensor, cfg: SubpixelConfig) -> Tensor:
     h, w, c = left.shape
     n = 2 * cfg.radius + 3  # shifts k = -radius - 1 .. radius + 1
     base = disparity.round()

@@ -59,3 +59,11 @@ def test_cpu_shortcuts_match_the_device_agnostic_paths() -> None:
     torch.testing.assert_close(box_mean(x, 11), box_mean_torch(x, 11), atol=1e-5, rtol=0)
     d = torch.from_numpy(rng.uniform(0, 60, (40, 57)).astype(np.float32))
     assert torch.equal(median_filter(d, 5), median_filter_torch(d, 5))
+
+
+def test_bands_of_rows_give_the_same_result_as_one_piece() -> None:
+    left, right = _shifted_pair(7.4, size=(100, 160))
+    rng = np.random.default_rng(4)
+    readout = torch.from_numpy(rng.uniform(5.5, 9.0, (100, 160)).astype(np.float32))
+    whole = refine_subpixel(left, right, readout, band_rows=1000)
+    assert torch.equal(refine_subpixel(left, right, readout, band_rows=17), whole)

@@ -111,15 +111,16 @@ def refine_subpixel(
     if band_rows is None:
         band_rows = max(32, BAND_BYTES // (4 * w * (2 + 3 * n) * c))
     halo = cfg.window // 2 + cfg.median // 2  # rows a band's edge influences
-    if h <= band_rows:
-        return _refine(left.float(), right.float(), disparity.float(), cfg)
     out = []
-    for top in range(0, h, band_rows):
-        bottom = min(h, top + band_rows)
-        lo, hi = max(0, top - halo), min(h, bottom + halo)
-        band = _refine(left[lo:hi].float(), right[lo:hi].float(), disparity[lo:hi].float(), cfg)
-        out.append(band[top - lo : top - lo + bottom - top])
-    return torch.cat(out, 0)
+    # fp32 throughout: under an engine's fp16/bf16 autocast the convolutions of the box means
+    # would lose the variances (a difference of two large, nearly equal sums)
+    with torch.autocast(left.device.type, enabled=False):
+        for top in range(0, h, band_rows):
+            bottom = min(h, top + band_rows)
+            lo, hi = max(0, top - halo), min(h, bottom + halo)
+            band = _refine(left[lo:hi].float(), right[lo:hi].float(), disparity[lo:hi].float(), cfg)
+            out.append(band[top - lo : top - lo + bottom - top])
+    return out[0] if len(out) == 1 else torch.cat(out, 0)
 
 
 def _refine(left: Tensor, right: Tensor, disparity: Tensor, cfg: SubpixelConfig) -> Tensor:

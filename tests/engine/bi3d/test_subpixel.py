@@ -67,3 +67,14 @@ def test_bands_of_rows_give_the_same_result_as_one_piece() -> None:
     readout = torch.from_numpy(rng.uniform(5.5, 9.0, (100, 160)).astype(np.float32))
     whole = refine_subpixel(left, right, readout, band_rows=1000)
     assert torch.equal(refine_subpixel(left, right, readout, band_rows=17), whole)
+
+
+def test_autocast_of_the_engine_does_not_reach_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the device path (convolutions, which autocast would run in bf16), here on the CPU
+    monkeypatch.setattr("app.engine.bi3d.subpixel.box_mean", box_mean_torch)
+    left, right = _shifted_pair(7.4, size=(60, 120))
+    readout = torch.full(left.shape[:2], 6.0)
+    plain = refine_subpixel(left, right, readout)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert box_mean_torch(left, 11).dtype == torch.bfloat16  # what the guard keeps out
+        assert torch.equal(refine_subpixel(left, right, readout), plain)

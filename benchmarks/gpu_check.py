@@ -165,6 +165,7 @@ def checks(report: Report, models: dict[str, Any]) -> None:
             }
             report.save()
     left, right = textured_pair(*SIZE)
+    subpixel(report, left, right)
     results: dict[str, Any] = {}
     for precision in ("fp32", "bf16", "fp16") if DEVICE == "cuda" else ("fp32", "bf16"):
         binary = make_engine(models["binary"], precision, False).compute(
@@ -185,6 +186,33 @@ def checks(report: Report, models: dict[str, Any]) -> None:
             "pass": agree >= 0.995 and within >= 0.99,
         }
         report.save()
+
+
+def subpixel(report: Report, left: Any, right: Any) -> None:
+    """The continuous readout's sub-pixel refinement on this device (its depthwise-convolution
+    path off the CPU): from a readout 1.4 px off, it should find the pair's 12 px shift."""
+    import torch
+
+    from app.engine.bi3d.subpixel import refine_subpixel
+
+    device = torch.device(DEVICE)
+    lt, rt = (torch.from_numpy(x).to(device) for x in (left, right))
+    readout = torch.full(left.shape[:2], 10.6, device=device)
+    refine_subpixel(lt, rt, readout)  # warm-up
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    refined = refine_subpixel(lt, rt, readout)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) * 1000
+    error = float((refined[:, 40:] - 12.0).abs().median())
+    report.data["checks"][f"subpixel_{device.type}"] = {
+        "median_error_px": error,
+        "ms": ms,
+        "pass": error < 0.3,
+    }
+    report.save()
 
 
 def timings(report: Report, models: dict[str, Any], start: float) -> None:

@@ -14,7 +14,7 @@ from app.engine.assets import resource_path
 from app.engine.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import Session
-from app.ui.main_window import MainWindow
+from app.ui.main_window import MainWindow, engine_options
 from app.ui.settings import Settings, load_settings
 from app.ui.work import demo_pair_spec
 
@@ -24,17 +24,6 @@ def app_icon() -> QIcon:
     for png in sorted(resource_path("icons").glob("*.png")):
         icon.addFile(str(png))
     return icon
-
-
-def engine_options(settings: Settings) -> EngineOptions:
-    return EngineOptions(
-        engine=None if settings.engine == "auto" else settings.engine,
-        weights=Path(settings.weights) if settings.weights else None,
-        device=settings.device,
-        precision=settings.precision,
-        runtime=settings.runtime,
-        subpixel=settings.subpixel,
-    )
 
 
 def build_session(settings: Settings) -> tuple[Session, str | None]:

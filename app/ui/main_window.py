@@ -37,6 +37,19 @@ from app.ui.views import DepthPane, ImagePane
 SourceOpener = Callable[[str], FrameSource]
 
 
+def engine_options(settings: Settings, base: EngineOptions | None = None) -> EngineOptions:
+    """The engine fields the window's controls set, over ``base`` (its other fields kept)."""
+    return dataclasses.replace(
+        base or EngineOptions(),
+        engine=None if settings.engine == "auto" else settings.engine,
+        weights=Path(settings.weights) if settings.weights else None,
+        device=settings.device,
+        precision=settings.precision,
+        runtime=settings.runtime,
+        subpixel=settings.subpixel,
+    )
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -206,15 +219,8 @@ class MainWindow(QMainWindow):
 
     # ---- engine, flow, display ------------------------------------------------------------------
     def engine_options(self) -> EngineOptions:
-        s = self.settings
         return dataclasses.replace(
-            self.session.options,
-            engine=None if s.engine == "auto" else s.engine,
-            weights=Path(s.weights) if s.weights else None,
-            device=s.device,
-            precision=s.precision,
-            runtime=s.runtime,
-            subpixel=s.subpixel,
+            engine_options(self.settings, self.session.options),
             progress=self.controller.progress.emit,  # TensorRT builds report from the worker
         )
 

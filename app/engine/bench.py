@@ -72,30 +72,35 @@ def variants(
     return [(rt, p) for rt in (runtimes or [options.runtime]) for p in (precisions or [options.precision])]
 
 
-def time_engine(
-    engine: Any, left: np.ndarray, right: np.ndarray, request: DepthRequest, warmup: int, repeat: int
-) -> tuple[list[float], list[dict[str, float]], Any]:
-    for _ in range(warmup):
-        result = engine.compute(left, right, request)
-    times, stages = [], []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = engine.compute(left, right, request)
-        times.append((time.perf_counter() - t0) * 1000)
-        stages.append(result.timings)
-    return times, stages, result
-
-
 @dataclass
-class _Job:
-    name: str
-    mode: str
-    model_width: float | None
+class _Timing:
+    """One engine on one request: its timed calls and the last result."""
+
     engine: Any
     request: DepthRequest
     times: list[float] = field(default_factory=list)
     stages: list[dict[str, float]] = field(default_factory=list)
     result: Any = None
+
+    def warm_up(self, left: np.ndarray, right: np.ndarray, count: int) -> None:
+        for _ in range(count):
+            self.result = self.engine.compute(left, right, self.request)
+
+    def run(self, left: np.ndarray, right: np.ndarray) -> None:
+        t0 = time.perf_counter()
+        self.result = self.engine.compute(left, right, self.request)
+        self.times.append((time.perf_counter() - t0) * 1000)
+        self.stages.append(self.result.timings)
+
+
+def time_engine(
+    engine: Any, left: np.ndarray, right: np.ndarray, request: DepthRequest, warmup: int, repeat: int
+) -> tuple[list[float], list[dict[str, float]], Any]:
+    timing = _Timing(engine, request)
+    timing.warm_up(left, right, warmup)
+    for _ in range(repeat):
+        timing.run(left, right)
+    return timing.times, timing.stages, timing.result
 
 
 def run_bench(
@@ -121,7 +126,7 @@ def run_bench(
     names = list(dict.fromkeys([*engines, "sgbm"]))  # the baseline is always measured
     for height, width in sizes:
         left, right = bench_images(height, width)
-        jobs: list[_Job] = []
+        jobs: list[tuple[str, str, float | None, _Timing]] = []
         for name in names:
             for model_width in widths if name == "bi3d" else [None]:
                 for runtime, precision in variants(name, options, runtimes, precisions):
@@ -135,20 +140,14 @@ def run_bench(
                         counts = counts[:1] if mode == "continuous" else counts
                         for count in counts:
                             request = bench_request(mode, count, max_disparity)
-                            jobs.append(_Job(name, mode, model_width, engine, request))
-        for job in jobs:
-            for _ in range(warmup):
-                job.result = job.engine.compute(left, right, job.request)
+                            jobs.append((name, mode, model_width, _Timing(engine, request)))
+        for *_, timing in jobs:
+            timing.warm_up(left, right, warmup)
         for _ in range(repeat):
-            for job in jobs:
-                t0 = time.perf_counter()
-                job.result = job.engine.compute(left, right, job.request)
-                job.times.append((time.perf_counter() - t0) * 1000)
-                job.stages.append(job.result.timings)
-        for job in jobs:
-            records.append(
-                _record(job.name, job.mode, job.result, height, width, job.times, job.stages, job.model_width)
-            )
+            for *_, timing in jobs:
+                timing.run(left, right)
+        for name, mode, model_width, t in jobs:
+            records.append(_record(name, mode, t.result, height, width, t.times, t.stages, model_width))
     return records
 
 

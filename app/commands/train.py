@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         val_count=args.val_count,
         save_every=args.save_every,
         continuous_window=args.window,
+        plane_step=args.plane_step,
     )
     result = train(cfg)
     print("\n" + json.dumps({k: round(v, 4) for k, v in result.items()}))
@@ -63,6 +64,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--crop", type=parse_size, default=(192, 384), help="HEIGHTxWIDTH, multiples of 96")
     p.add_argument("--batch", type=int, default=4, help="samples per step and process")
     p.add_argument("--planes", type=int, default=8, help="planes per sample (binary kinds)")
+    p.add_argument(
+        "--plane-step",
+        type=int,
+        default=3,
+        choices=[1, 3],
+        help="binary kinds: train planes every 3 px (whole feature columns, as published) or every "
+        "1 px (also the fractional shifts that planes between columns use)",
+    )
     p.add_argument("--window", type=int, default=17, help="contiguous planes per sample (continuous kinds)")
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--lr", type=float, default=1e-3)

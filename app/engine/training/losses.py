@@ -16,19 +16,26 @@ from torch import Tensor
 PLANE_STEP = 3
 
 
-def sample_planes(gt: Tensor, count: int, max_disparity: int, g: torch.Generator) -> Tensor:
-    """``count`` distinct planes (px, multiples of 3, ascending), half of them near the
-    ground truth of random pixels, where the classification is hard."""
-    top = max_disparity // PLANE_STEP
+def sample_planes(
+    gt: Tensor, count: int, max_disparity: int, g: torch.Generator, step: int = PLANE_STEP
+) -> Tensor:
+    """``count`` distinct planes (px, multiples of ``step``, ascending), drawn from ``count // 2``
+    planes near the ground truth of random pixels (where the classification is hard) and
+    ``2 * count`` uniform ones, of which a random subset is kept: near planes come about twice
+    as often as chance would have them (not half of all planes).
+
+    ``step`` 3 keeps to whole feature columns (the published models' planes); ``step`` 1 also
+    trains the fractional shifts that planes between the columns need (the light model)."""
+    top = max_disparity // step
     valid = gt[torch.isfinite(gt)]
     near = count // 2 if valid.numel() else 0
     idx = torch.randint(0, max(valid.numel(), 1), (near,), generator=g)
-    jitter = torch.randn(near, generator=g) * 2.0
-    near_ids = ((valid[idx].cpu() / PLANE_STEP) + jitter).round() if near else torch.empty(0)
+    jitter = torch.randn(near, generator=g) * (2.0 * PLANE_STEP / step)  # about 6 px either way
+    near_ids = ((valid[idx].cpu() / step) + jitter).round() if near else torch.empty(0)
     uniform_ids = torch.randint(0, top + 1, (count * 2,), generator=g).float()
     ids = torch.cat([near_ids, uniform_ids]).clamp(0, top).unique()
     ids = ids[torch.randperm(ids.numel(), generator=g)][:count]
-    return (ids.sort().values * PLANE_STEP).float()
+    return (ids.sort().values * step).float()
 
 
 def soft_targets(gt: Tensor, planes: Tensor, tau: float) -> tuple[Tensor, Tensor]:

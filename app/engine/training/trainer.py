@@ -73,6 +73,10 @@ class TrainConfig:
     log_every: int = 20
     save_every: int = 200
     continuous_window: int = 17  # planes per continuous-kind sample (16k + 1 for the 3D kind)
+    # binary kinds: planes every `plane_step` px: 3 keeps to whole feature columns (as the
+    # bundled and published models were trained); 1 also trains the fractional shifts that
+    # planes between columns use (tried for the light model: no better on held-out scenes)
+    plane_step: int = FEATURE_STRIDE
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -81,6 +85,8 @@ class TrainConfig:
             raise UserError(f"crop {self.crop[1]}x{self.crop[0]} must be multiples of 96 in both sides")
         if self.batch < 1 or self.planes < 1 or self.steps < 1:
             raise UserError("batch, planes and steps must be positive")
+        if self.plane_step not in (1, FEATURE_STRIDE):
+            raise UserError(f"--plane-step {self.plane_step} is not supported; use 1 or 3")
 
 
 class TrainingForward(nn.Module):
@@ -241,7 +247,7 @@ class Trainer:
         if self.model.has_disp_refine:
             planes = self._window(gt)
         else:
-            planes = sample_planes(gt, cfg.planes, cfg.max_disparity, self.gen)
+            planes = sample_planes(gt, cfg.planes, cfg.max_disparity, self.gen, cfg.plane_step)
         if self.dist.world > 1:  # every rank must sweep the same planes
             planes = planes.to(self.device)
             dist.broadcast(planes, 0)
@@ -286,9 +292,14 @@ class Trainer:
 
     # ---- validation, saving, the loop --------------------------------------------------
     def validate(self, scenes: list[tuple[Tensor, Tensor, Tensor]]) -> dict[str, float]:
-        """Continuous-mode dense bad-2 and EPE, and binary accuracy at 12-48 px."""
+        """Continuous-mode dense bad-2 and EPE, and binary accuracy at four planes (12-48 px;
+        11-46 px, between feature columns, when training planes every pixel)."""
         self.model.eval()
-        engine = Bi3DEngine(self.model, self.device.type, subpixel=None)  # the network alone
+        exact = self.cfg.plane_step == 1
+        shift_mode = "interpolate" if exact else "round"
+        # the network alone: no sub-pixel refinement
+        engine = Bi3DEngine(self.model, self.device.type, shift_mode=shift_mode, subpixel=None)
+        binary_planes = (11, 23, 34, 46) if exact else (12, 24, 36, 48)
         bad2, epe, agree = [], [], []
         for left, right, gt in scenes:
             lu, ru, g = to_uint8(left), to_uint8(right), gt.numpy()
@@ -298,7 +309,7 @@ class Trainer:
             m = evaluate(res.disparity, g)["dense"]
             bad2.append(m.bad2)
             epe.append(m.epe)
-            q = engine.compute(lu, ru, DepthRequest(mode=Mode.QUANTIZED, planes=(12, 24, 36, 48)))
+            q = engine.compute(lu, ru, DepthRequest(mode=Mode.QUANTIZED, planes=binary_planes))
             agree.append(float(((q.probabilities > 0.5) == (g[None] > q.planes[:, None, None])).mean()))
         self.model.train()
         return {

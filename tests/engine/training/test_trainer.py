@@ -52,6 +52,18 @@ def test_loss_functions() -> None:
     assert torch.all(p % 3 == 0) and torch.all(p[1:] > p[:-1]) and len(p) == 6
 
 
+def test_light_model_trains_planes_between_feature_columns(tmp_path: Path) -> None:
+    gt = torch.full((1, 8, 8), 61.0)
+    g = torch.Generator().manual_seed(0)
+    planes = torch.cat([sample_planes(gt, 8, 192, g, step=1) for _ in range(20)])
+    assert torch.all(planes == planes.round()) and (planes % 3 != 0).float().mean() > 0.5
+    near = (planes - 61).abs() <= 12
+    assert near.float().mean() > 1.5 * 25 / 193  # near the ground truth more often than by chance
+    assert _cfg(tmp_path).plane_step == 3  # the recipe of the bundled model
+    with pytest.raises(UserError, match="plane-step 2"):
+        _cfg(tmp_path, plane_step=2)
+
+
 def test_train_saves_logs_and_resumes(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     result = train(cfg)

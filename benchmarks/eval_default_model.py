@@ -1,6 +1,6 @@
 """Figures for resources/models/README.md: the bundled model on the demo pair against SGBM.
 
-python benchmarks/eval_default_model.py [WEIGHTS] [--json FILE]
+python benchmarks/eval_default_model.py [WEIGHTS] [--precision auto|fp32|bf16] [--json FILE]
 
 Prints continuous-mode metrics (dense and valid-only) for Bi3D and SGBM in the same run, and
 the agreement of binary masks with the ground truth at 10, 20, 30 and 40 px on valid pixels.
@@ -31,9 +31,10 @@ PLANES = (10, 20, 30, 40)
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("weights", nargs="?", default=str(default_weights() or ""))
+    p.add_argument("--precision", default="auto", help="auto (the app's default), fp32 or bf16")
     p.add_argument("--json")
     args = p.parse_args()
-    options = EngineOptions(weights=Path(args.weights), runtime="torch")
+    options = EngineOptions(weights=Path(args.weights), runtime="torch", precision=args.precision)
     scenes = find_scenes(demo_scene())
     rows = evaluate_scenes(scenes, ["bi3d", "sgbm"], options)
     print(eval_table(rows))
@@ -51,9 +52,13 @@ def main() -> int:
         "binary agreement with ground truth on valid pixels: "
         + ", ".join(f"{p} px {a:.3f}" for p, a in agreement.items())
     )
-    print(f"engine: {reason}")
+    print(f"engine: {reason}; precision {getattr(engine, 'precision', '-')}")
     if args.json:
-        out = {"eval": [r.to_json() for r in rows], "binary_agreement": agreement}
+        out = {
+            "precision": getattr(engine, "precision", None),
+            "eval": [r.to_json() for r in rows],
+            "binary_agreement": agreement,
+        }
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0
 

@@ -102,9 +102,10 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument(
         "--precision",
-        default="fp32",
-        choices=["fp32", "tf32", "bf16", "fp16"],
-        help="Bi3D precision (tf32 and fp16 need CUDA; onnxruntime runs fp32 only)",
+        default="auto",
+        choices=["auto", "fp32", "tf32", "bf16", "fp16"],
+        help="Bi3D precision (auto: bf16 on a CPU with native bf16, else fp32; tf32 and fp16 need "
+        "CUDA; onnxruntime runs fp32 only)",
     )
     p.add_argument(
         "--runtime",
@@ -120,9 +121,10 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--shift-mode",
-        default="round",
-        choices=["round", "interpolate"],
-        help="planes off the 3 px grid: round to it (published) or interpolate features",
+        default="auto",
+        choices=["auto", "round", "interpolate"],
+        help="planes off the 3 px grid: round to it (published models), or answer them exactly by "
+        "interpolating features (auto: exact for the light model, which answers them as well)",
     )
     p.add_argument(
         "--no-subpixel",

@@ -11,7 +11,7 @@ import numpy as np
 
 from app.engine.assets import default_weights
 from app.engine.bi3d.checkpoint import load_model
-from app.engine.bi3d.engine import Bi3DEngine, resolve_device
+from app.engine.bi3d.engine import Bi3DEngine, resolve_device, resolve_precision
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import SweepModel
 from app.engine.bi3d.subpixel import DEFAULT_SUBPIXEL
@@ -35,8 +35,8 @@ class EngineOptions:
     engine: str | None = None  # None: Bi3D with the bundled model if there is one, else SGBM
     weights: Path | None = None
     device: str = "cpu"
-    precision: str = "fp32"
-    shift_mode: str = "round"
+    precision: str = "auto"  # bf16 on CPUs with native bf16, else fp32 (bi3d.engine.resolve_precision)
+    shift_mode: str = "auto"
     width: float | None = None  # random-initialised Bi3D of this width (benchmarks only)
     sgbm: SGBMParams = field(default_factory=SGBMParams)
     runtime: str = "auto"  # auto, torch, onnxruntime or tensorrt (see app.engine.runtimes)
@@ -78,15 +78,14 @@ def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEng
 def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
     """A Bi3D engine on the runtime the options ask for (opened at its first frame)."""
     device = resolve_device(options.device)
+    precision = resolve_precision(options.precision, device, model, options.runtime)
     chain = open_runtime(
         model,
         options.runtime,
         device,
-        options.precision,
+        precision,
         options.cuda_graphs,
         options.progress or stderr_report,
     )
     subpixel = DEFAULT_SUBPIXEL if options.subpixel else None
-    return Bi3DEngine(
-        model, options.device, options.precision, options.shift_mode, runtime=chain, subpixel=subpixel
-    )
+    return Bi3DEngine(model, options.device, precision, options.shift_mode, runtime=chain, subpixel=subpixel)

@@ -19,7 +19,7 @@ from app.engine.types import Mode, Spacing
 
 ENGINE_CHOICES = ("auto", "bi3d", "sgbm")
 DEVICES = ("cpu", "cuda")
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
 RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
 FLOW_CHOICES = ("off", "auto", "dis", "farneback", "nvof")
 FLOW_VIEWS = ("colour", "arrows")  # colour wheel coding, or arrows over the left image
@@ -40,7 +40,7 @@ class Settings:
     compare: bool = False
     weights: str = ""
     device: str = "cpu"
-    precision: str = "fp32"
+    precision: str = "auto"  # bf16 on CPUs with native bf16, else fp32
     subpixel: bool = True  # Bi3D continuous/selective: sub-pixel matching refinement of the readout
     runtime: str = "auto"
     colormap: str = "turbo"

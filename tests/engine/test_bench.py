@@ -29,7 +29,7 @@ def test_engines_are_timed_in_alternating_rounds(monkeypatch) -> None:  # type: 
 
     monkeypatch.setattr(bench, "build_engine", build)
     records = bench.run_bench(
-        ["bi3d"], ["binary"], [1], [(96, 192)], EngineOptions(), [None],
+        ["bi3d"], ["binary"], [1], [(96, 192)], EngineOptions(precision="fp32"), [None],
         repeat=3, warmup=1, precisions=["fp32", "bf16"],
     )  # fmt: skip
     timed = calls[3:]  # after one warm-up call each

@@ -4,8 +4,10 @@ Features are computed once per frame; planes go through SegNet in memory-bounded
 chunks. Both passes, and the readout stages, run through a runtime (``app.engine.runtimes``:
 torch, ONNX Runtime or TensorRT); a runtime that fails on a frame hands the frame to the
 next one. Planes that are not multiples of 3 px are rounded to the nearest multiple
-of 3 (as published) unless ``shift_mode="interpolate"``, which blends the right
-features between the two neighbouring feature columns instead.
+of 3 (as published) with ``shift_mode="round"``, or answered at the plane asked for with
+``shift_mode="interpolate"``, which blends the right features between the two neighbouring
+feature columns. ``"auto"`` (the default) interpolates for models trained on such planes
+(``SweepModel.exact_planes``: the light model) and rounds for the published ones.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -45,7 +48,43 @@ from app.engine.runtimes.torch_runtime import TorchRuntime
 from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
 
 PRECISIONS = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-SHIFT_MODES = ("round", "interpolate")
+SHIFT_MODES = ("auto", "round", "interpolate")
+
+
+def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU computes bf16 natively (x86 AVX512-BF16 or AMX, Arm BF16); Linux only.
+
+    Elsewhere bf16 is emulated and slower than fp32, so ``auto`` precision stays fp32."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return False
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            flags = set(value.split())
+            return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return False
+
+
+def resolve_precision(
+    precision: str, device: torch.device, model: SweepModel | None = None, runtime: str = "torch"
+) -> str:
+    """``auto``: bf16 for a model validated in bf16 (``SweepModel.cpu_bf16``: the light model) on
+    a CPU with native bf16, through torch (measured there: one plane about 0.7x the fp32
+    time); fp32 otherwise (published models reproduce their references in fp32; ONNX Runtime
+    runs fp32 only). Other names pass through."""
+    if precision != "auto":
+        return precision
+    bf16 = (
+        device.type == "cpu"
+        and runtime in ("torch", "auto")
+        and model is not None
+        and model.cpu_bf16
+        and cpu_has_native_bf16()
+    )
+    return "bf16" if bf16 else "fp32"
 
 
 def resolve_device(name: str) -> torch.device:
@@ -75,7 +114,7 @@ class Bi3DEngine:
         model: SweepModel,
         device: str = "cpu",
         precision: str = "fp32",
-        shift_mode: str = "round",
+        shift_mode: str = "auto",
         max_chunk_bytes: int | None = None,
         runtime: Runtime | RuntimeChain | None = None,
         subpixel: SubpixelConfig | None = DEFAULT_SUBPIXEL,
@@ -84,11 +123,12 @@ class Bi3DEngine:
         None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
         per-plane readout in the continuous and selective modes (``bi3d.subpixel``); None
         leaves the network's readout as it is."""
-        if precision not in PRECISIONS:
-            raise UserError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
-        if shift_mode not in SHIFT_MODES:
-            raise UserError(f"unknown plane shift mode {shift_mode!r}; use round or interpolate")
         self.device = resolve_device(device)
+        precision = resolve_precision(precision, self.device, model)
+        if precision not in PRECISIONS:
+            raise UserError(f"unknown precision {precision!r}; use auto or one of {', '.join(PRECISIONS)}")
+        if shift_mode not in SHIFT_MODES:
+            raise UserError(f"unknown plane shift mode {shift_mode!r}; use auto, round or interpolate")
         if precision in ("fp16", "tf32") and self.device.type == "cpu":
             raise UserError(f"{precision} needs --device cuda; use bf16 or fp32 on the CPU")
         self.model = model.to(self.device).eval()
@@ -96,6 +136,8 @@ class Bi3DEngine:
             runtime = RuntimeChain.of(runtime or TorchRuntime(self.model, self.device, precision))
         self.backend = runtime
         self.precision = precision
+        if shift_mode == "auto":
+            shift_mode = "interpolate" if model.exact_planes else "round"
         self.shift_mode = shift_mode
         self.subpixel = subpixel
         # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest

@@ -69,6 +69,12 @@ class SweepModel(nn.Module):
 
     min_size: int = MIN_SIZE  # smallest padded height and width the network accepts
     channels_last_input: bool = False  # whether the engine should hand over channels-last images
+    # answers planes between feature columns (fractional shifts) well, so the engine answers a
+    # plane off the 3 px grid at that plane instead of rounding it (published models: False)
+    exact_planes: bool = False
+    # trained and validated under bf16 autocast, so `auto` precision may run it in bf16 on a
+    # CPU with native bf16 (published models: fp32, in which they reproduce their references)
+    cpu_bf16: bool = False
     widest_channels: int  # channels of the largest per-plane activation (bounds plane chunks)
 
     def _set_range(self, max_disparity: int) -> None:

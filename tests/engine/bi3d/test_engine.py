@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from app.engine.bi3d.engine import Bi3DEngine
+from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import Bi3DModel
 from app.engine.bi3d.padding import Padder, to_network_input
 from app.engine.errors import UserError
@@ -74,6 +75,22 @@ def test_planes_off_grid_are_rounded_and_reported(light_engine: Bi3DEngine, pair
     result = light_engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(10, 20, 31)))
     assert list(result.planes) == [9.0, 21.0, 30.0]
     assert any("rounded" in note for note in result.notes)
+
+
+def test_auto_shift_mode_answers_the_light_model_at_the_plane_asked(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    light = Bi3DEngine(LightBi3D(width=0.5))
+    assert light.shift_mode == "interpolate"
+    out = light.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(10, 20, 31)))
+    assert list(out.planes) == [10.0, 20.0, 31.0]
+    assert not any("rounded" in note for note in out.notes)
+    # 20 px is 6 2/3 feature columns: not the answer for 21 px (column 7)
+    grid = light.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(21,)))
+    assert not np.allclose(out.probabilities[1], grid.probabilities[0])
+    assert Bi3DEngine(Bi3DModel("binary", width=0.25)).shift_mode == "round"  # published: as trained
+    assert Bi3DEngine(LightBi3D(width=0.5), shift_mode="round").shift_mode == "round"
+    with pytest.raises(UserError, match="auto, round or interpolate"):
+        Bi3DEngine(LightBi3D(width=0.5), shift_mode="nearest")
 
 
 def test_interpolated_planes_lie_between_grid_neighbours(pair) -> None:  # type: ignore[no-untyped-def]
@@ -199,3 +216,27 @@ def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> Non
     assert np.median(np.abs(on.disparity[10:-10, 20:-10] - 6.0)) < 0.2
     binary = DepthRequest(mode=Mode.BINARY, planes=(12,))
     assert "subpixel" not in Bi3DEngine(model).compute(left, right, binary).timings
+
+
+def test_auto_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.bi3d import engine as engine_module
+    from app.engine.engines import EngineOptions, bi3d_engine
+
+    x86 = "processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16 avx512_vnni\n"
+    assert engine_module.cpu_has_native_bf16(x86)
+    assert engine_module.cpu_has_native_bf16("flags : sse2 amx_bf16 amx_tile\n")
+    assert engine_module.cpu_has_native_bf16("Features : fp asimd bf16 i8mm\n")  # Arm
+    assert not engine_module.cpu_has_native_bf16("flags : fpu sse2 avx2 avx512f avx512bw\n")
+    assert not engine_module.cpu_has_native_bf16("")
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    light, published = LightBi3D(width=0.5), Bi3DModel("binary", width=0.25)
+    resolve = engine_module.resolve_precision
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(engine_module, "cpu_has_native_bf16", lambda native=native: native)
+        assert resolve("auto", cpu, light) == resolve("auto", cpu, light, "auto") == expected
+        assert resolve("fp32", cpu, light) == "fp32"
+        assert resolve("auto", cuda, light) == "fp32"
+        assert resolve("auto", cpu, published) == "fp32"  # reproduces its references in fp32
+        assert resolve("auto", cpu, light, "onnxruntime") == "fp32"  # runs fp32 only
+        engine = bi3d_engine(light, EngineOptions(runtime="torch"))
+        assert engine.precision == expected and engine.backend.precision == expected

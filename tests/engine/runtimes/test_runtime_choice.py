@@ -92,7 +92,7 @@ def test_bf16_skips_onnxruntime(model, pair) -> None:  # type: ignore[no-untyped
 
 def test_auto_runs_the_fastest_and_says_why(model, pair) -> None:  # type: ignore[no-untyped-def]
     chain = RuntimeChain(
-        [("slow", lambda: Slow(model, "slow", 0.05)), ("quick", lambda: Slow(model, "quick", 0))]
+        [("slow", lambda: Slow(model, "slow", 0.3)), ("quick", lambda: Slow(model, "quick", 0))]
     )
     chain.probe = True
     result = Bi3DEngine(model, runtime=chain).compute(*pair, DepthRequest(mode=Mode.BINARY, planes=(9,)))

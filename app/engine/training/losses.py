@@ -17,24 +17,40 @@ PLANE_STEP = 3
 
 
 def sample_planes(
-    gt: Tensor, count: int, max_disparity: int, g: torch.Generator, step: int = PLANE_STEP
+    gt: Tensor,
+    count: int,
+    max_disparity: int,
+    g: torch.Generator,
+    step: int = PLANE_STEP,
+    near_share: float | None = None,
 ) -> Tensor:
-    """``count`` distinct planes (px, multiples of ``step``, ascending), drawn from ``count // 2``
-    planes near the ground truth of random pixels (where the classification is hard) and
-    ``2 * count`` uniform ones, of which a random subset is kept: near planes come about twice
-    as often as chance would have them (not half of all planes).
+    """``count`` distinct planes (px, multiples of ``step``, ascending), some of them near the
+    ground truth of random pixels (within about 6 px), where the classification is hard.
 
+    ``near_share`` None: ``count // 2`` near planes join ``2 * count`` uniform ones and a random
+    subset is kept, so near planes come about twice as often as chance would have them (the
+    recipe of the bundled model). A number: that share of the planes is drawn near the ground
+    truth, the rest uniformly.
     ``step`` 3 keeps to whole feature columns (the published models' planes); ``step`` 1 also
-    trains the fractional shifts that planes between the columns need (the light model)."""
+    trains the fractional shifts that planes between the columns need."""
     top = max_disparity // step
     valid = gt[torch.isfinite(gt)]
-    near = count // 2 if valid.numel() else 0
+    if near_share is None:
+        near = count // 2 if valid.numel() else 0
+    else:
+        near = round(count * near_share) if valid.numel() else 0
     idx = torch.randint(0, max(valid.numel(), 1), (near,), generator=g)
     jitter = torch.randn(near, generator=g) * (2.0 * PLANE_STEP / step)  # about 6 px either way
-    near_ids = ((valid[idx].cpu() / step) + jitter).round() if near else torch.empty(0)
+    near_ids = ((valid[idx].cpu() / step) + jitter).round().clamp(0, top) if near else torch.empty(0)
     uniform_ids = torch.randint(0, top + 1, (count * 2,), generator=g).float()
-    ids = torch.cat([near_ids, uniform_ids]).clamp(0, top).unique()
-    ids = ids[torch.randperm(ids.numel(), generator=g)][:count]
+    if near_share is None:
+        ids = torch.cat([near_ids, uniform_ids]).unique()
+        ids = ids[torch.randperm(ids.numel(), generator=g)][:count]
+    else:
+        near_ids = near_ids.unique()
+        rest = uniform_ids[~torch.isin(uniform_ids, near_ids)].unique()
+        rest = rest[torch.randperm(rest.numel(), generator=g)][: max(0, count - near_ids.numel())]
+        ids = torch.cat([near_ids, rest])
     return (ids.sort().values * step).float()
 
 

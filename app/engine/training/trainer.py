@@ -77,6 +77,9 @@ class TrainConfig:
     # bundled and published models were trained); 1 also trains the fractional shifts that
     # planes between columns use (tried for the light model: no better on held-out scenes)
     plane_step: int = FEATURE_STRIDE
+    # share of each sample's planes drawn near the ground truth (None: the bundled recipe's
+    # mixing, about twice chance; see losses.sample_planes)
+    near_share: float | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -87,6 +90,8 @@ class TrainConfig:
             raise UserError("batch, planes and steps must be positive")
         if self.plane_step not in (1, FEATURE_STRIDE):
             raise UserError(f"--plane-step {self.plane_step} is not supported; use 1 or 3")
+        if self.near_share is not None and not 0 <= self.near_share <= 1:
+            raise UserError(f"--near-share {self.near_share} must lie between 0 and 1")
 
 
 class TrainingForward(nn.Module):
@@ -247,7 +252,9 @@ class Trainer:
         if self.model.has_disp_refine:
             planes = self._window(gt)
         else:
-            planes = sample_planes(gt, cfg.planes, cfg.max_disparity, self.gen, cfg.plane_step)
+            planes = sample_planes(
+                gt, cfg.planes, cfg.max_disparity, self.gen, cfg.plane_step, cfg.near_share
+            )
         if self.dist.world > 1:  # every rank must sweep the same planes
             planes = planes.to(self.device)
             dist.broadcast(planes, 0)

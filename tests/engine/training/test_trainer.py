@@ -64,6 +64,24 @@ def test_light_model_trains_planes_between_feature_columns(tmp_path: Path) -> No
         _cfg(tmp_path, plane_step=2)
 
 
+def test_near_share_puts_that_share_of_planes_near_the_ground_truth(tmp_path: Path) -> None:
+    gt = torch.full((1, 8, 8), 90.0)
+
+    def near_fraction(share: float | None) -> float:
+        g = torch.Generator().manual_seed(0)
+        planes = torch.cat([sample_planes(gt, 8, 192, g, near_share=share) for _ in range(100)])
+        assert len(planes) == 800 and torch.all(planes % 3 == 0)
+        return float(((planes - 90).abs() <= 12).float().mean())
+
+    legacy, half, none = near_fraction(None), near_fraction(0.5), near_fraction(0.0)
+    assert none < 0.2 < legacy < 0.3 < 0.4 < half  # chance: 9 of 65 planes lie within 12 px
+    # the bundled recipe's draw is unchanged (these planes came from the code before the option)
+    legacy_planes = sample_planes(gt, 8, 192, torch.Generator().manual_seed(0))
+    assert legacy_planes.tolist() == [27.0, 48.0, 69.0, 78.0, 84.0, 99.0, 153.0, 162.0]
+    with pytest.raises(UserError, match=r"near-share 1\.5"):
+        _cfg(tmp_path, near_share=1.5)
+
+
 def test_train_saves_logs_and_resumes(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     result = train(cfg)

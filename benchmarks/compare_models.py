@@ -1,0 +1,70 @@
+"""Compare Bi3D checkpoints on 16 held-out synthetic scenes before any of them meets the demo.
+
+python benchmarks/compare_models.py WEIGHTS [WEIGHTS ...] [--scenes 16] [--shift-mode auto|round|interpolate]
+
+Scenes are 384 x 576 with seeds from 2 x 10^9 (never used in training or its validation), run
+through the engine as the app runs it (torch, bf16, default shift mode). For each checkpoint:
+continuous-mode dense bad-2 without and with the sub-pixel refinement, and binary agreement on
+the 3 px grid (12/24/36/48 px) and off it (10, 11, 20, 23, 34, 40, 46 px). This is the rule by
+which the bundled model is chosen (resources/models/README.md): better here, or not bundled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.engine.engines import EngineOptions, build_engine  # noqa: E402
+from app.engine.metrics import evaluate  # noqa: E402
+from app.engine.synthetic import SceneConfig, StereoSample, render_scene, to_uint8  # noqa: E402
+from app.engine.types import DepthRequest, Mode  # noqa: E402
+
+ON_GRID = (12, 24, 36, 48)
+OFF_GRID = (10, 11, 20, 23, 34, 40, 46)
+FIRST_SEED = 2_000_000_000
+
+
+def score(weights: Path, scenes: list[StereoSample], shift_mode: str = "auto") -> dict[str, float]:
+    base = EngineOptions(weights=weights, runtime="torch", precision="bf16", shift_mode=shift_mode)
+    refined, _ = build_engine(base)
+    plain, _ = build_engine(dataclasses.replace(base, subpixel=False))
+    dense = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192)
+    out: dict[str, list[float]] = {"bad2_plain": [], "bad2_refined": [], "binary_on": [], "binary_off": []}
+    for scene in scenes:
+        left, right, gt = to_uint8(scene.left), to_uint8(scene.right), scene.disparity.numpy()
+        out["bad2_plain"].append(evaluate(plain.compute(left, right, dense).disparity, gt)["dense"].bad2)
+        out["bad2_refined"].append(evaluate(refined.compute(left, right, dense).disparity, gt)["dense"].bad2)
+        for key, planes in (("binary_on", ON_GRID), ("binary_off", OFF_GRID)):
+            q = refined.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, planes=planes))
+            asked = np.asarray(planes, dtype=np.float64)[:, None, None]
+            out[key].append(float(((q.probabilities > 0.5) == (gt[None] > asked)).mean()))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("weights", nargs="+", type=Path)
+    p.add_argument("--scenes", type=int, default=16)
+    p.add_argument("--shift-mode", default="auto", choices=["auto", "round", "interpolate"])
+    args = p.parse_args()
+    cfg = SceneConfig(height=384, width=576)
+    scenes = [render_scene(FIRST_SEED + i, cfg) for i in range(args.scenes)]
+    print(f"{'checkpoint':<48} {'bad-2 plain':>11} {'refined':>8} {'bin grid':>8} {'bin off':>8}")
+    for weights in args.weights:
+        s = score(weights, scenes, args.shift_mode)
+        print(
+            f"{weights!s:<48} {s['bad2_plain']:>11.4f} {s['bad2_refined']:>8.4f} "
+            f"{s['binary_on']:>8.4f} {s['binary_off']:>8.4f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.engine.engines import EngineOptions, build_engine  # noqa: E402
-from app.engine.metrics import evaluate  # noqa: E402
+from app.engine.metrics import binary_agreement, evaluate  # noqa: E402
 from app.engine.synthetic import SceneConfig, StereoSample, render_scene, to_uint8  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 
@@ -43,8 +43,7 @@ def score(weights: Path, scenes: list[StereoSample], shift_mode: str = "auto") -
         out["bad2_refined"].append(evaluate(refined.compute(left, right, dense).disparity, gt)["dense"].bad2)
         for key, planes in (("binary_on", ON_GRID), ("binary_off", OFF_GRID)):
             q = refined.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, planes=planes))
-            asked = np.asarray(planes, dtype=np.float64)[:, None, None]
-            out[key].append(float(((q.probabilities > 0.5) == (gt[None] > asked)).mean()))
+            out[key].append(float(binary_agreement(q.probabilities, np.asarray(planes), gt).mean()))
     return {k: float(np.mean(v)) for k, v in out.items()}
 
 

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 from app.engine.assets import default_weights, demo_scene  # noqa: E402
 from app.engine.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.evaluation import eval_table, evaluate_scenes  # noqa: E402
+from app.engine.metrics import binary_agreement  # noqa: E402
 from app.engine.sources import find_scenes  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 
@@ -40,22 +41,23 @@ def main() -> int:
     print(eval_table(rows))
     pair, _ = scenes[0].load()
     assert pair.gt_disparity is not None
-    gt = pair.gt_disparity
-    valid = np.isfinite(gt)
     engine, reason = build_engine(options)
     agreement = {}
     for plane in PLANES:
         result = engine.compute(pair.left, pair.right, DepthRequest(mode=Mode.BINARY, planes=(plane,)))
-        assert result.mask is not None
-        agreement[plane] = float((result.mask == (gt > plane))[valid].mean())
+        assert result.mask is not None  # the mask is probabilities > 0.5
+        agreement[plane] = float(
+            binary_agreement(result.probabilities, np.array([plane]), pair.gt_disparity)[0]
+        )
     print(
         "binary agreement with ground truth on valid pixels: "
         + ", ".join(f"{p} px {a:.3f}" for p, a in agreement.items())
     )
-    print(f"engine: {reason}; precision {getattr(engine, 'precision', '-')}")
+    precision = getattr(engine, "precision", None)  # SGBM has none
+    print(f"engine: {reason}; precision {precision or '-'}")
     if args.json:
         out = {
-            "precision": getattr(engine, "precision", None),
+            "precision": precision,
             "eval": [r.to_json() for r in rows],
             "binary_agreement": agreement,
         }

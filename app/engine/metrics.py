@@ -107,6 +107,16 @@ def evaluate(pred: np.ndarray, gt: np.ndarray, mask: np.ndarray | None = None) -
     }
 
 
+def binary_agreement(probabilities: np.ndarray, planes: np.ndarray, gt: np.ndarray) -> np.ndarray:
+    """Per plane, the share of pixels with finite ground truth where the binary answer
+    (P(disparity > plane) > 0.5) agrees with ``gt > plane``.
+
+    probabilities P x H x W, planes (P,) in px (the planes asked for), gt H x W."""
+    valid = np.isfinite(gt)
+    above = np.asarray(planes, dtype=np.float64)[:, None, None] < gt[None]
+    return ((probabilities > 0.5) == above)[:, valid].mean(axis=1)
+
+
 def _fmt_pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{100.0 * x:.1f}"
 

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from app.engine.errors import UserError
-from app.engine.metrics import StereoMetrics, evaluate, fill_holes_kitti, format_table, to_json_dict
+from app.engine.metrics import (
+    StereoMetrics,
+    binary_agreement,
+    evaluate,
+    fill_holes_kitti,
+    format_table,
+    to_json_dict,
+)
 
 NAN = np.nan
 
@@ -102,3 +109,10 @@ def test_format_table_is_aligned() -> None:
     assert lines[4].split()[:3] == ["b", "valid-only", "0.000"]
     # Numeric columns end at the same character position on every row.
     assert lines[0].index("EPE") + len("EPE") == lines[1].index("2.375") + len("2.375")
+
+
+def test_binary_agreement_counts_pixels_with_ground_truth_per_plane() -> None:
+    gt = np.array([[5.0, 15.0, np.nan, 25.0]])
+    probs = np.array([[[0.9, 0.9, 0.0, 0.9]], [[0.1, 0.6, 0.9, 0.2]]])  # planes 10 and 20
+    # plane 10: answers near/near/near for gt 5/15/25 -> 2 of 3; plane 20: far/near/far -> 1 of 3
+    np.testing.assert_allclose(binary_agreement(probs, np.array([10.0, 20.0]), gt), [2 / 3, 1 / 3])

@@ -6,8 +6,8 @@ torch, ONNX Runtime or TensorRT); a runtime that fails on a frame hands the fram
 next one. Planes that are not multiples of 3 px are rounded to the nearest multiple
 of 3 (as published) with ``shift_mode="round"``, or answered at the plane asked for with
 ``shift_mode="interpolate"``, which blends the right features between the two neighbouring
-feature columns. ``"auto"`` (the default) interpolates for models trained on such planes
-(``SweepModel.exact_planes``: the light model) and rounds for the published ones.
+feature columns. ``"auto"`` (the default) interpolates for models that answer such planes
+well (``SweepModel.exact_planes``: the light model) and rounds for the published ones.
 """
 
 from __future__ import annotations

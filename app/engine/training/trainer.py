@@ -35,7 +35,7 @@ from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
-from app.engine.metrics import evaluate
+from app.engine.metrics import binary_agreement, evaluate
 from app.engine.synthetic import to_uint8
 from app.engine.training.data import CropConfig, SceneDataset, SyntheticStream, validation_scenes
 from app.engine.training.losses import disparity_loss, monotone_penalty, plane_loss, sample_planes
@@ -317,7 +317,7 @@ class Trainer:
             bad2.append(m.bad2)
             epe.append(m.epe)
             q = engine.compute(lu, ru, DepthRequest(mode=Mode.QUANTIZED, planes=binary_planes))
-            agree.append(float(((q.probabilities > 0.5) == (g[None] > q.planes[:, None, None])).mean()))
+            agree.append(float(binary_agreement(q.probabilities, q.planes, g).mean()))
         self.model.train()
         return {
             "val_bad2": float(np.mean(bad2)),

@@ -5,8 +5,10 @@ python benchmarks/compare_models.py WEIGHTS [WEIGHTS ...] [--scenes 16] [--shift
 Scenes are 384 x 576 with seeds from 2 x 10^9 (never used in training or its validation), run
 through the engine as the app runs it (torch, bf16, default shift mode). For each checkpoint:
 continuous-mode dense bad-2 without and with the sub-pixel refinement, and binary agreement on
-the 3 px grid (12/24/36/48 px) and off it (10, 11, 20, 23, 34, 40, 46 px). This is the rule by
-which the bundled model is chosen (resources/models/README.md): better here, or not bundled.
+the 3 px grid (12/24/36/48 px) and off it (10, 11, 20, 23, 34, 40, 46 px), of the network alone
+and with the matching check near each plane (bi3d.planecheck, the app's default for the light
+model). This is the rule by which the bundled model is chosen (resources/models/README.md):
+better here, or not bundled.
 """
 
 from __future__ import annotations
@@ -29,21 +31,33 @@ from app.engine.types import DepthRequest, Mode  # noqa: E402
 ON_GRID = (12, 24, 36, 48)
 OFF_GRID = (10, 11, 20, 23, 34, 40, 46)
 FIRST_SEED = 2_000_000_000
+COLUMNS = {  # key: heading
+    "bad2_plain": "bad-2 plain",
+    "bad2_refined": "refined",
+    "binary_on": "bin grid",
+    "binary_off": "bin off",
+    "binary_on_checked": "grid+check",
+    "binary_off_checked": "off+check",
+}
 
 
 def score(weights: Path, scenes: list[StereoSample], shift_mode: str = "auto") -> dict[str, float]:
     base = EngineOptions(weights=weights, runtime="torch", precision="bf16", shift_mode=shift_mode)
     refined, _ = build_engine(base)
-    plain, _ = build_engine(dataclasses.replace(base, subpixel=False))
+    plain, _ = build_engine(dataclasses.replace(base, subpixel=False, plane_check=False))
     dense = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192)
-    out: dict[str, list[float]] = {"bad2_plain": [], "bad2_refined": [], "binary_on": [], "binary_off": []}
+    out: dict[str, list[float]] = {k: [] for k in COLUMNS}
     for scene in scenes:
         left, right, gt = to_uint8(scene.left), to_uint8(scene.right), scene.disparity.numpy()
         out["bad2_plain"].append(evaluate(plain.compute(left, right, dense).disparity, gt)["dense"].bad2)
         out["bad2_refined"].append(evaluate(refined.compute(left, right, dense).disparity, gt)["dense"].bad2)
         for key, planes in (("binary_on", ON_GRID), ("binary_off", OFF_GRID)):
-            q = refined.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, planes=planes))
-            out[key].append(float(binary_agreement(q.probabilities, np.asarray(planes), gt).mean()))
+            request = DepthRequest(mode=Mode.QUANTIZED, planes=planes)
+            for suffix, engine in (("", plain), ("_checked", refined)):
+                q = engine.compute(left, right, request)
+                out[key + suffix].append(
+                    float(binary_agreement(q.probabilities, np.asarray(planes), gt).mean())
+                )
     return {k: float(np.mean(v)) for k, v in out.items()}
 
 
@@ -55,13 +69,10 @@ def main() -> int:
     args = p.parse_args()
     cfg = SceneConfig(height=384, width=576)
     scenes = [render_scene(FIRST_SEED + i, cfg) for i in range(args.scenes)]
-    print(f"{'checkpoint':<48} {'bad-2 plain':>11} {'refined':>8} {'bin grid':>8} {'bin off':>8}")
+    print(f"{'checkpoint':<48} " + " ".join(f"{h:>11}" for h in COLUMNS.values()))
     for weights in args.weights:
         s = score(weights, scenes, args.shift_mode)
-        print(
-            f"{weights!s:<48} {s['bad2_plain']:>11.4f} {s['bad2_refined']:>8.4f} "
-            f"{s['binary_on']:>8.4f} {s['binary_off']:>8.4f}"
-        )
+        print(f"{weights!s:<48} " + " ".join(f"{s[k]:>11.4f}" for k in COLUMNS))
     return 0
 
 

@@ -3,13 +3,15 @@
 python benchmarks/eval_default_model.py [WEIGHTS] [--precision auto|fp32|bf16] [--json FILE]
 
 Prints continuous-mode metrics (dense and valid-only) for Bi3D and SGBM in the same run, and
-the agreement of binary masks with the ground truth at 10, 20, 30 and 40 px on valid pixels.
+the agreement of binary masks with the ground truth at 10, 20, 30 and 40 px on valid pixels,
+as the app answers them (with the matching check near the plane) and from the network alone.
 The demo pair is never used for training or model selection; this only reports.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -42,24 +44,29 @@ def main() -> int:
     pair, _ = scenes[0].load()
     assert pair.gt_disparity is not None
     engine, reason = build_engine(options)
-    agreement = {}
+    network, _ = build_engine(dataclasses.replace(options, plane_check=False))
+    agreement: dict[str, dict[int, float]] = {"default": {}, "network": {}}
     for plane in PLANES:
-        result = engine.compute(pair.left, pair.right, DepthRequest(mode=Mode.BINARY, planes=(plane,)))
-        assert result.mask is not None  # the mask is probabilities > 0.5
-        agreement[plane] = float(
-            binary_agreement(result.probabilities, np.array([plane]), pair.gt_disparity)[0]
+        request = DepthRequest(mode=Mode.BINARY, planes=(plane,))
+        for key, eng in (("default", engine), ("network", network)):
+            result = eng.compute(pair.left, pair.right, request)
+            assert result.mask is not None  # the mask is probabilities > 0.5
+            agreement[key][plane] = float(
+                binary_agreement(result.probabilities, np.array([plane]), pair.gt_disparity)[0]
+            )
+    for key, label in (("default", "default (with the plane check)"), ("network", "network alone")):
+        print(
+            f"binary agreement with ground truth on valid pixels, {label}: "
+            + ", ".join(f"{p} px {a:.3f}" for p, a in agreement[key].items())
         )
-    print(
-        "binary agreement with ground truth on valid pixels: "
-        + ", ".join(f"{p} px {a:.3f}" for p, a in agreement.items())
-    )
     precision = getattr(engine, "precision", None)  # SGBM has none
     print(f"engine: {reason}; precision {precision or '-'}")
     if args.json:
         out = {
             "precision": precision,
             "eval": [r.to_json() for r in rows],
-            "binary_agreement": agreement,
+            "binary_agreement": agreement["default"],
+            "binary_agreement_network": agreement["network"],
         }
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0

@@ -207,6 +207,17 @@ def test_bench_runs_the_bundled_model_by_default(capsys, tmp_path: Path, monkeyp
     assert code == 0 and len(records) == 1 and records[0]["model_width"] is None  # trained weights
 
 
+def test_no_plane_check_reaches_the_engine_options() -> None:
+    import argparse
+
+    from app.commands.common import add_engine_args, engine_options
+
+    parser = argparse.ArgumentParser()
+    add_engine_args(parser)
+    assert engine_options(parser.parse_args([])).plane_check is True
+    assert engine_options(parser.parse_args(["--no-plane-check"])).plane_check is False
+
+
 # ---- bad input: exit 2, one line on stderr, no traceback -------------------------------------
 
 

@@ -76,6 +76,7 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
         runtime=args.runtime,
         cuda_graphs=args.cuda_graphs,
         subpixel=not args.no_subpixel,
+        plane_check=not args.no_plane_check,
     )
 
 
@@ -131,6 +132,12 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Bi3D continuous and selective modes: keep the network's plane readout, without the "
         "sub-pixel matching refinement (faster, coarser)",
+    )
+    p.add_argument(
+        "--no-plane-check",
+        action="store_true",
+        help="Bi3D binary and quantized modes: keep the network's answers where it hesitates, "
+        "without the matching check near each plane (about 1 ms per plane faster at 480x640)",
     )
     p.add_argument("--max-disparity", type=int, default=192, help="disparity range in px (default 192)")
     g = p.add_argument_group("SGBM baseline")

@@ -14,6 +14,7 @@ from app.engine.bi3d.checkpoint import load_model
 from app.engine.bi3d.engine import Bi3DEngine, resolve_device, resolve_precision
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import SweepModel
+from app.engine.bi3d.planecheck import DEFAULT_PLANE_CHECK
 from app.engine.bi3d.subpixel import DEFAULT_SUBPIXEL
 from app.engine.classical import SGBMEngine, SGBMParams
 from app.engine.errors import UserError
@@ -42,6 +43,7 @@ class EngineOptions:
     runtime: str = "auto"  # auto, torch, onnxruntime or tensorrt (see app.engine.runtimes)
     cuda_graphs: bool = False  # torch runtime on CUDA: replay captured graphs per size and plane bucket
     subpixel: bool = True  # Bi3D continuous/selective: refine the plane readout by local matching
+    plane_check: bool = True  # Bi3D binary/quantized: check hesitant answers by local matching
     # where TensorRT engine-build progress goes (None: stderr); builds take minutes
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -87,5 +89,12 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
         options.cuda_graphs,
         options.progress or stderr_report,
     )
-    subpixel = DEFAULT_SUBPIXEL if options.subpixel else None
-    return Bi3DEngine(model, options.device, precision, options.shift_mode, runtime=chain, subpixel=subpixel)
+    return Bi3DEngine(
+        model,
+        options.device,
+        precision,
+        options.shift_mode,
+        runtime=chain,
+        subpixel=DEFAULT_SUBPIXEL if options.subpixel else None,
+        plane_check=DEFAULT_PLANE_CHECK if options.plane_check else None,
+    )

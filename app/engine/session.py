@@ -20,7 +20,7 @@ from app.engine.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.types import Calibration, DepthRequest, DepthResult, StereoPair
 
 STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")
-AFTER_PLANES = ("refine", "readout", "subpixel")  # engine stages the "refine" entry adds up
+AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
 
 
 class FrameSource(Protocol):
@@ -150,7 +150,7 @@ class Session:
         depth = engine.compute(left, right, request)
         for stage in ("features", "planes"):
             timings[stage] = depth.timings.get(stage, 0.0)
-        # everything after the plane sweep: upsampling, readout and the sub-pixel refinement
+        # everything after the plane sweep: upsampling, readout, the sub-pixel refinement, the plane check
         timings["refine"] = sum(depth.timings.get(s, 0.0) for s in AFTER_PLANES)
         timings["depth_total"] = depth.timings.get("total", 0.0)
         if engine.name == "sgbm":

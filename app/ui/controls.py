@@ -150,14 +150,20 @@ class ControlsPanel(QWidget):
         self.precision = _combo(PRECISIONS, s.precision)
         self.precision.currentTextChanged.connect(lambda v: self._set_engine("precision", v))
         form.addRow("Precision", self.precision)
-        self.subpixel = QCheckBox("Sub-pixel refinement")
-        self.subpixel.setToolTip(
+        self.subpixel = self._engine_switch(
+            "subpixel",
+            "Sub-pixel refinement",
             "Continuous and selective modes: re-measure each pixel's position between the network's "
-            "planes by local matching (more precise, slower)"
+            "planes by local matching (more precise, slower)",
         )
-        self.subpixel.setChecked(s.subpixel)
-        self.subpixel.toggled.connect(lambda on: self._set_engine("subpixel", bool(on)))
         form.addRow("", self.subpixel)
+        self.plane_check = self._engine_switch(
+            "plane_check",
+            "Plane check",
+            "Binary and quantized modes: where the network hesitates near a plane, decide by local "
+            "matching of the images (about 1-2 ms per plane)",
+        )
+        form.addRow("", self.plane_check)
         self.runtime = _combo(RUNTIMES, s.runtime)
         self.runtime.currentTextChanged.connect(lambda v: self._set_engine("runtime", v))
         form.addRow("Runtime", self.runtime)
@@ -238,6 +244,14 @@ class ControlsPanel(QWidget):
         setattr(self.settings, name, value)
         self._update_labels()
         self._debounce.start()
+
+    def _engine_switch(self, name: str, label: str, tip: str) -> QCheckBox:
+        """A check box bound to the boolean engine setting ``name``."""
+        box = QCheckBox(label)
+        box.setToolTip(tip)
+        box.setChecked(bool(getattr(self.settings, name)))
+        box.toggled.connect(lambda on: self._set_engine(name, bool(on)))
+        return box
 
     def _set_engine(self, name: str, value: object) -> None:
         if getattr(self.settings, name) != value:

@@ -47,6 +47,7 @@ def engine_options(settings: Settings, base: EngineOptions | None = None) -> Eng
         precision=settings.precision,
         runtime=settings.runtime,
         subpixel=settings.subpixel,
+        plane_check=settings.plane_check,
     )
 
 

@@ -42,6 +42,7 @@ class Settings:
     device: str = "cpu"
     precision: str = "auto"  # bf16 on CPUs with native bf16, else fp32
     subpixel: bool = True  # Bi3D continuous/selective: sub-pixel matching refinement of the readout
+    plane_check: bool = True  # Bi3D binary/quantized: matching check of hesitant answers near each plane
     runtime: str = "auto"
     colormap: str = "turbo"
     auto_range: bool = True

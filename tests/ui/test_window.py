@@ -227,6 +227,10 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
     assert window.engine_options().subpixel is True
     c.subpixel.setChecked(False)
     assert window.settings.subpixel is False and window.engine_options().subpixel is False
+    # and so does the plane check of binary answers
+    assert window.engine_options().plane_check is True
+    c.plane_check.setChecked(False)
+    assert window.settings.plane_check is False and window.engine_options().plane_check is False
     # switching the engine goes through the session and recomputes
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         c.engine.setCurrentText("sgbm")

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
 from app.engine.bi3d.padding import Padder
+from app.engine.bi3d.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
 from app.engine.bi3d.readout import (
     integrate_planes,
     median_disparity,
@@ -118,11 +119,14 @@ class Bi3DEngine:
         max_chunk_bytes: int | None = None,
         runtime: Runtime | RuntimeChain | None = None,
         subpixel: SubpixelConfig | None = DEFAULT_SUBPIXEL,
+        plane_check: PlaneCheckConfig | None = DEFAULT_PLANE_CHECK,
     ) -> None:
         """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
         None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
         per-plane readout in the continuous and selective modes (``bi3d.subpixel``); None
-        leaves the network's readout as it is."""
+        leaves the network's readout as it is. ``plane_check``: the matching check of hesitant
+        answers in the binary and quantized modes (``bi3d.planecheck``), for models that declare
+        ``plane_check`` (the light model); None leaves the network's probabilities as they are."""
         self.device = resolve_device(device)
         precision = resolve_precision(precision, self.device, model)
         if precision not in PRECISIONS:
@@ -140,6 +144,8 @@ class Bi3DEngine:
             shift_mode = "interpolate" if model.exact_planes else "round"
         self.shift_mode = shift_mode
         self.subpixel = subpixel
+        # only for models whose answers were measured to gain from it (SweepModel.plane_check)
+        self.plane_check = plane_check if model.plane_check else None
         # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
         # (measured: 171 ms/plane at 480x640 one at a time, 200-260 ms in batches of 4-16).
         default = (1 << 30) if self.device.type == "cuda" else (64 << 20)
@@ -184,8 +190,8 @@ class Bi3DEngine:
                     lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
         timings["total"] = (time.perf_counter() - t0) * 1000
-        fixed = timings["total"] - timings["planes"]
-        self.costs.update(size, fixed, timings["planes"], len(plan.planes))
+        per_plane = timings["planes"] + timings.get("check", 0.0)  # the check's cost grows with the planes
+        self.costs.update(size, timings["total"] - per_plane, per_plane, len(plan.planes))
         result.timings = timings
         reason = self.backend.reason
         result.notes = (
@@ -313,6 +319,11 @@ class Bi3DEngine:
             with self._timed(timings, "refine"):
                 probs = torch.sigmoid(self.backend.refine_planes(feats, lowres).float())
                 probs_np = padder.crop(probs)[0].cpu().numpy()
+            if self.plane_check is not None:
+                with self._timed(timings, "check"):
+                    checker = PlaneChecker(*images, self.plane_check)
+                    for k, plane in enumerate(plan.planes):
+                        probs_np[k] = checker.check(probs_np[k], float(plane))
             return self._plane_result(request, plan, probs_np)
         return self._dense_result(request, plan, feats, lowres, padder, timings, images)
 

@@ -111,6 +111,9 @@ class LightBi3D(SweepModel):
     # 0.951 on the grid)
     exact_planes = True
     cpu_bf16 = True  # trained and selected under bf16 autocast
+    # logits at 1/6 resolution place the mask's edge near the plane coarsely on real images;
+    # the matching check fixes much of it (16 held-out synthetic scenes: 0.9528 -> 0.9549)
+    plane_check = True
     segnet: LightSegNet
 
     def __init__(self, width: float = 1.0, max_disparity: int = 192) -> None:

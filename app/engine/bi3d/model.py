@@ -75,6 +75,9 @@ class SweepModel(nn.Module):
     # trained and validated under bf16 autocast, so `auto` precision may run it in bf16 on a
     # CPU with native bf16 (published models: fp32, in which they reproduce their references)
     cpu_bf16: bool = False
+    # its binary answers gain from the matching check near each plane (bi3d.planecheck), as
+    # measured on held-out scenes; published models: False, their answers stay the paper's
+    plane_check: bool = False
     widest_channels: int  # channels of the largest per-plane activation (bounds plane chunks)
 
     def _set_range(self, max_disparity: int) -> None:

@@ -99,7 +99,9 @@ def _row(
     dense = evaluate(result.disparity, gt)["dense"]
     dp, size_mb, joules = None, None, None
     if isinstance(engine, Bi3DEngine):
-        reference = Bi3DEngine(engine.model, engine.device.type, subpixel=engine.subpixel)
+        reference = Bi3DEngine(
+            engine.model, engine.device.type, subpixel=engine.subpixel, plane_check=engine.plane_check
+        )
         dp = float(
             np.abs(reference.compute(left, right, accuracy).probabilities - result.probabilities).max()
         )

@@ -305,7 +305,9 @@ class Trainer:
         exact = self.cfg.plane_step == 1
         shift_mode = "interpolate" if exact else "round"
         # the network alone: no sub-pixel refinement
-        engine = Bi3DEngine(self.model, self.device.type, shift_mode=shift_mode, subpixel=None)
+        engine = Bi3DEngine(
+            self.model, self.device.type, shift_mode=shift_mode, subpixel=None, plane_check=None
+        )
         binary_planes = (11, 23, 34, 46) if exact else (12, 24, 36, 48)
         bad2, epe, agree = [], [], []
         for left, right, gt in scenes:

@@ -195,13 +195,18 @@ def test_bf16_autocast_agrees_with_fp32(pair) -> None:  # type: ignore[no-untype
     assert np.abs(fp32.probabilities - bf16.probabilities).mean() < 0.02
 
 
-def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def _constant_disparity_pair(disparity: int, seed: int, blur: float) -> tuple[np.ndarray, np.ndarray]:
+    """A blurred-noise 150 x 250 pair whose disparity is ``disparity`` px everywhere."""
     import cv2
 
-    rng = np.random.default_rng(2)
-    base = cv2.GaussianBlur(rng.uniform(0, 255, (150, 300, 3)).astype(np.float32), (0, 0), 1.2)
+    rng = np.random.default_rng(seed)
+    base = cv2.GaussianBlur(rng.uniform(0, 255, (150, 330, 3)).astype(np.float32), (0, 0), blur)
     left = base[:, 40:290].round().astype(np.uint8)
-    right = base[:, 46:296].round().astype(np.uint8)  # disparity 6 px everywhere
+    return left, base[:, 40 + disparity : 290 + disparity].round().astype(np.uint8)
+
+
+def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    left, right = _constant_disparity_pair(6, seed=2, blur=1.2)
     # whatever the random network reads out, say 7.4 px (within one plane of the truth)
     monkeypatch.setattr(
         "app.engine.bi3d.engine.median_disparity", lambda logits, planes: torch.full_like(logits[:, :1], 7.4)
@@ -216,6 +221,31 @@ def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> Non
     assert np.median(np.abs(on.disparity[10:-10, 20:-10] - 6.0)) < 0.2
     binary = DepthRequest(mode=Mode.BINARY, planes=(12,))
     assert "subpixel" not in Bi3DEngine(model).compute(left, right, binary).timings
+
+
+def test_plane_check_decides_where_the_light_model_hesitates(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    left, right = _constant_disparity_pair(22, seed=3, blur=1.5)
+    # a network that cannot tell: P = 0.5 for every pixel and plane
+    monkeypatch.setattr(
+        LightBi3D,
+        "refine_planes",
+        lambda self, feats, lowres: torch.zeros(1, lowres.shape[1], *feats.image.shape[-2:]),
+    )
+    torch.manual_seed(0)
+    model = LightBi3D(width=0.5)
+    binary = DepthRequest(mode=Mode.BINARY, planes=(20,))
+    on = Bi3DEngine(model).compute(left, right, binary)
+    off = Bi3DEngine(model, plane_check=None).compute(left, right, binary)
+    assert "check" in on.timings and "check" not in off.timings
+    assert off.mask is not None and not off.mask.any()
+    assert on.mask is not None and on.mask[10:-10, 40:-10].mean() > 0.95  # 22 px is beyond 20 px
+    quantized = Bi3DEngine(model).compute(left, right, DepthRequest(mode=Mode.QUANTIZED, planes=(20, 24)))
+    assert (quantized.probabilities[0][10:-10, 40:-10] > 0.5).mean() > 0.95
+    assert (quantized.probabilities[1][10:-10, 40:-10] < 0.5).mean() > 0.95  # and short of 24 px
+    continuous = Bi3DEngine(model).compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48))
+    assert "check" not in continuous.timings
+    # published kinds keep the paper's answers
+    assert Bi3DEngine(Bi3DModel("binary", width=0.25)).plane_check is None
 
 
 def test_auto_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]

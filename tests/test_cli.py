@@ -205,6 +205,9 @@ def test_bench_runs_the_bundled_model_by_default(capsys, tmp_path: Path, monkeyp
     code, _, _ = run(capsys, *argv)
     records = [r for r in json.loads(path.read_text()) if r["engine"] == "bi3d"]
     assert code == 0 and len(records) == 1 and records[0]["model_width"] is None  # trained weights
+    assert records[0]["check_ms"] is not None  # the light model's binary answer includes the plane check
+    sgbm = [r for r in json.loads(path.read_text()) if r["engine"] == "sgbm"]
+    assert sgbm and all(r["check_ms"] is None for r in sgbm)
 
 
 def test_no_plane_check_reaches_the_engine_options() -> None:

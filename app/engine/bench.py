@@ -32,6 +32,7 @@ class BenchRecord:
     model_width: float | None = None
     features_ms: float | None = None
     planes_ms: float | None = None
+    check_ms: float | None = None  # Bi3D's plane check (binary and quantized answers of the light model)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(self).items()}
@@ -179,6 +180,7 @@ def _record(
         model_width=model_width,
         features_ms=med("features"),
         planes_ms=med("planes"),
+        check_ms=med("check"),
     )
 
 
@@ -187,7 +189,7 @@ def bench_table(records: list[BenchRecord]) -> str:
     base = {(r.height, r.width, r.mode, r.planes): r.median_ms for r in records if r.engine == "sgbm"}
     head = (
         f"{'engine':<6} {'runtime':<11} {'prec':<4} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} "
-        f"{'median':>9} {'p90':>9} {'features':>8} {'planes':>9} {'x sgbm':>7}"
+        f"{'median':>9} {'p90':>9} {'features':>8} {'planes':>9} {'check':>6} {'x sgbm':>7}"
     )
     lines = [head]
     for r in records:
@@ -198,6 +200,7 @@ def bench_table(records: list[BenchRecord]) -> str:
             f"{'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "
             f"{f'{r.height}x{r.width}':>9} {r.planes:>6} {r.median_ms:>9.1f} {r.p90_ms:>9.1f} "
             f"{'' if r.features_ms is None else f'{r.features_ms:.1f}':>8} "
-            f"{'' if r.planes_ms is None else f'{r.planes_ms:.1f}':>9} {ratio:>7.1f}"
+            f"{'' if r.planes_ms is None else f'{r.planes_ms:.1f}':>9} "
+            f"{'' if r.check_ms is None else f'{r.check_ms:.1f}':>6} {ratio:>7.2f}"
         )
     return "\n".join(lines)

@@ -8,6 +8,9 @@ of 3 (as published) with ``shift_mode="round"``, or answered at the plane asked 
 ``shift_mode="interpolate"``, which blends the right features between the two neighbouring
 feature columns. ``"auto"`` (the default) interpolates for models that answer such planes
 well (``SweepModel.exact_planes``: the light model) and rounds for the published ones.
+Matching stages follow the network where it is imprecise: the sub-pixel refinement of the
+continuous and selective readouts (``bi3d.subpixel``) and, for the light model, the plane
+check of hesitant binary and quantized answers (``bi3d.planecheck``).
 """
 
 from __future__ import annotations

@@ -179,8 +179,7 @@ class Bi3DEngine:
         t0 = time.perf_counter()
         with torch.inference_mode():
             layout = self.model.channels_last_input
-            l_in = padder.network_input(left, self.device, layout)
-            r_in = padder.network_input(right, self.device, layout)
+            l_in, r_in = padder.network_pair(left, right, self.device, layout)
             self.backend.prepare(l_in, r_in)
             with self.backend.context():
                 if request.budget_ms is not None and not self.costs.known(size):

@@ -137,7 +137,7 @@ class LightBi3D(SweepModel):
 
     def extract(self, left: Tensor, right: Tensor) -> Features:
         _check_input(left, right, self.min_size)
-        both = self.featnet(torch.cat([left, right], 0).contiguous(memory_format=torch.channels_last))
+        both = self.featnet(_as_batch(left, right).contiguous(memory_format=torch.channels_last))
         feat_left, feat_right = both.chunk(2, dim=0)
         return Features(feat_left, feat_right, None, left, self.guide(feat_left))
 
@@ -179,6 +179,21 @@ class LightBi3D(SweepModel):
         """Full-resolution logits B x P x H x W for ``shifts`` (feature columns)."""
         feats = self.extract(left, right)
         return self.refine_planes(feats, self.plane_logits(feats, shifts, chunk=shifts.numel()))
+
+
+def _as_batch(left: Tensor, right: Tensor) -> Tensor:
+    """1 x C x H x W each -> 2 x C x H x W; without a copy when they are the two halves of one
+    buffer (``Padder.network_pair``), which saves a concatenation of both images a frame."""
+    step = left.numel() * left.element_size()
+    halves = (
+        left.shape == right.shape
+        and left.stride() == right.stride()
+        and left.dtype == right.dtype
+        and left.untyped_storage().data_ptr() == right.untyped_storage().data_ptr()
+        and right.data_ptr() - left.data_ptr() == step
+        and left.stride(0) * left.element_size() == step
+    )
+    return left.as_strided((2, *left.shape[1:]), left.stride()) if halves else torch.cat([left, right], 0)
 
 
 def _shift(t: Tensor, shift: float, pad: int) -> Tensor:

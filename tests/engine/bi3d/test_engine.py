@@ -50,6 +50,30 @@ def test_channels_last_network_input_matches_padding_afterwards() -> None:
     assert float(direct[..., :, : padder.left].abs().max()) == 0.0
 
 
+def test_channels_last_pair_is_one_batch_without_a_copy() -> None:
+    from app.engine.bi3d.light import _as_batch
+
+    rng = np.random.default_rng(4)
+    left, right = (rng.integers(0, 256, (150, 250, 3), dtype=np.uint8) for _ in range(2))
+    padder = Padder(150, 250)
+    cpu = torch.device("cpu")
+    l_in, r_in = padder.network_pair(left, right, cpu, channels_last=True)
+    assert torch.equal(l_in, padder.network_input(left, cpu, channels_last=True))
+    assert torch.equal(r_in, padder.network_input(right, cpu, channels_last=True))
+    both = _as_batch(l_in, r_in)
+    assert both.data_ptr() == l_in.data_ptr()  # a view of the pair buffer, not a copy
+    assert both.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(both, torch.cat([l_in, r_in]))
+    # separate tensors (or the halves in the wrong order) are concatenated
+    apart = _as_batch(l_in.clone(), r_in.clone())
+    assert torch.equal(apart, both) and apart.data_ptr() != l_in.data_ptr()
+    assert torch.equal(_as_batch(r_in, l_in), torch.cat([r_in, l_in]))
+    # NCHW inputs keep the separate path
+    plain_l, plain_r = padder.network_pair(left, right, cpu)
+    assert torch.equal(plain_l, padder.network_input(left, cpu))
+    assert torch.equal(plain_r, padder.network_input(right, cpu))
+
+
 def test_outputs_keep_the_input_size(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
     for request in [
         DepthRequest(mode=Mode.BINARY, planes=(12,)),

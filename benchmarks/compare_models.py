@@ -25,12 +25,12 @@ sys.path.insert(0, str(ROOT))
 
 from app.engine.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.metrics import binary_agreement, evaluate  # noqa: E402
-from app.engine.synthetic import SceneConfig, StereoSample, render_scene, to_uint8  # noqa: E402
+from app.engine.synthetic import StereoSample, to_uint8  # noqa: E402
+from app.engine.training.data import selection_scenes  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 
 ON_GRID = (12, 24, 36, 48)
 OFF_GRID = (10, 11, 20, 23, 34, 40, 46)
-FIRST_SEED = 2_000_000_000
 COLUMNS = {  # key: heading
     "bad2_plain": "bad-2 plain",
     "bad2_refined": "refined",
@@ -67,8 +67,7 @@ def main() -> int:
     p.add_argument("--scenes", type=int, default=16)
     p.add_argument("--shift-mode", default="auto", choices=["auto", "round", "interpolate"])
     args = p.parse_args()
-    cfg = SceneConfig(height=384, width=576)
-    scenes = [render_scene(FIRST_SEED + i, cfg) for i in range(args.scenes)]
+    scenes = selection_scenes(args.scenes)
     print(f"{'checkpoint':<48} " + " ".join(f"{h:>11}" for h in COLUMNS.values()))
     for weights in args.weights:
         s = score(weights, scenes, args.shift_mode)

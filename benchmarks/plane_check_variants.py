@@ -23,11 +23,11 @@ from app.engine.assets import default_weights  # noqa: E402
 from app.engine.bi3d.planecheck import PlaneCheckConfig, PlaneChecker  # noqa: E402
 from app.engine.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.metrics import binary_agreement  # noqa: E402
-from app.engine.synthetic import SceneConfig, render_scene, to_uint8  # noqa: E402
+from app.engine.synthetic import to_uint8  # noqa: E402
+from app.engine.training.data import selection_scenes  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 
 PLANES = (10, 11, 12, 20, 23, 24, 34, 36, 40, 46, 48)
-FIRST_SEED = 2_000_000_000  # compare_models.py's held-out scenes
 
 
 def variants() -> dict[str, PlaneCheckConfig | None]:
@@ -53,10 +53,8 @@ def main() -> int:
     network, _ = build_engine(options)
     configs = variants()
     scores: dict[str, list[float]] = {name: [] for name in configs}
-    size = SceneConfig(height=384, width=576)
     request = DepthRequest(mode=Mode.QUANTIZED, planes=PLANES)
-    for i in range(args.scenes):
-        scene = render_scene(FIRST_SEED + i, size)
+    for scene in selection_scenes(args.scenes):
         left, right = to_uint8(scene.left), to_uint8(scene.right)
         gt = scene.disparity.numpy()
         alone = network.compute(left, right, request).probabilities

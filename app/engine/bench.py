@@ -199,8 +199,11 @@ def bench_table(records: list[BenchRecord]) -> str:
             f"{r.engine:<6} {r.runtime:<11} {r.precision:<4} "
             f"{'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "
             f"{f'{r.height}x{r.width}':>9} {r.planes:>6} {r.median_ms:>9.1f} {r.p90_ms:>9.1f} "
-            f"{'' if r.features_ms is None else f'{r.features_ms:.1f}':>8} "
-            f"{'' if r.planes_ms is None else f'{r.planes_ms:.1f}':>9} "
-            f"{'' if r.check_ms is None else f'{r.check_ms:.1f}':>6} {ratio:>7.2f}"
+            f"{_ms(r.features_ms):>8} {_ms(r.planes_ms):>9} {_ms(r.check_ms):>6} {ratio:>7.2f}"
         )
     return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    """A stage's median for the table: blank where the engine has no such stage."""
+    return "" if value is None else f"{value:.1f}"

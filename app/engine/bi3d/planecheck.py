@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from app.engine.bi3d.subpixel import box_mean_array
+
 
 @dataclass(frozen=True)
 class PlaneCheckConfig:
@@ -46,10 +48,6 @@ class PlaneCheckConfig:
 DEFAULT_PLANE_CHECK = PlaneCheckConfig()
 
 
-def _box(x: np.ndarray, size: int) -> np.ndarray:
-    return cv2.boxFilter(x, -1, (size, size), borderType=cv2.BORDER_REFLECT_101)
-
-
 def _grey(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     grey = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY).astype(np.float32)
     return cv2.resize(grey, size, interpolation=cv2.INTER_AREA) if size != grey.shape[::-1] else grey
@@ -57,8 +55,8 @@ def _grey(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 def _mean_var(image: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Flat window means and variances (floored at 1e-6) of an h x w image."""
-    mean = _box(image, size)
-    var = _box(image * image, size)
+    mean = box_mean_array(image, size)
+    var = box_mean_array(image * image, size)
     var -= mean * mean
     np.maximum(var, 1e-6, out=var)
     return mean.ravel(), var.ravel()
@@ -105,7 +103,7 @@ class PlaneChecker:
                 # window means of the left image times the right one moved by s columns
                 product[:, :s] = 0.0
                 np.multiply(left[:, s:], right[:, :-s], out=product[:, s:])
-                cross = _box(product, cfg.window).ravel()[where]
+                cross = box_mean_array(product, cfg.window).ravel()[where]
                 moved = where - s
                 value = (cross - mu_l * self.mu_r[moved]) / np.sqrt(var_l * self.var_r[moved])
                 # windows reaching past the right image's edge stay at -1

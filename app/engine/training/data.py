@@ -17,7 +17,7 @@ from torch import Tensor
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from app.engine.errors import UserError
-from app.engine.synthetic import SceneConfig, render_scene
+from app.engine.synthetic import SceneConfig, StereoSample, render_scene
 
 if TYPE_CHECKING:
     from app.engine.sources import Scene
@@ -68,6 +68,17 @@ class SyntheticStream(IterableDataset):
                 else:
                     yield sample.left, sample.right, sample.disparity
             index += stride
+
+
+SELECTION_SEED = 2 * 10**9  # far from the training stream and from validation_scenes
+
+
+def selection_scenes(count: int = 16) -> list[StereoSample]:
+    """The larger held-out synthetic scenes (384 x 576, seeds from 2 x 10^9) on which bundled
+    models and the engine's matching stages are chosen (``benchmarks/compare_models.py``);
+    never used in training or its validation."""
+    cfg = SceneConfig(height=384, width=576)
+    return [render_scene(SELECTION_SEED + i, cfg) for i in range(count)]
 
 
 def validation_scenes(crop: CropConfig, count: int, max_disparity: float = 192.0) -> list[Item]:

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from app.engine.bi3d.subpixel import box_mean_array
-
 
 @dataclass(frozen=True)
 class PlaneCheckConfig:
@@ -48,22 +46,21 @@ class PlaneCheckConfig:
 DEFAULT_PLANE_CHECK = PlaneCheckConfig()
 
 
-def _grey(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    grey = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY).astype(np.float32)
-    return cv2.resize(grey, size, interpolation=cv2.INTER_AREA) if size != grey.shape[::-1] else grey
-
-
-def _mean_var(image: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flat window means and variances (floored at 1e-6) of an h x w image."""
-    mean = box_mean_array(image, size)
-    var = box_mean_array(image * image, size)
-    var -= mean * mean
-    np.maximum(var, 1e-6, out=var)
-    return mean.ravel(), var.ravel()
+def _grey(image: np.ndarray, size: tuple[int, int], pad: tuple[int, int, int, int]) -> np.ndarray:
+    """Grey image at ``size`` (w, h), float32, with reflected borders ``pad`` (top, bottom, left,
+    right)."""
+    grey: np.ndarray = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY).astype(np.float32)
+    if size != grey.shape[::-1]:
+        grey = cv2.resize(grey, size, interpolation=cv2.INTER_AREA)
+    return cv2.copyMakeBorder(grey, *pad, cv2.BORDER_REFLECT_101)
 
 
 class PlaneChecker:
-    """The per-frame part of the check for one image pair; ``check`` per plane."""
+    """The per-frame part of the check for one image pair; ``check`` per plane.
+
+    Only the windows around hesitant pixels are read (a few percent of a frame, typically), so
+    a plane's check costs in proportion to the pixels it checks. They are gathered into
+    (window pixel, checked pixel) arrays: every operation then runs along long contiguous rows."""
 
     def __init__(self, left: np.ndarray, right: np.ndarray, config: PlaneCheckConfig | None = None) -> None:
         cfg = config or DEFAULT_PLANE_CHECK
@@ -71,71 +68,86 @@ class PlaneChecker:
             raise ValueError(f"bad plane check settings {cfg}")
         self.config = cfg
         h, w = left.shape[:2]
-        self.full = (h, w)
-        size = (max(1, w // cfg.scale), max(1, h // cfg.scale))
-        self.left, self.right = _grey(left, size), _grey(right, size)
-        # window means and variances, flat (each array contiguous: flat views cost nothing)
-        self.mu_l, self.var_l = _mean_var(self.left, cfg.window)
-        self.mu_r, self.var_r = _mean_var(self.right, cfg.window)
-        self.textured = self.var_l > cfg.min_std**2
+        self.shape = (max(1, h // cfg.scale), max(1, w // cfg.scale))  # the check's grid
+        size, half, win = self.shape[::-1], cfg.window // 2, cfg.window
+        self.shifts = 2 * cfg.radius + 2  # whole shifts per plane: the parabola's, either side
+        more = self.shifts - 1
+        # the right image has `more` extra border columns either side for the blocks below
+        left_grey = _grey(left, size, (half,) * 4)
+        right_grey = _grey(right, size, (half, half, half + more, half + more))
+        self._left, self._right = left_grey.ravel(), right_grey.ravel()
+        self._left_width, self._right_width = left_grey.shape[1], right_grey.shape[1]
+        # flat offsets of a window from its top-left corner: in the left image the window of
+        # check-scale pixel (y, x) starts at padded (y, x); in the right image a block holds the
+        # windows of all of a plane's shifts side by side, the largest shift's first
+        rows = np.arange(win)[:, None]
+        self._left_offsets = (rows * self._left_width + np.arange(win)).ravel()
+        self._right_offsets = (rows * self._right_width + np.arange(win + more)).ravel()
         # full-resolution pixel -> its check-scale pixel (nearest), row and column
-        self.rows = np.minimum(np.arange(h) // cfg.scale, size[1] - 1)
-        self.cols = np.minimum(np.arange(w) // cfg.scale, size[0] - 1)
-        self._moved = np.empty_like(self.left)  # per-plane buffer
+        self.rows = np.minimum(np.arange(h) // cfg.scale, self.shape[0] - 1)
+        self.cols = np.minimum(np.arange(w) // cfg.scale, self.shape[1] - 1)
 
     def estimate(self, plane: float, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Local disparity (full-resolution px) near ``plane`` and its ZNCC peak at the
         check-scale pixels ``where`` (flat indices); the peak is -1 where nothing could be
         measured (no texture, or every window reaching past the right image)."""
         cfg = self.config
-        left, right = self.left, self.right
-        ws = left.shape[1]
-        k0 = math.floor(plane / cfg.scale)
-        shifts = np.arange(k0 - cfg.radius, k0 + cfg.radius + 2)
-        n = len(shifts)
-        zncc = np.full((n, where.size), -1.0, np.float32)
-        measurable = [(i, int(s)) for i, s in enumerate(shifts) if 0 < s < ws - cfg.window // 2]
-        if measurable:
-            mu_l, var_l = self.mu_l[where], self.var_l[where]
-            col = where % ws
-            product = self._moved
-            for i, s in measurable:
-                # window means of the left image times the right one moved by s columns
-                product[:, :s] = 0.0
-                np.multiply(left[:, s:], right[:, :-s], out=product[:, s:])
-                cross = box_mean_array(product, cfg.window).ravel()[where]
-                moved = where - s
-                value = (cross - mu_l * self.mu_r[moved]) / np.sqrt(var_l * self.var_r[moved])
-                # windows reaching past the right image's edge stay at -1
-                zncc[i] = np.where(col >= s + cfg.window // 2, value, -1.0)
+        ws, half, win, n, m = self.shape[1], cfg.window // 2, cfg.window, self.shifts, where.size
+        area = win * win
+        first = math.floor(plane / cfg.scale) - cfg.radius
+        shifts = np.arange(first, first + n)
+        ys, xs = np.divmod(where, ws)
+        left = np.take(self._left, self._left_offsets[:, None] + (ys * self._left_width + xs))  # area x m
+        left -= left.mean(0)  # centred: the cross term needs no right-window mean
+        var_l = np.maximum(np.einsum("km,km->m", left, left) / area, 1e-6)
+        left3 = left.reshape(win, win, m)
+        # right block column j: the right image at column x - shifts[-1] - half + j
+        start = np.clip(xs - int(shifts[-1]) + n - 1, 0, self._right_width - (win + n - 1))
+        block = np.take(self._right, self._right_offsets[:, None] + (ys * self._right_width + start))
+        block = block.reshape(win, win + n - 1, m)
+        columns, column_squares = block.sum(0), (block * block).sum(0)  # (win + n - 1) x m
+        zncc = np.full((n, m), -1.0, np.float32)
+        for i, s in enumerate(shifts.tolist()):
+            if not 0 < s < ws - half:
+                continue
+            j = n - 1 - i  # shift s's window within the block
+            mu_r = columns[j : j + win].sum(0) / area
+            var_r = np.maximum(column_squares[j : j + win].sum(0) / area - mu_r * mu_r, 1e-6)
+            cross = np.einsum("rcm,rcm->m", left3, block[:, j : j + win]) / area
+            # windows reaching past the right image's left edge stay at -1
+            zncc[i] = np.where(xs >= s + half, cross / np.sqrt(var_l * var_r), -1.0)
         best = zncc.argmax(0)
-        pick = np.arange(where.size)
+        pick = np.arange(m)
         inner = np.clip(best, 1, n - 2)
         a, b, c = zncc[inner - 1, pick], zncc[inner, pick], zncc[inner + 1, pick]
         curvature = a - 2 * b + c
         vertex = 0.5 * (a - c) / np.minimum(curvature, -1e-6)
         vertex = np.where((inner == best) & (curvature < -1e-6), np.clip(vertex, -0.5, 0.5), 0.0)
         estimate = (shifts[best] + vertex) * cfg.scale
-        peak = np.where(self.textured[where], zncc[best, pick], -1.0)
+        peak = np.where(var_l > cfg.min_std**2, zncc[best, pick], -1.0)
         return estimate.astype(np.float32), peak
 
-    def check(self, probabilities: np.ndarray, plane: float) -> np.ndarray:
-        """H x W probabilities P(disparity > plane) -> the same with hesitant answers checked."""
+    def check(self, probabilities: np.ndarray, plane: float, out: np.ndarray | None = None) -> np.ndarray:
+        """H x W probabilities P(disparity > plane) -> the same with hesitant answers checked,
+        written to ``out`` (may be ``probabilities`` itself; None: a new array)."""
         cfg = self.config
+        out = probabilities.copy() if out is None else out
+        if out is not probabilities:
+            np.copyto(out, probabilities)
         hesitant = np.flatnonzero(np.abs(probabilities - 0.5) < cfg.band)  # flat: 10x faster than nonzero
         if hesitant.size == 0:
-            return probabilities
+            return out
         ys, xs = np.divmod(hesitant, probabilities.shape[1])
         # each check-scale pixel is measured once for the full-resolution pixels it covers
-        cell = self.rows[ys] * self.left.shape[1] + self.cols[xs]
-        marked = np.zeros(self.left.size, bool)
+        cells = self.shape[0] * self.shape[1]
+        cell = self.rows[ys] * self.shape[1] + self.cols[xs]
+        marked = np.zeros(cells, bool)
         marked[cell] = True
         where = np.flatnonzero(marked)
         estimate, peak = self.estimate(plane, where)
-        slot = np.zeros(self.left.size, np.intp)
+        slot = np.zeros(cells, np.intp)
         slot[where] = np.arange(where.size)
         estimate, peak = estimate[slot[cell]], peak[slot[cell]]
         use = peak > cfg.min_peak
-        out = probabilities.copy()
-        out.ravel()[hesitant[use]] = 1.0 / (1.0 + np.exp(plane - estimate[use]))
+        out[ys[use], xs[use]] = 1.0 / (1.0 + np.exp(plane - estimate[use]))  # out may be a strided view
         return out

@@ -31,7 +31,7 @@ def _inner(a: np.ndarray) -> np.ndarray:
 def test_estimates_the_disparity_near_the_plane(truth: float) -> None:
     left, right = _shifted_pair(truth)
     checker = PlaneChecker(left, right)
-    hs, ws = checker.left.shape
+    hs, ws = checker.shape
     cells = np.arange(hs * ws)
     estimate, peak = checker.estimate(20.0, cells)
     estimate, peak = estimate.reshape(hs, ws)[6:-6, 30:-6], peak.reshape(hs, ws)[6:-6, 30:-6]
@@ -80,3 +80,15 @@ def test_settings_are_checked() -> None:
         PlaneChecker(left, right, PlaneCheckConfig(window=4))
     with pytest.raises(ValueError, match="plane check"):
         PlaneChecker(left, right, PlaneCheckConfig(radius=0))  # a parabola needs three shifts
+
+
+def test_checks_in_place_into_a_strided_view() -> None:
+    """The engine hands over planes of a padded network output: views with a row stride."""
+    left, right = _shifted_pair(21.5)
+    checker = PlaneChecker(left, right)
+    padded = np.full((2, left.shape[0] + 4, left.shape[1] + 8), 0.45, np.float32)
+    view = padded[1, 4:, 8:]
+    expected = checker.check(view.copy(), 20.0)
+    assert checker.check(view, 20.0, out=view) is view
+    assert np.array_equal(view, expected) and np.mean(expected > 0.5) > 0.5
+    assert np.all(padded[0] == np.float32(0.45)) and np.all(padded[1, :4] == np.float32(0.45))

@@ -147,11 +147,17 @@ class LightBi3D(SweepModel):
         seg, pad = self.segnet, self.max_shift
         left, right = feats.left, feats.right
         width = left.shape[-1]
-        # per frame: everything in the first layer that does not depend on the plane
-        left_pad = F.pad(left, (0, pad))
+        # per frame: everything in the first layer that does not depend on the plane. Memory
+        # layouts matter on a CPU (the values do not change): the projections and differences
+        # run channels-last, the unit vectors channels-first (a sum over channels is about 3x
+        # slower channels-last), and the correlation is handed over channels-last so that
+        # every term of the sum below is (one plane at 480 x 640: 4.3 -> 3.5 ms)
+        left_cl = left.contiguous(memory_format=torch.channels_last)
+        right_cl = right.contiguous(memory_format=torch.channels_last)
+        left_pad = F.pad(left_cl, (0, pad))
         base = seg.proj_left(left_pad)
-        right_proj = seg.proj_right(right)
-        left_unit = _unit(left_pad)
+        right_proj = seg.proj_right(right_cl)
+        left_unit = F.pad(_unit(left), (0, pad))  # zero columns stay zero vectors
         right_unit = _unit(right)
         out = []
         for start in range(0, shifts.numel(), max(1, chunk)):
@@ -159,8 +165,8 @@ class LightBi3D(SweepModel):
             volumes = [
                 base
                 + _shift(right_proj, s, pad)
-                + seg.proj_diff((left_pad - _shift(right, s, pad)).abs())
-                + seg.proj_corr((left_unit * _shift(right_unit, s, pad)).sum(1, keepdim=True))
+                + seg.proj_diff((left_pad - _shift(right_cl, s, pad)).abs())
+                + seg.proj_corr(_one_channel_last((left_unit * _shift(right_unit, s, pad)).sum(1, True)))
                 for s in part
             ]
             x = volumes[0] if len(volumes) == 1 else torch.cat(volumes)  # one plane: no copy
@@ -211,6 +217,13 @@ def _unit(x: Tensor) -> Tensor:
     """``F.normalize(x, dim=1)`` by a sum of squares: the same values, but torch's vector norm
     over the channels of an NCHW tensor took 3.4 ms of a 15 ms plane pass at 480 x 672 on a CPU."""
     return x / (x * x).sum(1, keepdim=True).sqrt().clamp_min(1e-12)
+
+
+def _one_channel_last(x: Tensor) -> Tensor:
+    """A contiguous N x 1 x H x W tensor with channels-last strides (the same memory, so no
+    copy): torch reads the layout from the strides, and a convolution of it then answers
+    channels-last instead of channels-first."""
+    return x.as_strided(x.shape, (x.stride(0), 1, x.stride(2), x.stride(3)))
 
 
 def _up(x: Tensor, like: Tensor) -> Tensor:

@@ -319,8 +319,9 @@ class Bi3DEngine:
     ) -> DepthResult:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
             with self._timed(timings, "refine"):
-                probs = torch.sigmoid(self.backend.refine_planes(feats, lowres).float())
-                probs_np = padder.crop(probs)[0].cpu().numpy()
+                # the sigmoid of the crop: a contiguous array that the check and the result keep
+                probs = torch.sigmoid(padder.crop(self.backend.refine_planes(feats, lowres)).float())
+                probs_np = probs[0].cpu().numpy()
             if self.plane_check is not None:
                 with self._timed(timings, "check"):
                     checker = PlaneChecker(*images, self.plane_check)
@@ -393,7 +394,7 @@ class Bi3DEngine:
     ) -> DepthResult:
         return DepthResult(
             disparity=disparity,
-            probabilities=probs.astype(np.float32),
+            probabilities=np.ascontiguousarray(probs, np.float32),
             planes=np.asarray(planes, np.float32),
             mode=request.mode,
             engine=self.name,

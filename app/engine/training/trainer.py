@@ -172,6 +172,7 @@ class Trainer:
             if info.kind.value != cfg.kind:
                 raise UserError(f"{last} holds a {info.kind.value} model, not {cfg.kind}; use another --out")
             return model, int(info.training.get("step", 0)), float(info.training.get("best", math.inf))
+        torch.manual_seed(cfg.seed)  # the initial weights follow --seed too: a rerun starts alike
         model = build_model(cfg.kind, cfg.width, cfg.max_disparity)
         if cfg.init:
             init, info = load_model(cfg.init)

@@ -98,6 +98,16 @@ def test_train_saves_logs_and_resumes(tmp_path: Path) -> None:
     assert resumed.run()["step"] == 6
 
 
+def test_the_seed_decides_the_initial_weights(tmp_path: Path) -> None:
+    """A rerun of a recipe starts from the same weights (and so, on one machine, trains alike)."""
+    first, again = (Trainer(_cfg(tmp_path, out=str(tmp_path / name))).model for name in ("a", "b"))
+    torch.manual_seed(123)  # whatever the global generator did before
+    other = Trainer(_cfg(tmp_path, out=str(tmp_path / "c"), seed=1)).model
+    same = [torch.equal(v, again.state_dict()[k]) for k, v in first.state_dict().items()]
+    differ = [torch.equal(v, other.state_dict()[k]) for k, v in first.state_dict().items() if v.ndim == 4]
+    assert all(same) and not any(differ)
+
+
 def test_training_reduces_the_loss(tmp_path: Path) -> None:
     torch.manual_seed(0)
     trainer = Trainer(_cfg(tmp_path, steps=10**6, reuse=40, lr=3e-3, warmup=1))

@@ -223,6 +223,7 @@ def _one_channel_last(x: Tensor) -> Tensor:
     """A contiguous N x 1 x H x W tensor with channels-last strides (the same memory, so no
     copy): torch reads the layout from the strides, and a convolution of it then answers
     channels-last instead of channels-first."""
+    x = x.contiguous()  # the strides below describe contiguous memory only
     return x.as_strided(x.shape, (x.stride(0), 1, x.stride(2), x.stride(3)))
 
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from app.engine.bi3d.checkpoint import load_model, save_checkpoint
 from app.engine.bi3d.engine import Bi3DEngine
-from app.engine.bi3d.light import LightBi3D, convex_upsample
+from app.engine.bi3d.light import LightBi3D, _one_channel_last, convex_upsample
 from app.engine.bi3d.model import ModelKind, plane_sweep_volume
 from app.engine.types import DepthRequest, Mode
 
@@ -107,3 +107,13 @@ def test_monotone_logits_are_the_mean_of_the_two_running_bounds() -> None:
     torch.testing.assert_close(monotone_logits(already), already)  # a monotone curve is kept
     one = torch.randn(1, 1, 3, 3)
     torch.testing.assert_close(monotone_logits(one), one)
+
+
+def test_one_channel_map_handed_over_channels_last() -> None:
+    """The correlation map is re-strided, not copied, and reads the same values."""
+    x = torch.randn(3, 1, 5, 7)
+    y = _one_channel_last(x)
+    assert y.data_ptr() == x.data_ptr() and torch.equal(y, x)
+    assert y.is_contiguous(memory_format=torch.channels_last) and y.stride(1) == 1
+    strided = torch.randn(3, 1, 5, 14)[..., ::2]  # not contiguous: copied first
+    assert torch.equal(_one_channel_last(strided), strided)

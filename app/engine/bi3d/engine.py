@@ -326,7 +326,7 @@ class Bi3DEngine:
                 with self._timed(timings, "check"):
                     checker = PlaneChecker(*images, self.plane_check)
                     for k, plane in enumerate(plan.planes):
-                        checker.check(probs_np[k], float(plane), out=probs_np[k])
+                        checker.check(probs_np[k], float(plane), in_place=True)
             return self._plane_result(request, plan, probs_np)
         return self._dense_result(request, plan, feats, lowres, padder, timings, images)
 

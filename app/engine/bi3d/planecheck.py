@@ -127,13 +127,12 @@ class PlaneChecker:
         peak = np.where(var_l > cfg.min_std**2, zncc[best, pick], -1.0)
         return estimate.astype(np.float32), peak
 
-    def check(self, probabilities: np.ndarray, plane: float, out: np.ndarray | None = None) -> np.ndarray:
-        """H x W probabilities P(disparity > plane) -> the same with hesitant answers checked,
-        written to ``out`` (may be ``probabilities`` itself; None: a new array)."""
+    def check(self, probabilities: np.ndarray, plane: float, in_place: bool = False) -> np.ndarray:
+        """H x W probabilities P(disparity > plane) -> the same with hesitant answers checked:
+        written into ``probabilities`` itself (``in_place``, which may be a strided view) or
+        into a new array."""
         cfg = self.config
-        out = probabilities.copy() if out is None else out
-        if out is not probabilities:
-            np.copyto(out, probabilities)
+        out = probabilities if in_place else probabilities.copy()
         hesitant = np.flatnonzero(np.abs(probabilities - 0.5) < cfg.band)  # flat: 10x faster than nonzero
         if hesitant.size == 0:
             return out

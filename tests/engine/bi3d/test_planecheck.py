@@ -89,6 +89,6 @@ def test_checks_in_place_into_a_strided_view() -> None:
     padded = np.full((2, left.shape[0] + 4, left.shape[1] + 8), 0.45, np.float32)
     view = padded[1, 4:, 8:]
     expected = checker.check(view.copy(), 20.0)
-    assert checker.check(view, 20.0, out=view) is view
+    assert checker.check(view, 20.0, in_place=True) is view
     assert np.array_equal(view, expected) and np.mean(expected > 0.5) > 0.5
     assert np.all(padded[0] == np.float32(0.45)) and np.all(padded[1, :4] == np.float32(0.45))

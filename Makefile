@@ -31,6 +31,7 @@ demo-cli: setup
 
 lint: setup
 	$(BIN)/ruff check app tests benchmarks packaging
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy

@@ -23,9 +23,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.engine.engines import EngineOptions, build_engine  # noqa: E402
+from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.metrics import binary_agreement, evaluate  # noqa: E402
-from app.engine.synthetic import StereoSample, to_uint8  # noqa: E402
+from app.engine.synthetic.layered import StereoSample, to_uint8  # noqa: E402
 from app.engine.training.data import selection_scenes  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 

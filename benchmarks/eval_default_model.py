@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.engine.assets import default_weights, demo_scene  # noqa: E402
-from app.engine.engines import EngineOptions, build_engine  # noqa: E402
-from app.engine.evaluation import eval_table, evaluate_scenes  # noqa: E402
+from app.engine.bench.evaluation import eval_table, evaluate_scenes  # noqa: E402
+from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.metrics import binary_agreement  # noqa: E402
-from app.engine.sources import find_scenes  # noqa: E402
+from app.engine.sources.spec import find_scenes  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 
 PLANES = (10, 20, 30, 40)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.engine import synthetic  # noqa: E402
 from app.engine.assets import default_weights  # noqa: E402
-from app.engine.engines import EngineOptions, build_engine  # noqa: E402
+from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "brick", "gravel", "clock", "camera")

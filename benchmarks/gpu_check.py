@@ -129,7 +129,7 @@ def textured_pair(height: int, width: int, shift: int = 12) -> tuple[Any, Any]:
 def make_engine(model: Any, precision: str, graphs: bool) -> Any:
     import torch
 
-    from app.engine.bi3d.engine import Bi3DEngine
+    from app.engine.depth.bi3d import Bi3DEngine
     from app.engine.runtimes.select import open_runtime
 
     chain = open_runtime(model, "torch", torch.device(DEVICE), precision, cuda_graphs=graphs)
@@ -193,7 +193,7 @@ def subpixel(report: Report, left: Any, right: Any) -> None:
     path off the CPU): from a readout 1.4 px off, it should find the pair's 12 px shift."""
     import torch
 
-    from app.engine.bi3d.subpixel import refine_subpixel
+    from app.engine.depth.subpixel import refine_subpixel
 
     device = torch.device(DEVICE)
     lt, rt = (torch.from_numpy(x).to(device) for x in (left, right))
@@ -218,7 +218,7 @@ def subpixel(report: Report, left: Any, right: Any) -> None:
 def timings(report: Report, models: dict[str, Any], start: float) -> None:
     import numpy as np
 
-    from app.engine.runtimes.plaster import PowerSampler
+    from app.engine.bench.plaster import PowerSampler
 
     left, right = textured_pair(*SIZE)
     precisions = ("fp16", "bf16", "tf32", "fp32") if DEVICE == "cuda" else ("fp32", "bf16")

@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.engine.assets import default_weights  # noqa: E402
-from app.engine.bi3d.planecheck import PlaneCheckConfig, PlaneChecker  # noqa: E402
-from app.engine.engines import EngineOptions, build_engine  # noqa: E402
+from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
+from app.engine.depth.planecheck import PlaneCheckConfig, PlaneChecker  # noqa: E402
 from app.engine.metrics import binary_agreement  # noqa: E402
-from app.engine.synthetic import to_uint8  # noqa: E402
+from app.engine.synthetic.layered import to_uint8  # noqa: E402
 from app.engine.training.data import selection_scenes  # noqa: E402
 from app.engine.types import DepthRequest, Mode  # noqa: E402
 

@@ -62,7 +62,7 @@ def test_depth_writes_the_contract_files(capsys, small_pair, tmp_path: Path) -> 
 def test_depth_defaults_to_sgbm_without_a_bundled_model(
     capsys, small_pair, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("app.engine.engines.default_weights", lambda: None)
+    monkeypatch.setattr("app.engine.depth.engines.default_weights", lambda: None)
     code, stdout, _ = run(
         capsys,
         "depth",
@@ -198,7 +198,7 @@ def test_bench_runs_the_bundled_model_by_default(capsys, tmp_path: Path, monkeyp
     weights = tmp_path / "light.pt"
     save_checkpoint(weights, build_model("light", 0.5), {"note": "test"})
     monkeypatch.setattr("app.engine.assets.default_weights", lambda: weights)
-    monkeypatch.setattr("app.engine.engines.default_weights", lambda: weights)
+    monkeypatch.setattr("app.engine.depth.engines.default_weights", lambda: weights)
     path = tmp_path / "b.json"
     argv = ["bench", "--modes", "binary", "--planes", "1", "--size", "96x192", "--max-disparity", "48"]
     argv += ["--runtimes", "torch", "--repeat", "1", "--warmup", "0", "--json", str(path)]

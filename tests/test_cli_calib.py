@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from app.cli import main
-from app.engine.calibration import load_calibration, write_opencv_yaml
+from app.engine.calibration.files import load_calibration, write_opencv_yaml
 from tests.cli_helpers import bad as _bad
 from tests.cli_helpers import run
-from tests.engine.test_chessboard import BASELINE_M, POSES, render_pair, true_rig, write_views
+from tests.engine.calibration.test_chessboard import BASELINE_M, POSES, render_pair, true_rig, write_views
 
 
 @pytest.fixture
@@ -180,7 +180,7 @@ def test_usage_errors_are_one_line(
 def test_depth_rectifies_a_raw_rig_first(
     capsys: pytest.CaptureFixture[str], raw_board: tuple[str, str, str], tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import app.engine.stereo_rig as calibration
+    import app.engine.calibration.rig as calibration
 
     calls = []
     original = calibration.Rectifier.rectify

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app.cli import main
-from app.engine.flow_nvof import opencv_has_cuda
+from app.engine.flow.nvof import opencv_has_cuda
 from app.engine.formats import read_flo
 from tests.cli_helpers import bad as _bad
 from tests.cli_helpers import run

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.engine.sources import open_source
+from app.engine.sources.spec import open_source
 from tests.cli_helpers import bad, run
 
 SYNTH = "synthetic:48x80?frames=4&seed=2"
@@ -117,7 +117,7 @@ def test_eval_on_sources_without_an_end_or_ground_truth(
 ) -> None:
     assert "give --frames N" in bad(capsys, "eval", "synthetic:16x16", "--engines", "sgbm")
     rec = tmp_path / "rec"
-    from app.engine.recorder import Recorder
+    from app.engine.sources.recording import Recorder
     from app.engine.types import StereoPair
 
     with Recorder(rec) as recorder:

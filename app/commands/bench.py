@@ -13,7 +13,7 @@ from app.commands.flow import flow_specs
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
-    from app.engine.bench import bench_table, run_bench
+    from app.engine.bench.depth import bench_table, run_bench
 
     # the weights given, else the bundled model, else (or with --width) random weights for timing
     trained = args.weights or (args.width is None and default_weights() is not None)
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     print(bench_table(records))
     plaster_rows = []
     if args.report:
-        from app.engine.runtimes.plaster import plaster_table, run_plaster
+        from app.engine.bench.plaster import plaster_table, run_plaster
 
         plaster_rows = run_plaster(
             args.engines,
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print(plaster_table(plaster_rows))
     flow_records = []
     if args.flow_backends:
-        from app.engine.flow_bench import flow_bench_table, run_flow_bench
+        from app.engine.bench.flow import flow_bench_table, run_flow_bench
 
         flow_records = run_flow_bench(args.flow_backends, sizes, args.repeat, args.warmup)
         print()

@@ -31,11 +31,11 @@ def positive_metres(text: str) -> float:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from app.engine.calib_check import check_board, check_epipolar
-    from app.engine.calibration import load_calibration
+    from app.engine.calibration.check import check_board, check_epipolar
+    from app.engine.calibration.files import load_calibration
+    from app.engine.calibration.rig import Rectifier
     from app.engine.errors import UserError
     from app.engine.formats import atomic_write, read_image_rgb
-    from app.engine.stereo_rig import Rectifier
     from app.engine.types import check_pair
 
     if (args.pattern is None) != (args.square is None):
@@ -82,8 +82,8 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_chessboard(args: argparse.Namespace) -> int:
-    from app.engine.calibration import write_opencv_yaml
-    from app.engine.chessboard import calibrate_folder
+    from app.engine.calibration.chessboard import calibrate_folder
+    from app.engine.calibration.files import write_opencv_yaml
 
     def progress(name: str, found: bool) -> None:
         print(f"{name}: {'board found' if found else 'no board in both images, skipped'}")

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any, NoReturn
 
-from app.engine.classical import SGBMParams
-from app.engine.engines import EngineOptions
+from app.engine.depth.engines import EngineOptions
+from app.engine.depth.sgbm import SGBMParams
 from app.engine.errors import UserError
 from app.engine.runtimes.base import RUNTIMES
 from app.engine.types import Calibration, DepthRequest, Mode, Spacing

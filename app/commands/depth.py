@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 
 from app.commands.common import add_engine_args, depth_request, engine_options
-from app.engine.engines import ENGINES
+from app.engine.depth.engines import ENGINES
 from app.engine.errors import UserError
 from app.engine.types import Calibration, Mode, Spacing
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.calibration import load_calibration
-    from app.engine.engines import build_engine
+    from app.engine.calibration.files import load_calibration
+    from app.engine.depth.engines import build_engine
     from app.engine.formats import read_image_rgb
     from app.engine.outputs import format_summary, write_result
 
@@ -48,16 +48,16 @@ def _rectifier(rig: Any) -> Rectify:
     """Raw rigs (an OpenCV stereo calibration) are rectified before depth; others pass through."""
     if rig is None:
         return lambda left, right: (left, right)
-    from app.engine.stereo_rig import Rectifier
+    from app.engine.calibration.rig import Rectifier
 
     return Rectifier(rig).rectify
 
 
 def run_source(args: argparse.Namespace, calibration: Calibration | None, rectify: Rectify) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
-    from app.engine.engines import build_engine
+    from app.engine.depth.engines import build_engine
     from app.engine.outputs import format_summary, write_result
-    from app.engine.sources import is_source_spec, open_source
+    from app.engine.sources.spec import is_source_spec, open_source
 
     if not is_source_spec(args.left):
         args.usage_error(

@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 
 from app.commands.common import add_engine_args, engine_options, parse_list
-from app.engine.engines import ENGINES
+from app.engine.depth.engines import ENGINES
 from app.engine.errors import UserError
 
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
-    from app.engine.evaluation import eval_table, evaluate_scenes
-    from app.engine.recorder import is_recording
-    from app.engine.sources import Scene, find_scenes, scenes_from_source
+    from app.engine.bench.evaluation import eval_table, evaluate_scenes
+    from app.engine.sources.recording import is_recording
+    from app.engine.sources.spec import Scene, find_scenes, scenes_from_source
 
     if args.frames is not None and args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")

@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 
 from app.engine.errors import UserError
-from app.engine.flow import BACKENDS, NVOF_GRIDS
+from app.engine.flow.base import BACKENDS, NVOF_GRIDS
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.flow import FlowOptions, create_flow_backend
-    from app.engine.flow_nvof import nvof_probe
+    from app.engine.flow.base import FlowOptions
+    from app.engine.flow.choose import create_flow_backend
+    from app.engine.flow.nvof import nvof_probe
 
     if args.probe:
         probe = nvof_probe()
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pair(backend: Any, args: argparse.Namespace) -> None:
-    from app.engine.flow_draw import draw_flow_arrows, flow_color_with_legend
+    from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
     from app.engine.formats import read_image_rgb, write_color_png, write_flo
 
     frame0, frame1 = (read_image_rgb(p) for p in args.inputs)
@@ -116,7 +117,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
 
 def flow_specs(text: str) -> list[str]:
     """argparse type for backend[:preset[:grid]],...: checked now, so a typo fails at once."""
-    from app.engine.flow import parse_backend_spec
+    from app.engine.flow.choose import parse_backend_spec
 
     specs = [s.strip() for s in text.split(",") if s.strip()]
     try:

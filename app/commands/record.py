@@ -8,9 +8,9 @@ import sys
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.errors import UserError
-    from app.engine.recorder import Recorder, record
-    from app.engine.source_base import SourceEvent, plural
-    from app.engine.sources import open_source
+    from app.engine.sources.base import SourceEvent, plural
+    from app.engine.sources.recording import Recorder, record
+    from app.engine.sources.spec import open_source
 
     if args.frames is not None and args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="record a source to a folder",
         description=(
             "Record SOURCE (a folder, a video, LEFT,RIGHT, camera:0,1, camera:0, synthetic; see "
-            "app/engine/sources.py) into DIR: lossless PNG pairs, timestamps, calibration and ground "
+            "app/engine/sources/spec.py) into DIR: lossless PNG pairs, timestamps, calibration and ground "
             "truth when the source has it. DIR plays back as a source. Stops when the source ends, "
             "after --frames or --seconds (of the source's time), or on Ctrl-C."
         ),

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from app.engine.engines import DepthEngine, EngineOptions, build_engine
+from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.types import Calibration, DepthRequest, DepthResult, StereoPair
 
 STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")

@@ -11,7 +11,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from app.engine.assets import resource_path
-from app.engine.engines import EngineOptions
+from app.engine.depth.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import Session
 from app.ui.main_window import MainWindow, engine_options
@@ -35,7 +35,7 @@ def build_session(settings: Settings) -> tuple[Session, str | None]:
 
 
 def create_window(source: str | None = None, settings_path: Path | None = None) -> MainWindow:
-    from app.engine.sources import open_source
+    from app.engine.sources.spec import open_source
 
     settings, warning = load_settings(settings_path)
     session, problem = build_session(settings)

@@ -22,11 +22,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.calib_check import EpipolarReport, check_epipolar
-from app.engine.calibration import load_calibration, write_opencv_yaml
-from app.engine.chessboard import MIN_VIEWS, Coverage, calibrate_stereo, detect_corners, view_parameters
+from app.engine.calibration.check import EpipolarReport, check_epipolar
+from app.engine.calibration.chessboard import (
+    MIN_VIEWS,
+    Coverage,
+    calibrate_stereo,
+    detect_corners,
+    view_parameters,
+)
+from app.engine.calibration.files import load_calibration, write_opencv_yaml
+from app.engine.calibration.rig import Rectifier, StereoRig
 from app.engine.errors import UserError
-from app.engine.stereo_rig import Rectifier, StereoRig
 from app.engine.types import Calibration
 from app.ui.controller import SessionController
 

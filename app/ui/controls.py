@@ -194,8 +194,8 @@ class ControlsPanel(QWidget):
 
     def _build_flow_params(self, name: str) -> None:
         """Controls for the chosen backend's own parameters, as the backend describes them."""
-        from app.engine.flow import PARAMETERS
-        from app.engine.flow_nvof import nvof_probe
+        from app.engine.flow.base import PARAMETERS
+        from app.engine.flow.nvof import nvof_probe
 
         while self.flow_form.rowCount():
             self.flow_form.removeRow(0)
@@ -216,7 +216,7 @@ class ControlsPanel(QWidget):
         self.flowChanged.emit(self.settings.flow)
 
     def flow_options(self) -> Any:
-        from app.engine.flow import FlowOptions
+        from app.engine.flow.base import FlowOptions
 
         return FlowOptions(**self.flow_values)  # type: ignore[arg-type]
 

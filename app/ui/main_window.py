@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.engines import EngineOptions
+from app.engine.depth.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import FrameResult, FrameSource, Session
 from app.ui import work

@@ -71,7 +71,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
         )
     if result.flow is not None:
-        from app.engine.flow_draw import draw_flow_arrows, flow_color_with_legend
+        from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
 
         flow = np.asarray(result.flow)
         if spec.flow_view == "arrows":

@@ -89,7 +89,7 @@ def export_ply(result: FrameResult, path: Path) -> int:
 
 
 def start_recording(session: Session, root: Path = SNAPSHOT_ROOT) -> Any:
-    from app.engine.recorder import Recorder
+    from app.engine.sources.recording import Recorder
 
     folder = root / "recordings" / time.strftime("%Y%m%d-%H%M%S")
     return Recorder(folder, session.calibration)
@@ -99,7 +99,7 @@ def make_flow(name: str, options: Any = None) -> tuple[Any, str]:
     """A flow backend for the session (None when off) and a status line for the UI."""
     if name == "off":
         return None, ""
-    from app.engine.flow import create_flow
+    from app.engine.flow.choose import create_flow
 
     try:
         backend = create_flow(name, options)
@@ -109,7 +109,7 @@ def make_flow(name: str, options: Any = None) -> tuple[Any, str]:
 
 
 def draw_flow(flow: np.ndarray, left: np.ndarray) -> np.ndarray:
-    from app.engine.flow_draw import flow_to_color
+    from app.engine.flow.draw import flow_to_color
 
     return flow_to_color(flow)
 

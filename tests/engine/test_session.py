@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.engine.engines import EngineOptions
+from app.engine.depth.engines import EngineOptions
 from app.engine.session import Session
 from app.engine.types import DepthRequest, DepthResult, Mode, StereoPair
 from tests.engine.fake_results import empty_result

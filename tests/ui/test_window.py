@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QTimer
 
-from app.engine.engines import EngineOptions
+from app.engine.depth.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import Session
 from app.engine.types import Mode, Spacing

@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from app.engine.engines import EngineOptions
+from app.engine.depth.engines import EngineOptions
 from app.engine.formats import read_kitti_png, read_pfm
 from app.engine.session import Session
 from app.engine.types import StereoPair

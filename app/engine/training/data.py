@@ -17,10 +17,10 @@ from torch import Tensor
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from app.engine.errors import UserError
-from app.engine.synthetic import SceneConfig, StereoSample, render_scene
+from app.engine.synthetic.layered import SceneConfig, StereoSample, render_scene
 
 if TYPE_CHECKING:
-    from app.engine.sources import Scene
+    from app.engine.sources.spec import Scene
 
 Item = tuple[Tensor, Tensor, Tensor]
 
@@ -99,7 +99,7 @@ class SceneDataset(Dataset):
     """
 
     def __init__(self, root: str | Path, crop: CropConfig, seed: int = 0) -> None:
-        from app.engine.sources import find_scenes  # OpenCV only when reading files
+        from app.engine.sources.spec import find_scenes  # OpenCV only when reading files
 
         self.scenes = _sceneflow(Path(root)) or find_scenes(root)
         self.scenes = [s for s in self.scenes if s.gt is not None]
@@ -113,7 +113,7 @@ class SceneDataset(Dataset):
 
     def __getitem__(self, index: int) -> Item:
         from app.engine.formats import read_image_rgb
-        from app.engine.sources import read_disparity
+        from app.engine.sources.spec import read_disparity
 
         scene = self.scenes[index]
         assert scene.gt is not None
@@ -139,7 +139,7 @@ def _jitter(img: Tensor, rng: np.random.Generator) -> Tensor:
 
 
 def _sceneflow(root: Path) -> list[Scene]:
-    from app.engine.sources import Scene
+    from app.engine.sources.spec import Scene
 
     if not ((root / "left").is_dir() and (root / "right").is_dir() and (root / "disparity").is_dir()):
         return []

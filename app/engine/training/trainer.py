@@ -30,13 +30,13 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, DistributedSampler
 
 from app.engine.bi3d.checkpoint import load_model, save_checkpoint
-from app.engine.bi3d.engine import Bi3DEngine
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
+from app.engine.depth.bi3d import Bi3DEngine
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
 from app.engine.metrics import binary_agreement, evaluate
-from app.engine.synthetic import to_uint8
+from app.engine.synthetic.layered import to_uint8
 from app.engine.training.data import CropConfig, SceneDataset, SyntheticStream, validation_scenes
 from app.engine.training.losses import disparity_loss, monotone_penalty, plane_loss, sample_planes
 from app.engine.types import DepthRequest, Mode

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from app.engine.bi3d.checkpoint import load_model, save_checkpoint
-from app.engine.bi3d.engine import Bi3DEngine
 from app.engine.bi3d.light import LightBi3D, _one_channel_last, convex_upsample
 from app.engine.bi3d.model import ModelKind, plane_sweep_volume
+from app.engine.depth.bi3d import Bi3DEngine
 from app.engine.types import DepthRequest, Mode
 
 
@@ -78,7 +78,7 @@ def test_light_checkpoint_round_trip(tmp_path: Path) -> None:
 
 
 def test_median_readout_interpolates_the_half_crossing() -> None:
-    from app.engine.bi3d.readout import median_disparity
+    from app.engine.depth.readout import median_disparity
 
     planes = torch.tensor([0.0, 3.0, 6.0, 9.0])
     probs = torch.tensor([0.99, 0.8, 0.2, 0.01]).view(1, 4, 1, 1)
@@ -95,7 +95,7 @@ def test_median_readout_interpolates_the_half_crossing() -> None:
 
 
 def test_monotone_logits_are_the_mean_of_the_two_running_bounds() -> None:
-    from app.engine.bi3d.readout import monotone_logits
+    from app.engine.depth.readout import monotone_logits
 
     logits = torch.randn(2, 9, 5, 7, generator=torch.Generator().manual_seed(3))
     got = monotone_logits(logits)

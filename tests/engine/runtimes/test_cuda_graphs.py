@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from app.engine.bi3d.engine import Bi3DEngine
 from app.engine.bi3d.factory import build_model
+from app.engine.depth.bi3d import Bi3DEngine
 from app.engine.runtimes.cuda_graphs import Captured, GraphCache, TorchGraphRuntime, plane_buckets
 from app.engine.runtimes.select import open_runtime
 from app.engine.runtimes.verify import FP32_TOLERANCE, compare_with_torch

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from app.engine.bi3d.engine import Bi3DEngine
 from app.engine.bi3d.factory import build_model
-from app.engine.engines import EngineOptions, build_engine
+from app.engine.depth.bi3d import Bi3DEngine
+from app.engine.depth.engines import EngineOptions, build_engine
 from app.engine.errors import UserError
 from app.engine.runtimes.base import RuntimeFailed, RuntimeUnavailable
 from app.engine.runtimes.chain import RuntimeChain

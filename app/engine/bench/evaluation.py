@@ -1,0 +1,65 @@
+"""Evaluating engines on scenes with ground truth."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.engine.depth.engines import EngineOptions, build_engine
+from app.engine.depth.sgbm import search_range
+from app.engine.errors import UserError
+from app.engine.metrics import StereoMetrics, evaluate, format_table, to_json_dict
+from app.engine.sources.spec import Scene
+from app.engine.types import DEFAULT_MAX_DISPARITY, DepthRequest, Mode
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    scene: str
+    engine: str
+    metrics: dict[str, StereoMetrics]
+    total_ms: float
+    max_disparity: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scene": self.scene,
+            "engine": self.engine,
+            "total_ms": round(self.total_ms, 2),
+            "max_disparity": self.max_disparity,
+            **to_json_dict(self.metrics),
+        }
+
+
+def scene_max_disparity(ndisp: int | None, override: int | None) -> int:
+    """Disparity range to search: the user's, else the scene's ``ndisp``, else 192."""
+    if override is not None:
+        return override
+    if ndisp:
+        return search_range(ndisp)
+    return DEFAULT_MAX_DISPARITY
+
+
+def evaluate_scenes(
+    scenes: list[Scene], engines: list[str], options: EngineOptions, max_disparity: int | None = None
+) -> list[EvalRow]:
+    built = [build_engine(dataclasses.replace(options, engine=name), "continuous_2d")[0] for name in engines]
+    rows: list[EvalRow] = []
+    for scene in scenes:
+        pair, meta = scene.load()
+        if pair.gt_disparity is None:
+            raise UserError(f"scene {scene.name} has no ground truth (disp0GT.pfm or disp_occ_0)")
+        top = scene_max_disparity(meta.ndisp if meta else None, max_disparity)
+        request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=top)
+        for engine in built:
+            result = engine.compute(pair.left, pair.right, request)
+            metrics = evaluate(result.disparity, pair.gt_disparity)
+            rows.append(EvalRow(scene.name, engine.name, metrics, result.timings.get("total", np.nan), top))
+    return rows
+
+
+def eval_table(rows: list[EvalRow]) -> str:
+    return format_table([(f"{r.scene}/{r.engine}", r.metrics) for r in rows])

@@ -1,0 +1,357 @@
+"""Stereo calibration: raw rigs, rectification maps, and calibration files.
+
+A rectified pair is described by a `Calibration` (focal length, baseline, principal point,
+``doffs``); a raw rig by a `StereoRig` (both cameras' intrinsics, distortion and the pose of
+the right camera). Files: OpenCV FileStorage YAML/XML as OpenCV's ``stereo_calib`` sample
+writes it, a pair of ROS ``camera_info`` files, Middlebury ``calib.txt`` and stereodemo JSON;
+`load_calibration` tells them apart by name and content. The rig and rectification live in
+``app.engine.calibration.rig``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from app.engine.calibration.rig import FIELD_SHAPES, StereoRig, calibration_from_projections, shape_text
+from app.engine.errors import UserError
+from app.engine.types import Calibration
+
+_MATRIX = re.compile(r"\[([^\]]*)\]")
+
+
+# --- Middlebury calib.txt ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MiddleburyCalib:
+    calibration: Calibration
+    width: int | None
+    height: int | None
+    ndisp: int | None
+
+
+def read_middlebury_calib(path: str | Path) -> MiddleburyCalib:
+    """Middlebury ``calib.txt``: ``cam0=[f 0 cx; 0 f cy; 0 0 1]``, ``doffs``, ``baseline`` (mm)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or "not a text file"
+        raise UserError(f"cannot read calibration {path}: {why}; check the path") from exc
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            fields[key.strip()] = value.strip()
+
+    def number(key: str, default: float | None = None) -> float:
+        if key not in fields and default is not None:
+            return default
+        try:
+            return float(fields[key])
+        except (KeyError, ValueError):
+            state = "missing" if key not in fields else f"malformed ({fields[key]!r})"
+            raise UserError(
+                f"{path}: field {key!r} is {state}; a Middlebury calib.txt needs "
+                "cam0=[f 0 cx; 0 f cy; 0 0 1] and baseline=mm"
+            ) from None
+
+    match = _MATRIX.search(fields.get("cam0", ""))
+    try:
+        cam0 = [float(v) for v in match.group(1).replace(";", " ").split()] if match else []
+    except ValueError:
+        cam0 = []
+    if len(cam0) != 9:
+        state = "missing" if "cam0" not in fields else "malformed"
+        raise UserError(f"{path}: field 'cam0' is {state}; write it as cam0=[f 0 cx; 0 f cy; 0 0 1]")
+    calibration = Calibration(
+        focal_px=cam0[0],
+        baseline_m=number("baseline") / 1000.0,
+        cx=cam0[2],
+        cy=cam0[5],
+        doffs=number("doffs", 0.0),
+    )
+
+    def opt_int(key: str) -> int | None:
+        try:
+            return round(float(fields[key]))
+        except (KeyError, ValueError):
+            return None
+
+    return MiddleburyCalib(calibration, opt_int("width"), opt_int("height"), opt_int("ndisp"))
+
+
+# --- stereodemo JSON --------------------------------------------------------------------------
+
+
+def read_stereodemo_json(path: str | Path) -> Calibration:
+    """stereodemo's calibration JSON: ``fx``, ``cx0``, ``cx1``, ``cy``, ``baseline_meters``, ...
+
+    stereodemo computes Z = B * fx / (d - (cx0 - cx1)), so ``doffs`` is cx1 - cx0.
+    """
+    path = Path(path)
+    data = _json(path)
+
+    def number(*keys: str) -> float:
+        for key in keys:
+            if key in data:
+                value = data[key]
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    return float(value)
+                raise UserError(f"{path}: field {key!r} must be a number, got {value!r}; fix the file")
+        raise UserError(f"{path}: stereodemo calibration has no field {keys[0]!r}; add it")
+
+    cx0 = number("cx0", "cx")
+    return Calibration(
+        focal_px=number("fx"),
+        baseline_m=number("baseline_meters"),
+        cx=cx0,
+        cy=number("cy"),
+        doffs=number("cx1", "cx0", "cx") - cx0,
+    )
+
+
+def _json(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read calibration {path} as JSON ({exc}); check the file") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object with fx, cx0, cy, baseline_meters; check the file")
+    return data
+
+
+# --- OpenCV FileStorage and ROS camera_info ---------------------------------------------------
+
+_OPENCV_KEYS: dict[str, tuple[str, ...]] = {  # our name -> names in files, the sample's first
+    "K1": ("M1", "K1"),
+    "D1": ("D1",),
+    "K2": ("M2", "K2"),
+    "D2": ("D2",),
+    "R": ("R",),
+    "T": ("T",),
+    "R1": ("R1",),
+    "R2": ("R2",),
+    "P1": ("P1",),
+    "P2": ("P2",),
+    "Q": ("Q",),
+}
+_REQUIRED = ("K1", "D1", "K2", "D2", "R", "T")
+_ROS = {  # calibration-file key, then ROS 1 and ROS 2 message keys
+    "K": ("camera_matrix", "K", "k"),
+    "D": ("distortion_coefficients", "D", "d"),
+    "R": ("rectification_matrix", "R", "r"),
+    "P": ("projection_matrix", "P", "p"),
+}
+
+
+def _storage(path: Path) -> cv2.FileStorage:
+    """Parse YAML/XML with OpenCV from text, so that a bad file becomes our one-line error."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or "not a text file"
+        raise UserError(f"cannot read calibration {path}: {why}; check the path") from exc
+    if not text.lstrip().startswith(("<", "{")):  # XML and JSON go in as they are
+        # ROS files have no %YAML directive and `rostopic echo` ends documents with '---';
+        # OpenCV's parser wants the directive and one document.
+        body = [ln for ln in text.splitlines() if ln.strip() not in ("---", "...") and ln[:5] != "%YAML"]
+        text = "%YAML:1.0\n" + "\n".join(body) + "\n"
+    try:
+        fs = cv2.FileStorage(text, cv2.FILE_STORAGE_READ | cv2.FILE_STORAGE_MEMORY)
+        ok = fs.isOpened() and fs.root().isMap()
+    except (cv2.error, SystemError):  # the bindings raise SystemError for parser errors
+        ok = False
+    if not ok:
+        raise UserError(f"{path} is not a readable YAML or XML calibration file; check the file")
+    return fs
+
+
+def _array(fs: cv2.FileStorage, keys: tuple[str, ...], path: Path) -> np.ndarray | None:
+    """The first of ``keys`` present, as float64 (rows x cols when given); None if none is."""
+    for key in keys:
+        node = fs.getNode(key)
+        if node.empty():
+            continue
+        seq = node.getNode("data") if node.isMap() else node
+        items = [seq.at(i) for i in range(seq.size())] if seq.isSeq() else [seq]
+        if not all(item.isInt() or item.isReal() for item in items):
+            raise UserError(f"{path}: field {key!r} is malformed (expected numbers); fix the file")
+        values = np.array([item.real() for item in items], dtype=np.float64)
+        if node.isMap() and node.getNode("rows").isInt() and node.getNode("cols").isInt():
+            shape = (int(node.getNode("rows").real()), int(node.getNode("cols").real()))
+            if values.size != shape[0] * shape[1]:
+                raise UserError(f"{path}: field {key!r} has {values.size} values for {shape[0]}x{shape[1]}")
+        return values
+    return None
+
+
+def _image_size(fs: cv2.FileStorage, path: Path) -> tuple[int, int] | None:
+    for wkey, hkey in (("image_width", "image_height"), ("width", "height")):
+        w, h = _array(fs, (wkey,), path), _array(fs, (hkey,), path)
+        if w is not None and h is not None and w.size == 1 and h.size == 1 and w[0] > 0 and h[0] > 0:
+            return int(w[0]), int(h[0])
+    size = _array(fs, ("imageSize", "image_size"), path)
+    return (int(size[0]), int(size[1])) if size is not None and size.size == 2 else None
+
+
+def _shaped(values: np.ndarray, name: str, key: str, path: Path) -> np.ndarray:
+    shape = FIELD_SHAPES.get(name, (1, values.size))
+    if values.size != int(np.prod(shape)):
+        raise UserError(f"{path}: field {key!r} must be {shape_text(shape)} numbers, got {values.size}")
+    return values.reshape(shape)
+
+
+def _partner(path: Path) -> Path | None:
+    """``intrinsics.yml`` <-> ``extrinsics.yml``, as OpenCV's stereo_calib sample writes them."""
+    name = path.name.lower()
+    for a, b in (("intrinsics", "extrinsics"), ("extrinsics", "intrinsics")):
+        if a in name:
+            stem = name.replace(a, b).rsplit(".", 1)[0]
+            found = [
+                p for p in path.parent.glob(f"{stem}.*") if p.suffix.lower() in (".yml", ".yaml", ".xml")
+            ]
+            return found[0] if found else None
+    return None
+
+
+def _opencv_fields(path: Path) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
+    fs = _storage(path)
+    fields = {}
+    for name, keys in _OPENCV_KEYS.items():
+        value = _array(fs, keys, path)
+        if value is not None:
+            fields[name] = _shaped(value, name, keys[0], path)
+    return fields, _image_size(fs, path)
+
+
+def _read_opencv(
+    path: Path, second: Path | None, image_size: tuple[int, int] | None
+) -> tuple[Calibration, StereoRig | None]:
+    fields, size = _opencv_fields(path)
+    other = second or (_partner(path) if any(k not in fields for k in _REQUIRED) else None)
+    if other is not None:
+        more, more_size = _opencv_fields(other)
+        fields, size = more | fields, size or more_size
+    missing = [_OPENCV_KEYS[k][0] for k in _REQUIRED if k not in fields]
+    if missing:
+        hint = (
+            "give extrinsics.yml too"
+            if set(missing) <= {"R", "T"}
+            else "OpenCV stereo files need M1 D1 M2 D2 R T"
+        )
+        raise UserError(f"{path}: no field {missing[0]!r}; {hint}")
+    size = size or image_size
+    if size is None:
+        if "P1" in fields and "P2" in fields:
+            return calibration_from_projections(fields["P1"], fields["P2"]), None
+        raise UserError(f"{path} has no image size (image_width, image_height); add them to the file")
+    rig = StereoRig(size, **fields)
+    return rig.rectified(), rig
+
+
+def _is_ros(fs: cv2.FileStorage) -> bool:
+    keys = set(fs.root().keys())
+    return bool(keys & {"camera_matrix", "projection_matrix", "K", "k", "P", "p"}) and not keys & {"M1", "K1"}
+
+
+def _camera_info(path: Path) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
+    """One ROS camera_info (calibration file or message dump): K 3x3, D 1xN, R 3x3, P 3x4."""
+    fs = _storage(path)
+    info: dict[str, np.ndarray] = {}
+    for name, keys in _ROS.items():
+        value = _array(fs, keys, path)
+        if value is None and name in ("K", "P"):
+            raise UserError(f"{path}: camera_info has no field {keys[0]!r} ({keys[1]}); check the file")
+        if value is not None and value.size:
+            info[name] = _shaped(value, {"K": "K1", "R": "R1", "P": "P1"}.get(name, "D1"), keys[0], path)
+    return info, _image_size(fs, path)
+
+
+def read_ros_camera_info_pair(left: str | Path, right: str | Path) -> tuple[Calibration, StereoRig | None]:
+    """Left and right ROS camera_info files of a stereo pair -> (geometry, raw rig or None).
+
+    The projection matrices describe the rectified pair: B = -P_right[0,3] / P_right[0,0].
+    The raw rig comes back when both files carry image sizes and proper rectification
+    rotations R: then R_rig = R_right^T R_left and T = R_right^T t, t the rectified offset.
+    """
+    (li, lsize), (ri, rsize) = _camera_info(Path(left)), _camera_info(Path(right))
+    if ri["P"][0, 3] == 0:
+        raise UserError(
+            f"{right}: P[0,3] is 0, so it gives no baseline; give the right camera's camera_info second"
+        )
+    if lsize and rsize and lsize != rsize:
+        raise UserError(
+            f"camera_info sizes differ: {left} is {lsize[0]}x{lsize[1]}, {right} {rsize[0]}x{rsize[1]}"
+        )
+    calibration = calibration_from_projections(li["P"], ri["P"])
+    r1, r2 = li.get("R", np.eye(3)), ri.get("R", np.eye(3))
+    proper = all(np.allclose(r @ r.T, np.eye(3), atol=1e-4) and np.linalg.det(r) > 0 for r in (r1, r2))
+    if lsize is None or not proper:
+        return calibration, None
+    p2 = ri["P"]
+    t_rect = np.array([p2[0, 3] / p2[0, 0], p2[1, 3] / p2[1, 1], p2[2, 3]])
+    zeros = np.zeros((1, 5))
+    rig = StereoRig(
+        lsize, li["K"], li.get("D", zeros), ri["K"], ri.get("D", zeros), r2.T @ r1, r2.T @ t_rect,
+        r1, r2, li["P"], p2,
+    )  # fmt: skip
+    return calibration, rig
+
+
+# --- writing and loading ----------------------------------------------------------------------
+
+
+def write_opencv_yaml(path: str | Path, rig: StereoRig) -> None:
+    """Write M1 D1 M2 D2 R T R1 R2 P1 P2 Q and the image size as OpenCV reads them (atomically).
+
+    The format follows the suffix: ``.xml`` writes XML, anything else YAML.
+    """
+    from app.engine.formats import atomic_write
+
+    rig = rig.with_rectification()
+    kind = ".xml" if Path(path).suffix.lower() == ".xml" else ".yml"
+    fs = cv2.FileStorage(kind, cv2.FILE_STORAGE_WRITE | cv2.FILE_STORAGE_MEMORY)
+    fs.write("image_width", rig.image_size[0])
+    fs.write("image_height", rig.image_size[1])
+    for name, keys in _OPENCV_KEYS.items():
+        value = getattr(rig, name)
+        fs.write(keys[0], value.reshape(3, 1) if name == "T" else value)
+    atomic_write(path, fs.releaseAndGetString().encode())
+
+
+def load_calibration(
+    path: str | Path, second: str | Path | None = None, image_size: tuple[int, int] | None = None
+) -> tuple[Calibration, StereoRig | None]:
+    """Any supported calibration file -> (rectified geometry, raw rig or None).
+
+    ``second`` is the right camera's camera_info of a ROS pair, or the other half of an
+    OpenCV ``intrinsics.yml``/``extrinsics.yml`` pair (found next to the first if not given).
+    ``image_size`` (width, height) is used only when an OpenCV file does not record its size.
+    The rig is None for formats that describe only a rectified pair (Middlebury, stereodemo).
+    """
+    path = Path(path)
+    second = Path(second) if second else None
+    for p in (path, second):
+        if p is not None and not p.is_file():
+            raise UserError(f"calibration file not found: {p}; check the path")
+    with path.open("rb") as f:
+        head = f.read(4096).decode("utf-8", "replace")
+    suffix = path.suffix.lower()
+    if suffix == ".json" or head.lstrip().startswith("{"):
+        data = _json(path)
+        if not {"M1", "K1"} & data.keys():  # OpenCV can write JSON too
+            return read_stereodemo_json(path), None
+    elif suffix == ".txt" or "cam0=" in head:
+        return read_middlebury_calib(path).calibration, None
+    if _is_ros(_storage(path)):
+        if second is None:
+            raise UserError(f"{path} is one camera's ROS camera_info; give the right camera's file as well")
+        return read_ros_camera_info_pair(path, second)
+    return _read_opencv(path, second, image_size)

@@ -1,0 +1,417 @@
+"""Bi3D depth engine: a ``DepthRequest`` and an image pair in, a ``DepthResult`` out.
+
+Features are computed once per frame; planes go through SegNet in memory-bounded
+chunks. Both passes, and the readout stages, run through a runtime (``app.engine.runtimes``:
+torch, ONNX Runtime or TensorRT); a runtime that fails on a frame hands the frame to the
+next one. Planes that are not multiples of 3 px are rounded to the nearest multiple
+of 3 (as published) with ``shift_mode="round"``, or answered at the plane asked for with
+``shift_mode="interpolate"``, which blends the right features between the two neighbouring
+feature columns. ``"auto"`` (the default) interpolates for models that answer such planes
+well (``SweepModel.exact_planes``: the light model) and rounds for the published ones.
+Matching stages follow the network where it is imprecise: the sub-pixel refinement of the
+continuous and selective readouts (``bi3d.subpixel``) and, for the light model, the plane
+check of hesitant binary and quantized answers (``bi3d.planecheck``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
+from app.engine.bi3d.padding import Padder
+from app.engine.depth.budget import CostModel
+from app.engine.depth.decoding import (
+    continuous_range,
+    dense_span,
+    quantized_disparity,
+    range_state_from_probabilities,
+    requested_planes,
+)
+from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
+from app.engine.depth.readout import (
+    integrate_planes,
+    median_disparity,
+    monotone_logits,
+    normalized_to_disparity,
+)
+from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
+from app.engine.errors import Interrupted, UserError
+from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
+from app.engine.runtimes.chain import RuntimeChain
+from app.engine.runtimes.torch_runtime import TorchRuntime
+from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
+
+PRECISIONS = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+SHIFT_MODES = ("auto", "round", "interpolate")
+
+
+def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU computes bf16 natively (x86 AVX512-BF16 or AMX, Arm BF16); Linux only.
+
+    Elsewhere bf16 is emulated and slower than fp32, so ``auto`` precision stays fp32."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return False
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            flags = set(value.split())
+            return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    return False
+
+
+def resolve_precision(
+    precision: str, device: torch.device, model: SweepModel | None = None, runtime: str = "torch"
+) -> str:
+    """``auto``: bf16 for a model validated in bf16 (``SweepModel.cpu_bf16``: the light model) on
+    a CPU with native bf16, through torch (measured there: one plane about 0.7x the fp32
+    time); fp32 otherwise (published models reproduce their references in fp32; ONNX Runtime
+    runs fp32 only). Other names pass through."""
+    if precision != "auto":
+        return precision
+    bf16 = (
+        device.type == "cpu"
+        and runtime in ("torch", "auto")
+        and model is not None
+        and model.cpu_bf16
+        and cpu_has_native_bf16()
+    )
+    return "bf16" if bf16 else "fp32"
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserError("CUDA is not available on this machine; use --device cpu")
+    if name not in ("cpu", "cuda"):
+        raise UserError(f"unknown device {name!r}; use cpu or cuda")
+    return torch.device(name)
+
+
+@dataclass
+class Plan:
+    """Planes to sweep (px) and how to read them out."""
+
+    planes: np.ndarray
+    step: int = FEATURE_STRIDE  # dense grid spacing (selective / continuous)
+    span: tuple[int, int] | None = None
+    notes: list[str] = field(default_factory=list)
+    choice: dict[str, float] = field(default_factory=dict)
+
+
+class Bi3DEngine:
+    name = "bi3d"
+
+    def __init__(
+        self,
+        model: SweepModel,
+        device: str = "cpu",
+        precision: str = "fp32",
+        shift_mode: str = "auto",
+        max_chunk_bytes: int | None = None,
+        runtime: Runtime | RuntimeChain | None = None,
+        subpixel: SubpixelConfig | None = DEFAULT_SUBPIXEL,
+        plane_check: PlaneCheckConfig | None = DEFAULT_PLANE_CHECK,
+    ) -> None:
+        """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
+        None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
+        per-plane readout in the continuous and selective modes (``bi3d.subpixel``); None
+        leaves the network's readout as it is. ``plane_check``: the matching check of hesitant
+        answers in the binary and quantized modes (``bi3d.planecheck``), for models that declare
+        ``plane_check`` (the light model); None leaves the network's probabilities as they are."""
+        self.device = resolve_device(device)
+        precision = resolve_precision(precision, self.device, model)
+        if precision not in PRECISIONS:
+            raise UserError(f"unknown precision {precision!r}; use auto or one of {', '.join(PRECISIONS)}")
+        if shift_mode not in SHIFT_MODES:
+            raise UserError(f"unknown plane shift mode {shift_mode!r}; use auto, round or interpolate")
+        if precision in ("fp16", "tf32") and self.device.type == "cpu":
+            raise UserError(f"{precision} needs --device cuda; use bf16 or fp32 on the CPU")
+        self.model = model.to(self.device).eval()
+        if not isinstance(runtime, RuntimeChain):
+            runtime = RuntimeChain.of(runtime or TorchRuntime(self.model, self.device, precision))
+        self.backend = runtime
+        self.precision = precision
+        if shift_mode == "auto":
+            shift_mode = "interpolate" if model.exact_planes else "round"
+        self.shift_mode = shift_mode
+        self.subpixel = subpixel
+        # only for models whose answers were measured to gain from it (SweepModel.plane_check)
+        self.plane_check = plane_check if model.plane_check else None
+        # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
+        # (measured: 171 ms/plane at 480x640 one at a time, 200-260 ms in batches of 4-16).
+        default = (1 << 30) if self.device.type == "cuda" else (64 << 20)
+        self.max_chunk_bytes = default if max_chunk_bytes is None else max_chunk_bytes
+        self.costs = CostModel()
+        # set by a caller that may need to stop a long sweep (checked between plane chunks)
+        self.interrupt: threading.Event | None = None
+
+    @property
+    def runtime(self) -> str:
+        """Name of the runtime that runs the next frame (and ran the last)."""
+        return self.backend.name
+
+    # ---- public -------------------------------------------------------------------
+    def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        check_pair(left, right)
+        self._check_request(request)
+        while True:
+            try:
+                return self._compute(left, right, request)
+            except RuntimeUnavailable as exc:  # includes RuntimeFailed: the frame starts again
+                if not self.backend.fail(exc):
+                    raise UserError(str(exc)) from exc
+
+    def _compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
+        size = padder.padded_size
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            layout = self.model.channels_last_input
+            l_in, r_in = padder.network_pair(left, right, self.device, layout)
+            self.backend.prepare(l_in, r_in)
+            with self.backend.context():
+                if request.budget_ms is not None and not self.costs.known(size):
+                    self._probe_costs(l_in, r_in, size)
+                plan = self._plan(request, size)
+                timings: dict[str, float] = {}
+                with self._timed(timings, "features"):
+                    feats = self.backend.features(l_in, r_in)
+                with self._timed(timings, "planes"):
+                    lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
+                result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        per_plane = timings["planes"] + timings.get("check", 0.0)  # the check's cost grows with the planes
+        self.costs.update(size, timings["total"] - per_plane, per_plane, len(plan.planes))
+        result.timings = timings
+        reason = self.backend.reason
+        result.notes = (
+            plan.notes + result.notes + ([f"runtime {self.backend.name}: {reason}"] if reason else [])
+        )
+        result.choice = plan.choice
+        if request.budget_ms is not None:
+            result.choice["took_ms"] = timings["total"]
+        return result
+
+    # ---- planning -----------------------------------------------------------------
+    def _check_request(self, request: DepthRequest) -> None:
+        top = self.model.max_disparity
+        if request.max_disparity > top:
+            raise UserError(
+                f"this model reaches {top} px of disparity, the request asks for {request.max_disparity}; "
+                f"use --max-disparity {top} or a model trained for more"
+            )
+
+    def _plan(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            return self._plan_planes(request, size)
+        return self._plan_dense(request, size)
+
+    def _plan_planes(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        planes = requested_planes(request)
+        plan = Plan(planes)
+        if request.budget_ms is not None and request.mode is Mode.QUANTIZED:
+            # at most one plane per feature column strictly inside (0, max)
+            limit = request.levels or len(request.planes) or self.model.max_shift - 1
+            n = self.costs.max_planes(size, request.budget_ms, limit)
+            if not request.planes:
+                planes = requested_planes(dataclasses.replace(request, levels=n, budget_ms=None))
+            elif n < len(planes):
+                planes = planes[np.linspace(0, len(planes) - 1, n).round().astype(int)]
+            plan.planes = planes
+            plan.choice = {"planes": float(len(planes)), "predicted_ms": self.costs.predict_ms(size, n)}
+        if self.shift_mode == "round":
+            rounded = np.round(plan.planes / FEATURE_STRIDE) * FEATURE_STRIDE
+            if not np.allclose(rounded, plan.planes):
+                plan.notes.append(
+                    "planes rounded to multiples of 3 px (published Bi3D): "
+                    + ", ".join(f"{a:g}->{b:g}" for a, b in zip(plan.planes, rounded, strict=True) if a != b)
+                )
+            plan.planes = np.unique(rounded)
+        if plan.choice:
+            plan.choice["planes"] = float(len(plan.planes))
+        return plan
+
+    def _plan_dense(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        lo, hi = continuous_range(request)
+        top = self.model.max_disparity
+        step = FEATURE_STRIDE
+        notes: list[str] = []
+        choice: dict[str, float] = {}
+        if request.budget_ms is not None:
+            step = self.costs.finest_step(size, request.budget_ms, lo, hi, FEATURE_STRIDE, top)
+        first, last = dense_span(lo, hi, step, top)
+        if self.model.refinenet3d is not None and step == FEATURE_STRIDE:
+            first, last = self._fit_3d(first, last, top, notes)
+        elif self.model.refinenet3d is not None:
+            notes.append("3D regulariser skipped: plane step above 3 px")
+        planes = np.arange(first, last + 1, step, dtype=np.float64)
+        if request.budget_ms is not None:
+            choice = {
+                "planes": float(len(planes)),
+                "step_px": float(step),
+                "predicted_ms": self.costs.predict_ms(size, len(planes)),
+            }
+        return Plan(planes, step, (first, last), notes, choice)
+
+    @staticmethod
+    def _fit_3d(first: int, last: int, top: int, notes: list[str]) -> tuple[int, int]:
+        """The 3D regulariser needs (last - first) / 3 to be a multiple of 16."""
+        block = 16 * FEATURE_STRIDE
+        extra = (-(last - first)) % block
+        if extra:
+            grow_up = min(extra, top - last)
+            first, last = first - (extra - grow_up), last + grow_up
+            notes.append(f"plane range widened to [{first}, {last}] px for the 3D regulariser")
+        return first, last
+
+    def _shifts(self, planes: np.ndarray) -> Tensor:
+        return torch.as_tensor(planes / FEATURE_STRIDE, dtype=torch.float32)
+
+    def _sweep(self, feats: FrameFeatures, shifts: Tensor, chunk: int) -> Tensor:
+        """SegNet over all planes, chunk by chunk, stopping early when interrupted."""
+        parts = []
+        for start in range(0, shifts.numel(), chunk):
+            if self.interrupt is not None and self.interrupt.is_set():
+                raise Interrupted("depth computation stopped")
+            parts.append(self.backend.planes(feats, shifts[start : start + chunk]))
+        return torch.cat(parts, dim=1)
+
+    def _chunk(self, size: tuple[int, int]) -> int:
+        h, w = size[0] // FEATURE_STRIDE, size[1] // FEATURE_STRIDE + self.model.max_shift
+        per_plane = 4 * 3 * self.model.widest_channels * h * w
+        chunk = int(max(1, min(64, self.max_chunk_bytes // per_plane)))
+        limit = self.backend.max_planes  # e.g. a TensorRT profile's largest plane batch
+        return min(chunk, limit) if limit else chunk
+
+    def _probe_costs(self, l_in: Tensor, r_in: Tensor, size: tuple[int, int]) -> None:
+        """Seed the cost model for a new frame size with one feature pass and two planes."""
+        t0 = time.perf_counter()
+        feats = self.backend.features(l_in, r_in)
+        self._sync()
+        t1 = time.perf_counter()
+        self.backend.planes(feats, torch.tensor([0.0, 1.0]))
+        self._sync()
+        t2 = time.perf_counter()
+        self.costs.update(size, (t1 - t0) * 1000, (t2 - t1) * 1000, 2)
+
+    # ---- readout ------------------------------------------------------------------
+    def _readout(
+        self,
+        request: DepthRequest,
+        plan: Plan,
+        feats: FrameFeatures,
+        lowres: Tensor,
+        padder: Padder,
+        timings: dict[str, float],
+        images: tuple[np.ndarray, np.ndarray],
+    ) -> DepthResult:
+        if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            with self._timed(timings, "refine"):
+                # the sigmoid of the crop: a contiguous array that the check and the result keep
+                probs = torch.sigmoid(padder.crop(self.backend.refine_planes(feats, lowres)).float())
+                probs_np = probs[0].cpu().numpy()
+            if self.plane_check is not None:
+                with self._timed(timings, "check"):
+                    checker = PlaneChecker(*images, self.plane_check)
+                    for k, plane in enumerate(plan.planes):
+                        checker.check(probs_np[k], float(plane), in_place=True)
+            return self._plane_result(request, plan, probs_np)
+        return self._dense_result(request, plan, feats, lowres, padder, timings, images)
+
+    def _plane_result(self, request: DepthRequest, plan: Plan, probs: np.ndarray) -> DepthResult:
+        h, w = probs.shape[-2:]
+        if request.mode is Mode.BINARY:
+            mask = probs[0] > 0.5
+            disparity = np.full((h, w), np.nan, np.float32)
+            return self._result(request, disparity, probs, plan.planes, mask=mask)
+        disparity = quantized_disparity(probs, plan.planes, request.max_disparity)
+        return self._result(request, disparity, probs, plan.planes)
+
+    def _dense_result(
+        self,
+        request: DepthRequest,
+        plan: Plan,
+        feats: FrameFeatures,
+        lowres: Tensor,
+        padder: Padder,
+        timings: dict[str, float],
+        images: tuple[np.ndarray, np.ndarray],
+    ) -> DepthResult:
+        assert plan.span is not None
+        first, last = plan.span
+        lo, hi = continuous_range(request)
+        with self._timed(timings, "refine"):
+            if self.model.refinenet3d is not None and plan.step == FEATURE_STRIDE:
+                lowres = self.backend.regularise(feats, lowres)
+            logits = self.backend.refine_planes(feats, lowres).float()
+            if not self.model.has_disp_refine:
+                logits = monotone_logits(logits)
+        with self._timed(timings, "readout"):
+            probes = (round(lo) - first, round(hi) - first)
+            # the area under the curve feeds DispRefine; the selective range reads two probes of it
+            needs_dense = self.model.has_disp_refine or request.mode is Mode.SELECTIVE
+            dense = integrate_planes(logits, plan.step, probes) if needs_dense else None
+            if dense is not None and self.model.has_disp_refine:  # published continuous: area, DispRefine
+                normalized = self.backend.refine_disparity(feats, dense.normalized).float()
+                disp = normalized_to_disparity(normalized, first, last)
+            else:  # per-plane classifiers: the 0.5 crossing (see median_disparity)
+                planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
+                disp = median_disparity(logits, planes)
+        disp = padder.crop(disp)[0, 0]
+        if self.subpixel is not None and not self.model.has_disp_refine:
+            with self._timed(timings, "subpixel"):
+                left, right = (torch.from_numpy(im).to(disp.device) for im in images)
+                disp = refine_subpixel(left, right, disp, self.subpixel)
+        with self._timed(timings, "readout"):
+            disparity = disp.cpu().numpy().astype(np.float32)
+            probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
+        state = None
+        if dense is not None and request.mode is Mode.SELECTIVE:
+            p_lo, p_hi = (padder.crop(dense.probes[i]).cpu().numpy() for i in probes)
+            state = range_state_from_probabilities(p_lo, p_hi)
+            disparity[state != 0] = np.nan
+        return self._result(request, disparity, probs, plan.planes, range_state=state)
+
+    def _result(
+        self,
+        request: DepthRequest,
+        disparity: np.ndarray,
+        probs: np.ndarray,
+        planes: np.ndarray,
+        **extra: np.ndarray | None,
+    ) -> DepthResult:
+        return DepthResult(
+            disparity=disparity,
+            probabilities=np.ascontiguousarray(probs, np.float32),
+            planes=np.asarray(planes, np.float32),
+            mode=request.mode,
+            engine=self.name,
+            device=self.device.type,
+            runtime=self.backend.name,
+            precision=self.backend.precision,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    # ---- helpers ------------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    @contextlib.contextmanager
+    def _timed(self, timings: dict[str, float], stage: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self._sync()
+        timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - t0) * 1000

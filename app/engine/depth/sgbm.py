@@ -1,0 +1,165 @@
+"""Classical baseline: OpenCV semi-global block matching with Bi3D's result type.
+
+The matcher searches the same disparity range as the request (0 to ``max_disparity``,
+rounded up to a multiple of 16, as OpenCV requires) so that comparisons with Bi3D are
+fair. Every mode is answered from SGBM's disparity: plane probabilities are 0 or 1,
+holes (pixels SGBM rejects) are NaN.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
+from app.engine.errors import UserError
+from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
+
+SGBM_MODES = {
+    "sgbm": cv2.STEREO_SGBM_MODE_SGBM,
+    "hh": cv2.STEREO_SGBM_MODE_HH,
+    "3way": cv2.STEREO_SGBM_MODE_SGBM_3WAY,
+    "hh4": cv2.STEREO_SGBM_MODE_HH4,
+}
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """How a UI should offer one parameter."""
+
+    name: str
+    minimum: int
+    maximum: int
+    step: int = 1
+    odd_only: bool = False
+
+
+@dataclass(frozen=True)
+class SGBMParams:
+    block_size: int = 5
+    p1: int | None = None  # default 8 * 3 * block_size^2 (OpenCV's recommendation)
+    p2: int | None = None  # default 32 * 3 * block_size^2
+    uniqueness: int = 10
+    speckle_window: int = 100
+    speckle_range: int = 2
+    disp12_max_diff: int = 1
+    pre_filter_cap: int = 63
+    mode: str = "3way"
+
+    def __post_init__(self) -> None:
+        if self.block_size < 1 or self.block_size % 2 == 0:
+            raise UserError(f"SGBM block size must be odd and positive, got {self.block_size}")
+        if self.mode not in SGBM_MODES:
+            raise UserError(f"unknown SGBM mode {self.mode!r}; use one of {', '.join(SGBM_MODES)}")
+        p1, p2 = self.penalties()
+        if not 0 <= p1 < p2:
+            raise UserError(f"SGBM needs 0 <= P1 < P2, got P1={p1}, P2={p2}")
+
+    def penalties(self) -> tuple[int, int]:
+        area = 3 * self.block_size**2
+        return (self.p1 if self.p1 is not None else 8 * area, self.p2 if self.p2 is not None else 32 * area)
+
+    @staticmethod
+    def describe() -> tuple[ParamSpec, ...]:
+        return (
+            ParamSpec("block_size", 1, 15, 2, odd_only=True),
+            ParamSpec("uniqueness", 0, 50),
+            ParamSpec("speckle_window", 0, 400, 10),
+            ParamSpec("speckle_range", 0, 16),
+            ParamSpec("disp12_max_diff", -1, 32),
+        )
+
+
+def search_range(max_disparity: float) -> int:
+    """OpenCV's numDisparities: the request's range rounded up to a multiple of 16."""
+    return int(np.ceil(max_disparity / 16.0) * 16)
+
+
+@dataclass
+class SGBMEngine:
+    params: SGBMParams = field(default_factory=SGBMParams)
+    name: str = "sgbm"
+
+    def disparity(self, left: np.ndarray, right: np.ndarray, max_disparity: float) -> np.ndarray:
+        """H x W float32 disparity from RGB uint8 images; NaN where SGBM finds no match."""
+        p = self.params
+        p1, p2 = p.penalties()
+        num = search_range(max_disparity)
+        if left.shape[1] <= num:
+            raise UserError(
+                f"SGBM needs images wider than its search range ({num} px), got "
+                f"{left.shape[1]} px; lower --max-disparity"
+            )
+        matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
+            minDisparity=0,
+            numDisparities=num,
+            blockSize=p.block_size,
+            P1=p1,
+            P2=p2,
+            disp12MaxDiff=p.disp12_max_diff,
+            preFilterCap=p.pre_filter_cap,
+            uniquenessRatio=p.uniqueness,
+            speckleWindowSize=p.speckle_window,
+            speckleRange=p.speckle_range,
+            mode=SGBM_MODES[p.mode],
+        )
+        raw = matcher.compute(cv2.cvtColor(left, cv2.COLOR_RGB2GRAY), cv2.cvtColor(right, cv2.COLOR_RGB2GRAY))
+        disp = raw.astype(np.float32) / 16.0  # fixed point with 4 fractional bits
+        disp[raw < 0] = np.nan  # OpenCV marks rejected pixels with minDisparity - 1
+        return disp
+
+    def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        check_pair(left, right)
+        t0 = time.perf_counter()
+        disp = self.disparity(left, right, request.max_disparity)
+        t1 = time.perf_counter()
+        result = self._answer(disp, request)
+        t2 = time.perf_counter()
+        result.timings = {"match": (t1 - t0) * 1000, "readout": (t2 - t1) * 1000, "total": (t2 - t0) * 1000}
+        return result
+
+    def _answer(self, disp: np.ndarray, request: DepthRequest) -> DepthResult:
+        if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            planes = requested_planes(request)
+            probs = plane_probabilities(disp, planes)
+            if request.mode is Mode.BINARY:
+                mask = probs[0] > 0.5  # NaN compares False: holes are not "closer"
+                return self._result(request, np.full_like(disp, np.nan), probs, planes, mask=mask)
+            disparity = quantized_disparity(probs, planes, request.max_disparity)
+            return self._result(request, disparity, probs, planes)
+        lo, hi = continuous_range(request)
+        planes = np.arange(np.floor(lo), np.ceil(hi) + 1, 3, dtype=np.float64)
+        probs = plane_probabilities(disp, planes)
+        if request.mode is Mode.SELECTIVE:
+            state = range_state(disp, lo, hi)
+            inside = disp.copy()
+            inside[state != 0] = np.nan
+            return self._result(request, inside, probs, planes, range_state=state)
+        return self._result(request, disp, probs, planes)
+
+    def _result(
+        self,
+        request: DepthRequest,
+        disparity: np.ndarray,
+        probs: np.ndarray,
+        planes: np.ndarray,
+        **extra: np.ndarray | None,
+    ) -> DepthResult:
+        return DepthResult(
+            disparity=disparity.astype(np.float32),
+            probabilities=probs,
+            planes=np.asarray(planes, np.float32),
+            mode=request.mode,
+            engine=self.name,
+            runtime="opencv",
+            **extra,  # type: ignore[arg-type]
+        )
+
+
+def plane_probabilities(disp: np.ndarray, planes: np.ndarray) -> np.ndarray:
+    """P x H x W: 1 where disparity > plane, 0 where not, NaN at holes."""
+    closer = disp[None] > np.asarray(planes, np.float32)[:, None, None]
+    return np.where(np.isnan(disp)[None], np.float32(np.nan), closer.astype(np.float32))

@@ -1,0 +1,209 @@
+"""Image files as stereo sources: pairs, folders of pairs, and datasets with ground truth.
+
+Datasets: Middlebury 2014 / ETH3D (a folder with ``im0.png``, ``im1.png``, optional
+``disp0GT.pfm`` and ``calib.txt``, or a folder of such folders), KITTI 2015 (``image_2/``,
+``image_3/``, ``disp_occ_0/``) and SceneFlow (``left/``, ``right/``, ``disparity/*.pfm``).
+Folders of pairs: ``left/`` and ``right/`` subfolders, or files named ``*left*``/``*right*``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from app.engine.calibration.files import MiddleburyCalib, read_middlebury_calib
+from app.engine.errors import UserError
+from app.engine.formats import read_image_rgb, read_kitti_png, read_pfm
+from app.engine.sources.base import Frame, StereoSource, natural_key
+from app.engine.types import Calibration, StereoPair
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".ppm", ".pgm", ".webp"})
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One stereo pair on disk; files are read on ``load``."""
+
+    name: str
+    left: Path
+    right: Path
+    gt: Path | None = None
+    calib: Path | None = None
+
+    def load(self) -> tuple[StereoPair, MiddleburyCalib | None]:
+        left, right = read_image_rgb(self.left), read_image_rgb(self.right)
+        meta = read_middlebury_calib(self.calib) if self.calib else None
+        gt = read_disparity(self.gt) if self.gt else None
+        if gt is not None and gt.shape != left.shape[:2]:
+            raise UserError(
+                f"ground truth {self.gt} is {gt.shape[1]}x{gt.shape[0]}, images are "
+                f"{left.shape[1]}x{left.shape[0]}; they must match"
+            )
+        cal = meta.calibration if meta else None
+        return StereoPair(left, right, 0.0, cal, gt), meta
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrameScene(Scene):
+    """A frame already in memory (from any source), shaped as a scene for evaluation."""
+
+    pair: StereoPair
+
+    def load(self) -> tuple[StereoPair, MiddleburyCalib | None]:
+        return self.pair, None
+
+
+def read_disparity(path: Path) -> np.ndarray:
+    """Ground-truth disparity from PFM or KITTI PNG; unknown pixels become NaN."""
+    if path.suffix.lower() == ".pfm":
+        disp = read_pfm(path)
+        disp = disp[..., 0] if disp.ndim == 3 else disp
+        return np.where(np.isfinite(disp) & (disp > 0), disp, np.nan).astype(np.float32)
+    return read_kitti_png(path)
+
+
+def middlebury_scene(folder: Path) -> Scene | None:
+    left, right = folder / "im0.png", folder / "im1.png"
+    if not (left.is_file() and right.is_file()):
+        return None
+    gt = folder / "disp0GT.pfm"
+    calib = folder / "calib.txt"
+    return Scene(folder.name, left, right, gt if gt.is_file() else None, calib if calib.is_file() else None)
+
+
+def _kitti(folder: Path) -> Iterator[Scene]:
+    gt_dir = folder / "disp_occ_0"
+    for left in sorted((folder / "image_2").glob("*_10.png")):
+        right = folder / "image_3" / left.name
+        if right.is_file():
+            gt = gt_dir / left.name
+            yield Scene(left.stem, left, right, gt if gt.is_file() else None)
+
+
+def _sceneflow(folder: Path) -> list[Scene]:
+    scenes = []
+    for left in _images(folder / "left"):
+        right, gt = folder / "right" / left.name, folder / "disparity" / (left.stem + ".pfm")
+        if right.is_file():
+            scenes.append(Scene(left.stem, left, right, gt if gt.is_file() else None))
+    return scenes
+
+
+def find_scenes(path: str | Path) -> list[Scene]:
+    """Scenes under ``path`` in any supported dataset layout; a ``UserError`` if none."""
+    root = Path(path)
+    if not root.is_dir():
+        raise UserError(f"scene folder not found: {root}; give a Middlebury or KITTI folder")
+    single = middlebury_scene(root)
+    if single is not None:
+        return [single]
+    if (root / "image_2").is_dir():
+        scenes = list(_kitti(root))
+    elif all((root / sub).is_dir() for sub in ("left", "right", "disparity")):
+        scenes = _sceneflow(root)
+    else:
+        found = (middlebury_scene(sub) for sub in sorted(root.iterdir()) if sub.is_dir())
+        scenes = [s for s in found if s is not None]
+    if not scenes:
+        raise UserError(
+            f"no stereo scenes in {root}: expected im0.png/im1.png (Middlebury) or image_2/image_3 (KITTI)"
+        )
+    return scenes
+
+
+def _images(folder: Path) -> list[Path]:
+    """Image files in a folder, in natural order."""
+    files = [p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES]
+    return sorted(files, key=lambda p: natural_key(p.name))
+
+
+def _swap_side(name: str, old: str, new: str) -> str:
+    """Replace the last ``old`` in ``name`` by ``new``, keeping its case (left -> right, Left -> Right)."""
+    matches = list(re.finditer(old, name, flags=re.IGNORECASE))
+    if not matches:
+        return name
+    m = matches[-1]
+    found = m.group(0)
+    repl = new.upper() if found.isupper() else new.capitalize() if found[0].isupper() else new
+    return name[: m.start()] + repl + name[m.end() :]
+
+
+def pair_folder_scenes(folder: Path) -> list[Scene]:
+    """Pairs in ``left/`` + ``right/`` subfolders, or files named ``*left*`` / ``*right*``.
+
+    Every image must have its partner; otherwise a ``UserError`` names one that lacks it.
+    """
+    if (folder / "left").is_dir() and (folder / "right").is_dir():
+        lefts, rights = _images(folder / "left"), _images(folder / "right")
+        partner = {p: folder / "right" / p.name for p in lefts}
+        for p in lefts:  # also accept left/a_left_1.png with right/a_right_1.png
+            if not partner[p].is_file():
+                partner[p] = folder / "right" / _swap_side(p.name, "left", "right")
+    else:
+        files = _images(folder)
+        lefts = [p for p in files if "left" in p.name.lower()]
+        rights = [p for p in files if "right" in p.name.lower()]
+        partner = {p: p.with_name(_swap_side(p.name, "left", "right")) for p in lefts}
+    if not lefts and not rights:
+        raise UserError(
+            f"no stereo pairs in {folder}: expected left/ and right/ subfolders or files named *left*/*right*"
+        )
+    _check_matched(folder, lefts, rights, partner)
+    return [Scene(p.stem, p, partner[p]) for p in lefts]
+
+
+def _check_matched(folder: Path, lefts: list[Path], rights: list[Path], partner: dict[Path, Path]) -> None:
+    unmatched = [f"{p.name} (no {partner[p].name})" for p in lefts if not partner[p].is_file()]
+    taken = set(partner.values())
+    unmatched += [f"{p.name} (no left image)" for p in rights if p not in taken]
+    if unmatched:
+        more = f" and {len(unmatched) - 1} more" if len(unmatched) > 1 else ""
+        raise UserError(
+            f"unmatched images in {folder}: {unmatched[0]}{more}; every left image needs a right one"
+        )
+
+
+def image_pair_scene(left: Path, right: Path) -> Scene:
+    """A pair of files; inside a Middlebury/ETH3D scene folder it keeps calibration and GT."""
+    scene = middlebury_scene(left.parent)
+    if scene is not None and (scene.left, scene.right) == (left, right):
+        return scene
+    return Scene(left.stem, left, right)
+
+
+class SceneSource(StereoSource):
+    """Scenes as a sequence of frames; timestamps are the frame index unless given."""
+
+    def __init__(
+        self,
+        scenes: Sequence[Scene],
+        description: str,
+        timestamps: Sequence[float] | None = None,
+        calibration: Calibration | None = None,
+    ) -> None:
+        super().__init__()
+        self.scenes = list(scenes)
+        self._description = description
+        self._timestamps = list(timestamps) if timestamps is not None else None
+        self._calibration = calibration
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.scenes)
+
+    def describe(self) -> str:
+        return self._description
+
+    def _next(self) -> Frame | None:
+        index = self.frame_number + 1
+        if index >= len(self.scenes):
+            return None
+        pair, _ = self.scenes[index].load()
+        stamp = self._timestamps[index] if self._timestamps is not None else float(index)
+        calibration = pair.calibration or self._calibration
+        return Frame(dataclasses.replace(pair, timestamp=stamp, calibration=calibration), index)

@@ -1,0 +1,194 @@
+"""Recording a stereo session to a folder that plays back as a source.
+
+Layout::
+
+    DIR/session.json            format marker, source description, calibration (or null)
+    DIR/timestamps.txt          one "INDEX TIMESTAMP" line per completed frame
+    DIR/left/000000.png         lossless RGB
+    DIR/right/000000.png
+    DIR/disparity/000000.pfm    ground truth, when the source has it (synthetic, datasets)
+
+Crash safety: every file is written under a temporary name and renamed into place, and a
+frame's timestamp line is appended (in one write) only after its files are in place. The
+timestamps file is the commit log: playback lists exactly the frames whose line is complete,
+so a crash at any moment leaves every earlier frame readable. Rewriting the whole log per
+frame would cost O(frames) each time; an append plus "ignore an unfinished last line" is as
+safe and stays cheap for long recordings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from app.engine.errors import UserError
+from app.engine.formats import atomic_write, write_color_png, write_pfm
+from app.engine.sources.base import StereoSource, plural
+from app.engine.sources.files import Scene, SceneSource
+from app.engine.types import Calibration, StereoPair
+
+FORMAT = "bi3d-studio recording"
+SESSION = "session.json"
+TIMESTAMPS = "timestamps.txt"
+
+
+class Recorder:
+    """Writes pairs as a recording; safe to call ``write`` from a worker thread."""
+
+    def __init__(
+        self,
+        folder: str | Path,
+        calibration: Calibration | None = None,
+        *,
+        overwrite: bool = False,
+        source: str = "",
+    ) -> None:
+        self.folder = Path(folder)
+        _prepare(self.folder, overwrite)
+        for sub in ("left", "right"):
+            (self.folder / sub).mkdir()
+        self.frames_written = 0
+        self._calibration = calibration  # else the first frame's, written when it arrives
+        self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
+        self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self._lock = threading.Lock()
+        self._closed = False
+        atomic_write(self.folder / TIMESTAMPS, b"")
+        self._write_session()
+
+    def write(self, pair: StereoPair) -> int:
+        """Write one pair (and its ground truth); returns its index once it is committed."""
+        with self._lock:
+            if self._closed:
+                raise UserError(f"the recording in {self.folder} is closed; start a new one")
+            index = self.frames_written
+            name = f"{index:06d}"
+            write_color_png(self.folder / "left" / f"{name}.png", pair.left)
+            write_color_png(self.folder / "right" / f"{name}.png", pair.right)
+            if pair.gt_disparity is not None:
+                (self.folder / "disparity").mkdir(exist_ok=True)
+                write_pfm(self.folder / "disparity" / f"{name}.pfm", pair.gt_disparity)
+            if self._calibration is None and pair.calibration is not None:
+                self._calibration = pair.calibration
+                self._write_session()
+            self._commit(f"{name} {float(pair.timestamp)!r}\n")
+            self.frames_written += 1
+            return index
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _commit(self, line: str) -> None:
+        # one write(2) on an O_APPEND descriptor: the line lands whole or, at worst, unfinished
+        fd = os.open(self.folder / TIMESTAMPS, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, line.encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _write_session(self) -> None:
+        cal = dataclasses.asdict(self._calibration) if self._calibration else None
+        text = json.dumps({**self._meta, "calibration": cal}, indent=2) + "\n"
+        atomic_write(self.folder / SESSION, text.encode())
+
+
+def _prepare(folder: Path, overwrite: bool) -> None:
+    """Refuse to overwrite a recording (unless told to) or to mix into a folder of other files."""
+    if is_recording(folder):
+        if not overwrite:
+            raise UserError(f"{folder} already holds a recording; choose a new folder or pass --overwrite")
+        (folder / TIMESTAMPS).unlink(missing_ok=True)  # first the log: no frame is listed any more
+        for sub in ("left", "right", "disparity"):
+            shutil.rmtree(folder / sub, ignore_errors=True)
+        (folder / SESSION).unlink()
+    elif folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise UserError(f"{folder} exists and is not an empty folder; record into a new or empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def _read_session(folder: Path) -> dict[str, Any] | None:
+    try:
+        meta = json.loads((folder / SESSION).read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == FORMAT else None
+
+
+def is_recording(folder: Path) -> bool:
+    return folder.is_dir() and _read_session(folder) is not None
+
+
+def read_timestamps(folder: Path) -> list[tuple[int, float]]:
+    """(index, timestamp) of every committed frame; an unfinished last line is ignored."""
+    path = folder / TIMESTAMPS
+    text = path.read_text(encoding="ascii") if path.is_file() else ""
+    frames = []
+    for number, line in enumerate(text.split("\n")[:-1], 1):  # the piece after the last newline
+        try:
+            index, stamp = line.split()
+            frames.append((int(index), float(stamp)))
+        except ValueError:
+            raise UserError(f"{path} line {number} is damaged ({line!r}); remove that line") from None
+    return frames
+
+
+def open_recording(folder: Path) -> SceneSource:
+    """A recording as a source: its committed frames with their timestamps and calibration."""
+    meta = _read_session(folder)
+    if meta is None:
+        raise UserError(f"{folder} is not a recording (no {SESSION}); record one with 'bi3d-studio record'")
+    frames = read_timestamps(folder)
+    scenes = []
+    for index, _ in frames:
+        name = f"{index:06d}"
+        gt = folder / "disparity" / f"{name}.pfm"
+        scenes.append(
+            Scene(
+                name,
+                folder / "left" / f"{name}.png",
+                folder / "right" / f"{name}.png",
+                gt if gt.is_file() else None,
+            )
+        )
+    try:
+        calibration = Calibration(**meta["calibration"]) if meta.get("calibration") else None
+    except TypeError:
+        raise UserError(f"{folder / SESSION} has a damaged calibration; fix or remove it") from None
+    description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
+    return SceneSource(scenes, description, [stamp for _, stamp in frames], calibration)
+
+
+def record(
+    source: StereoSource, recorder: Recorder, frames: int | None = None, seconds: float | None = None
+) -> int:
+    """Copy pairs until the source ends, ``frames`` are written or ``seconds`` of source time pass.
+
+    Time is the sources's own: wall-clock time for cameras, media time for files.
+    """
+    start: float | None = None
+    while frames is None or recorder.frames_written < frames:
+        pair = source.read()
+        if pair is None:
+            break
+        start = pair.timestamp if start is None else start
+        if seconds is not None and pair.timestamp - start >= seconds:
+            break
+        recorder.write(pair)
+    return recorder.frames_written

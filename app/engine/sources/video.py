@@ -1,0 +1,112 @@
+"""Stereo video files: one side-by-side (or top-bottom) file, or two files played together.
+
+Frames are decoded with OpenCV (FFmpeg) and converted from BGR to RGB. The end of a video
+is not an error: ``read()`` returns None and the source reports ``ended``. Two files stop
+together when either ends. Timestamps are the frame index over the file's frame rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from app.engine.errors import UserError
+from app.engine.sources.base import Frame, Layout, StereoSource, split_frame, to_rgb
+from app.engine.types import StereoPair
+
+VIDEO_SUFFIXES = frozenset(
+    {".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".mts"}
+)
+DEFAULT_FPS = 30.0  # when a container does not say
+_LAYOUT_NAMES = {"sbs": "side by side", "tb": "top-bottom"}
+
+VideoFactory = Callable[[str], Any]  # returns an object with cv2.VideoCapture's methods
+
+
+class VideoSource(StereoSource):
+    """One stereo video (``layout`` sbs or tb), or two mono videos (left, right)."""
+
+    def __init__(
+        self, paths: Sequence[str | Path], layout: Layout = "sbs", factory: VideoFactory = cv2.VideoCapture
+    ) -> None:
+        super().__init__()
+        if len(paths) not in (1, 2):
+            raise UserError(f"a stereo video is one file or two, got {len(paths)}")
+        self.paths = [Path(p) for p in paths]
+        self.layout = layout
+        self._factory = factory
+        self._captures: list[Any] = []
+        self._fps = DEFAULT_FPS
+        self._count: int | None = None
+
+    @property
+    def frame_count(self) -> int | None:
+        return self._count
+
+    @property
+    def fps(self) -> float:
+        return self._fps
+
+    def describe(self) -> str:
+        if len(self.paths) == 2:
+            return f"videos {self.paths[0].name} + {self.paths[1].name}"
+        return f"video {self.paths[0].name} ({_LAYOUT_NAMES[self.layout]})"
+
+    def _open(self) -> None:
+        try:
+            for path in self.paths:
+                self._captures.append(self._open_one(path))
+            self._check_sizes()
+        except BaseException:
+            self._close()
+            raise
+        fps = self._captures[0].get(cv2.CAP_PROP_FPS)
+        self._fps = float(fps) if fps and np.isfinite(fps) and fps > 0 else DEFAULT_FPS
+        counts = [int(c.get(cv2.CAP_PROP_FRAME_COUNT) or 0) for c in self._captures]
+        self._count = min(counts) if min(counts) > 0 else None  # containers may not know
+
+    def _open_one(self, path: Path) -> Any:
+        if not path.is_file():
+            raise UserError(f"video not found: {path}; check the path")
+        capture = self._factory(str(path))
+        if not capture.isOpened():
+            capture.release()
+            raise UserError(f"cannot open video {path}; check that it is a video OpenCV's FFmpeg can decode")
+        return capture
+
+    def _check_sizes(self) -> None:
+        if len(self._captures) < 2:
+            return
+        sizes = [
+            (int(c.get(cv2.CAP_PROP_FRAME_WIDTH)), int(c.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+            for c in self._captures
+        ]
+        if sizes[0] != sizes[1]:
+            (w0, h0), (w1, h1) = sizes
+            raise UserError(
+                f"{self.paths[0].name} is {w0}x{h0} but {self.paths[1].name} is {w1}x{h1}; "
+                "give two videos of the same size"
+            )
+
+    def _close(self) -> None:
+        for capture in self._captures:
+            capture.release()
+        self._captures = []
+
+    def _next(self) -> Frame | None:
+        frames = []
+        for capture in self._captures:
+            ok, frame = capture.read()
+            if not ok or frame is None:
+                return None  # the end of either file ends the pair
+            frames.append(frame)
+        if len(frames) == 2:
+            left, right = to_rgb(frames[0]), to_rgb(frames[1])
+        else:
+            left, right = split_frame(frames[0], self.layout)
+        index = self.frame_number + 1
+        return Frame(StereoPair(left, right, index / self._fps), index)

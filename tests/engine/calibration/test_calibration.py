@@ -1,0 +1,264 @@
+"""Calibration files (OpenCV, ROS, Middlebury, stereodemo), the raw rig and rectification."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.engine.calibration.files import load_calibration, read_middlebury_calib, write_opencv_yaml
+from app.engine.calibration.rig import Rectifier, StereoRig
+from app.engine.errors import UserError
+
+K1 = np.array([[800.0, 0, 640], [0, 800, 360], [0, 0, 1]])
+K2 = np.array([[805.0, 0, 630], [0, 804, 365], [0, 0, 1]])
+D1 = np.array([[-0.08, 0.02, 0.001, -0.0005, 0.0]])
+D2 = np.array([[-0.07, 0.015, 0.0, 0.0008, 0.0]])
+R = cv2.Rodrigues(np.array([0.01, -0.02, 0.005]))[0]
+T = np.array([-0.1, 0.002, -0.001])
+
+
+def rig() -> StereoRig:
+    return StereoRig((1280, 720), K1, D1, K2, D2, R, T)
+
+
+def _one_line(exc: pytest.ExceptionInfo[UserError]) -> str:
+    msg = str(exc.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_rectified_geometry_of_a_rig() -> None:
+    raw = rig()
+    cal = raw.rectified()
+    full = raw.with_rectification()
+    assert full.P1 is not None and full.P2 is not None
+    assert cal.baseline_m == pytest.approx(np.linalg.norm(T), rel=1e-6)  # rectified baseline = |T|
+    assert cal.focal_px == full.P1[0, 0] and cal.doffs == pytest.approx(0.0)  # zero-disparity rectification
+    # Q from the file's P1/P2 agrees with OpenCV's own
+    mine = StereoRig(
+        raw.image_size, K1, D1, K2, D2, R, T, full.R1, full.R2, full.P1, full.P2
+    ).with_rectification()
+    np.testing.assert_allclose(mine.Q, full.Q, atol=1e-9)
+
+
+def test_opencv_yaml_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "stereo.yaml"
+    write_opencv_yaml(path, rig())
+    assert not list(tmp_path.glob(".*tmp"))  # written through a temporary file, then renamed
+    fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_READ)  # OpenCV itself reads what we wrote
+    np.testing.assert_allclose(fs.getNode("M2").mat(), K2)
+    assert int(fs.getNode("image_width").real()) == 1280
+    cal, back = load_calibration(path)
+    assert back is not None and back.image_size == (1280, 720)
+    for name in ("K1", "D1", "K2", "D2", "R", "T", "R1", "R2", "P1", "P2", "Q"):
+        np.testing.assert_allclose(getattr(back, name), getattr(rig().with_rectification(), name), atol=1e-12)
+    assert cal == rig().rectified()
+
+
+def _stereo_calib_sample(folder: Path) -> None:
+    """intrinsics.yml and extrinsics.yml as OpenCV's stereo_calib sample writes them (no size)."""
+    full = rig().with_rectification()
+    files = {
+        "intrinsics.yml": ("M1", "D1", "M2", "D2"),
+        "extrinsics.yml": ("R", "T", "R1", "R2", "P1", "P2", "Q"),
+    }
+    for name, keys in files.items():
+        fs = cv2.FileStorage(str(folder / name), cv2.FILE_STORAGE_WRITE)
+        for key in keys:
+            value = {"M1": full.K1, "M2": full.K2}.get(key, getattr(full, key, None))
+            fs.write(key, value.reshape(3, 1) if key == "T" else value)
+        fs.release()
+
+
+def test_opencv_sample_pair_of_files(tmp_path: Path) -> None:
+    _stereo_calib_sample(tmp_path)
+    expected = rig().rectified()
+    # no image size in the files: the rectified geometry still comes from P1/P2, without a rig
+    cal, no_rig = load_calibration(tmp_path / "intrinsics.yml")
+    assert no_rig is None and cal.baseline_m == pytest.approx(expected.baseline_m)
+    cal, found = load_calibration(tmp_path / "extrinsics.yml", image_size=(1280, 720))
+    assert found is not None and found.image_size == (1280, 720)
+    np.testing.assert_allclose(found.K2, K2)
+    assert cal.focal_px == pytest.approx(expected.focal_px)
+
+
+@pytest.mark.parametrize(
+    ("drop", "corrupt", "needle"),
+    [("T", None, "no field 'T'"), ("M1", None, "no field 'M1'"), (None, "M2", "field 'M2' has 5 values")],
+)
+def test_missing_or_malformed_opencv_field_is_named(
+    tmp_path: Path, drop: str | None, corrupt: str | None, needle: str
+) -> None:
+    path = tmp_path / "stereo.yml"
+    write_opencv_yaml(path, rig())
+    lines = path.read_text().splitlines()
+    if drop:  # remove the key and its matrix block
+        i = lines.index(f"{drop}: !!opencv-matrix")
+        lines = lines[:i] + lines[i + 5 :]
+    if corrupt:
+        i = lines.index(f"{corrupt}: !!opencv-matrix")
+        lines[i + 4] = "   data: [ 1., 2., 3., 4., 5. ]"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError) as exc:
+        load_calibration(path)
+    assert needle in _one_line(exc)
+
+
+def test_opencv_file_without_size_or_projections(tmp_path: Path) -> None:
+    path = tmp_path / "s.yml"
+    fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
+    for key, value in (("M1", K1), ("D1", D1), ("M2", K2), ("D2", D2), ("R", R), ("T", T.reshape(3, 1))):
+        fs.write(key, value)
+    fs.release()
+    with pytest.raises(UserError) as exc:
+        load_calibration(path)
+    assert "image_width" in _one_line(exc)
+    assert load_calibration(path, image_size=(1280, 720))[1] is not None
+
+
+def _ros_yaml(k: np.ndarray, d: np.ndarray, r: np.ndarray, p: np.ndarray, name: str) -> str:
+    def block(key: str, m: np.ndarray) -> str:
+        rows, cols = m.shape
+        return (
+            f"{key}:\n  rows: {rows}\n  cols: {cols}\n  data: [{', '.join(f'{v:.17g}' for v in m.ravel())}]\n"
+        )
+
+    return (
+        f"image_width: 1280\nimage_height: 720\ncamera_name: {name}\n"
+        + block("camera_matrix", k)
+        + "distortion_model: plumb_bob\n"
+        + block("distortion_coefficients", d)
+        + block("rectification_matrix", r)
+        + block("projection_matrix", p)
+    )
+
+
+def test_ros_camera_info_pair(tmp_path: Path) -> None:
+    full = rig().with_rectification()
+    assert full.R1 is not None and full.R2 is not None and full.P1 is not None and full.P2 is not None
+    left, right = tmp_path / "left.yaml", tmp_path / "right.yaml"
+    left.write_text(_ros_yaml(K1, D1, full.R1, full.P1, "stereo/left"))
+    right.write_text(_ros_yaml(K2, D2, full.R2, full.P2, "stereo/right"))
+    cal, back = load_calibration(left, right)
+    assert cal.baseline_m == pytest.approx(-full.P2[0, 3] / full.P2[0, 0])
+    assert cal.baseline_m == pytest.approx(np.linalg.norm(T), rel=1e-6)
+    # the raw rig comes back from R_left, R_right and P_right
+    assert back is not None
+    np.testing.assert_allclose(back.R, R, atol=1e-9)
+    np.testing.assert_allclose(back.T, T, atol=1e-9)
+    with pytest.raises(UserError) as exc:
+        load_calibration(left)
+    assert "right camera" in _one_line(exc)
+
+
+def test_ros_message_dump(tmp_path: Path) -> None:
+    """`rostopic echo` output: flat K/D/R/P lists, width/height, a trailing '---'."""
+
+    def dump(p: np.ndarray) -> str:
+        flat = lambda m: "[" + ", ".join(str(v) for v in np.ravel(m)) + "]"  # noqa: E731
+        return (
+            'header:\n  seq: 3\n  frame_id: "cam"\nheight: 480\nwidth: 640\ndistortion_model: "plumb_bob"\n'
+            f"D: []\nK: {flat([[700, 0, 320], [0, 700, 240], [0, 0, 1]])}\nR: {flat(np.eye(3))}\n"
+            f"P: {flat(p)}\nroi:\n  x_offset: 0\n  do_rectify: False\n---\n"
+        )
+
+    p1 = np.array([[700.0, 0, 320, 0], [0, 700, 240, 0], [0, 0, 1, 0]])
+    p2 = p1.copy()
+    p2[0, 3] = -700.0 * 0.12
+    left, right = tmp_path / "l.yaml", tmp_path / "r.yaml"
+    left.write_text(dump(p1))
+    right.write_text(dump(p2))
+    cal, back = load_calibration(left, right)
+    assert cal.baseline_m == pytest.approx(0.12) and cal.focal_px == 700
+    assert back is not None and back.image_size == (640, 480)
+    with pytest.raises(UserError) as exc:
+        load_calibration(right, left)  # swapped: the second file has no baseline
+    assert "P[0,3]" in _one_line(exc)
+    right.write_text(dump(p2).replace("K: [700", "K: [seven"))
+    with pytest.raises(UserError) as exc:
+        load_calibration(left, right)
+    assert "field 'K' is malformed" in _one_line(exc)
+
+
+def test_middlebury(demo_dir: Path, tmp_path: Path) -> None:
+    cal, no_rig = load_calibration(demo_dir / "calib.txt")
+    assert no_rig is None
+    assert (cal.focal_px, cal.baseline_m, cal.doffs) == pytest.approx((994.978, 0.193001, 31.086))
+    assert read_middlebury_calib(demo_dir / "calib.txt").ndisp == 68
+    bad = tmp_path / "calib.txt"
+    bad.write_text("cam0=[994.978 0 311.193; 0 994.978 254.877; 0 0 1]\ndoffs=31.086\n")
+    with pytest.raises(UserError) as exc:
+        load_calibration(bad)
+    assert "'baseline'" in _one_line(exc)
+
+
+def test_stereodemo_json(tmp_path: Path) -> None:
+    path = tmp_path / "stereodemo_calibration.json"
+    fields = {"width": 1242, "height": 375, "fx": 994.0, "fy": 994.0, "cx0": 621.0, "cx1": 640.0, "cy": 187.5}
+    fields |= {
+        "baseline_meters": 0.54,
+        "depth_range": [1.0, 100.0],
+        "left_image_rect_normalized": [0, 0, 1, 1],
+    }
+    path.write_text(json.dumps(fields))
+    cal, no_rig = load_calibration(path)
+    assert no_rig is None and (cal.focal_px, cal.baseline_m, cal.cx, cal.cy) == (994.0, 0.54, 621.0, 187.5)
+    # stereodemo's depth: Z = B * fx / (d - (cx0 - cx1))
+    assert cal.depth_m(np.array([20.0]))[0] == pytest.approx(0.54 * 994 / (20 - (621 - 640)), rel=1e-6)
+    del fields["baseline_meters"]
+    path.write_text(json.dumps(fields))
+    with pytest.raises(UserError) as exc:
+        load_calibration(path)
+    assert "'baseline_meters'" in _one_line(exc)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "needle"),
+    [
+        ("c.yaml", b"foo: [1, 2\n  bar", "not a readable YAML"),
+        ("c.yml", b"\x00\xff\xfe binary", "cannot read calibration"),
+        ("c.json", b"{not json", "as JSON"),
+    ],
+)
+def test_unreadable_files(tmp_path: Path, name: str, content: bytes, needle: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(UserError) as exc:
+        load_calibration(path)
+    assert needle in _one_line(exc)
+    with pytest.raises(UserError, match="not found"):
+        load_calibration(tmp_path / "missing.yaml")
+
+
+def test_rectifier_checks_frame_size() -> None:
+    frame = np.zeros((480, 640, 3), np.uint8)
+    with pytest.raises(UserError) as exc:
+        Rectifier(rig()).rectify(frame, frame)
+    assert "calibration is for 1280x720 but frames are 640x480" in _one_line(exc)
+
+
+def test_rectifier_makes_rows_agree() -> None:
+    """A point seen by the raw rig lands on the same row in both rectified images."""
+    raw = rig()
+    point = np.array([[0.15, -0.08, 1.7]])
+    pl = cv2.projectPoints(point, np.zeros(3), np.zeros(3), K1, D1)[0].ravel()
+    pr = cv2.projectPoints(point, cv2.Rodrigues(R)[0], T, K2, D2)[0].ravel()
+    images = []
+    for p in (pl, pr):
+        img = np.zeros((720, 1280, 3), np.uint8)
+        cv2.circle(
+            img, (round(p[0] * 16), round(p[1] * 16)), 6 * 16, (255, 255, 255), -1, cv2.LINE_AA, shift=4
+        )
+        images.append(img)
+    left, right = Rectifier(raw).rectify(*images)
+    rows = [np.average(np.arange(720), weights=im[:, :, 0].sum(axis=1).astype(float)) for im in (left, right)]
+    assert abs(rows[0] - rows[1]) < 0.1
+    cal = raw.rectified()
+    disparity = np.average(np.arange(1280), weights=left[:, :, 0].sum(axis=0).astype(float)) - np.average(
+        np.arange(1280), weights=right[:, :, 0].sum(axis=0).astype(float)
+    )
+    assert cal.depth_m(np.array([disparity]))[0] == pytest.approx(point[0, 2], rel=0.01)

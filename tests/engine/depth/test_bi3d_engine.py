@@ -1,0 +1,296 @@
+"""The Bi3D engine: padding, the four modes, plane handling, batching and the latency budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from app.engine.bi3d.light import LightBi3D
+from app.engine.bi3d.model import Bi3DModel
+from app.engine.bi3d.padding import Padder, to_network_input
+from app.engine.depth.bi3d import Bi3DEngine
+from app.engine.errors import UserError
+from app.engine.types import DepthRequest, Mode
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    left = rng.integers(0, 255, (150, 250, 3), dtype=np.uint8)
+    return left, np.roll(left, -6, axis=1)
+
+
+@pytest.fixture(scope="module")
+def light_engine() -> Bi3DEngine:
+    torch.manual_seed(0)
+    return Bi3DEngine(Bi3DModel("binary", width=0.25))
+
+
+def test_padder_reaches_multiples_and_minimum() -> None:
+    p = Padder(150, 250)
+    assert p.padded_size == (192, 288) and (p.top, p.left) == (42, 38)
+    assert Padder(500, 741).padded_size == (576, 768)
+    x = torch.arange(150 * 250.0).view(1, 1, 150, 250)
+    assert torch.equal(p.crop(p.pad(x)), x)
+    assert p.pad(x)[..., :42, :].abs().sum() == 0 and p.pad(x)[..., :, :38].abs().sum() == 0
+
+
+def test_channels_last_network_input_matches_padding_afterwards() -> None:
+    rng = np.random.default_rng(3)
+    image = rng.integers(0, 256, (150, 250, 3), dtype=np.uint8)
+    padder = Padder(150, 250)
+    cpu = torch.device("cpu")
+    plain = padder.pad(to_network_input(image, cpu))
+    direct = padder.network_input(image, cpu, channels_last=True)
+    assert direct.is_contiguous(memory_format=torch.channels_last)
+    assert direct.shape == plain.shape
+    torch.testing.assert_close(direct, plain, atol=1e-6, rtol=0)
+    assert float(direct[..., : padder.top, :].abs().max()) == 0.0  # the padding stays zero
+    assert float(direct[..., :, : padder.left].abs().max()) == 0.0
+
+
+def test_channels_last_pair_is_one_batch_without_a_copy() -> None:
+    from app.engine.bi3d.light import _as_batch
+
+    rng = np.random.default_rng(4)
+    left, right = (rng.integers(0, 256, (150, 250, 3), dtype=np.uint8) for _ in range(2))
+    padder = Padder(150, 250)
+    cpu = torch.device("cpu")
+    l_in, r_in = padder.network_pair(left, right, cpu, channels_last=True)
+    assert torch.equal(l_in, padder.network_input(left, cpu, channels_last=True))
+    assert torch.equal(r_in, padder.network_input(right, cpu, channels_last=True))
+    both = _as_batch(l_in, r_in)
+    assert both.data_ptr() == l_in.data_ptr()  # a view of the pair buffer, not a copy
+    assert both.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(both, torch.cat([l_in, r_in]))
+    # separate tensors (or the halves in the wrong order) are concatenated
+    apart = _as_batch(l_in.clone(), r_in.clone())
+    assert torch.equal(apart, both) and apart.data_ptr() != l_in.data_ptr()
+    assert torch.equal(_as_batch(r_in, l_in), torch.cat([r_in, l_in]))
+    # NCHW inputs keep the separate path
+    plain_l, plain_r = padder.network_pair(left, right, cpu)
+    assert torch.equal(plain_l, padder.network_input(left, cpu))
+    assert torch.equal(plain_r, padder.network_input(right, cpu))
+
+
+def test_outputs_keep_the_input_size(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    for request in [
+        DepthRequest(mode=Mode.BINARY, planes=(12,)),
+        DepthRequest(mode=Mode.QUANTIZED, planes=(6, 12, 24)),
+        DepthRequest(mode=Mode.SELECTIVE, range=(9, 30)),
+    ]:
+        result = light_engine.compute(*pair, request)
+        assert result.disparity.shape == (150, 250)
+        assert result.probabilities.shape[1:] == (150, 250)
+        assert result.engine == "bi3d" and result.runtime == "torch"
+        assert {"features", "planes", "total"} <= set(result.timings)
+
+
+def test_binary_mask_is_probability_above_half(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    result = light_engine.compute(*pair, DepthRequest(mode=Mode.BINARY, planes=(12,)))
+    assert result.mask is not None
+    np.testing.assert_array_equal(result.mask, result.probabilities[0] > 0.5)
+    assert np.isnan(result.disparity).all()
+    assert list(result.planes) == [12.0]
+
+
+def test_planes_off_grid_are_rounded_and_reported(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    result = light_engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(10, 20, 31)))
+    assert list(result.planes) == [9.0, 21.0, 30.0]
+    assert any("rounded" in note for note in result.notes)
+
+
+def test_auto_shift_mode_answers_the_light_model_at_the_plane_asked(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    light = Bi3DEngine(LightBi3D(width=0.5))
+    assert light.shift_mode == "interpolate"
+    out = light.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(10, 20, 31)))
+    assert list(out.planes) == [10.0, 20.0, 31.0]
+    assert not any("rounded" in note for note in out.notes)
+    # 20 px is 6 2/3 feature columns: not the answer for 21 px (column 7)
+    grid = light.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(21,)))
+    assert not np.allclose(out.probabilities[1], grid.probabilities[0])
+    assert Bi3DEngine(Bi3DModel("binary", width=0.25)).shift_mode == "round"  # published: as trained
+    assert Bi3DEngine(LightBi3D(width=0.5), shift_mode="round").shift_mode == "round"
+    with pytest.raises(UserError, match="auto, round or interpolate"):
+        Bi3DEngine(LightBi3D(width=0.5), shift_mode="nearest")
+
+
+def test_interpolated_planes_lie_between_grid_neighbours(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("continuous_2d", width=0.25), shift_mode="interpolate")
+    out = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=(12, 13.5, 15)))
+    assert list(out.planes) == [12.0, 13.5, 15.0]
+    feats_lo, mid, feats_hi = out.probabilities
+    # features blend linearly; a probability halfway lies within the neighbours' envelope mostly
+    between = (mid >= np.minimum(feats_lo, feats_hi) - 0.05) & (mid <= np.maximum(feats_lo, feats_hi) + 0.05)
+    assert between.mean() > 0.95
+
+
+def test_features_are_computed_once_for_all_planes(pair) -> None:  # type: ignore[no-untyped-def]
+    model = Bi3DModel("binary", width=0.25)
+    calls = {"featnet": 0, "segnet": 0}
+    model.featnet.register_forward_hook(lambda *_: calls.__setitem__("featnet", calls["featnet"] + 1))
+    model.segnet.register_forward_hook(lambda *_: calls.__setitem__("segnet", calls["segnet"] + 1))
+    engine = Bi3DEngine(model, max_chunk_bytes=1)  # one plane per SegNet call
+    result = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, levels=6))
+    assert calls["featnet"] == 1
+    assert calls["segnet"] == len(result.planes) == 6
+
+
+def test_chunking_does_not_change_results(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model = Bi3DModel("binary", width=0.25)
+    request = DepthRequest(mode=Mode.QUANTIZED, levels=5)
+    one = Bi3DEngine(model, max_chunk_bytes=1).compute(*pair, request)
+    many = Bi3DEngine(model).compute(*pair, request)
+    np.testing.assert_allclose(one.probabilities, many.probabilities, atol=1e-5)
+
+
+def test_selective_marks_pixels_outside_the_range(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("continuous_2d", width=0.25))
+    result = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(20, 50)))
+    state = result.range_state
+    assert state is not None and set(np.unique(state)) <= {-1, 0, 1}
+    inside = state == 0
+    assert np.isnan(result.disparity[~inside]).all()
+    assert np.all((result.disparity[inside] >= 17.5) & (result.disparity[inside] <= 51.5))
+
+
+def test_continuous_engine_matches_published_disparity(reference, reference_model) -> None:  # type: ignore[no-untyped-def]
+    engine = Bi3DEngine(reference_model("continuous_2d"))
+    request = DepthRequest(mode=Mode.SELECTIVE, range=(18, 60))
+    result = engine.compute(reference["left_rgb_u8"], reference["right_rgb_u8"], request)
+    n = reference["cont2d_sel_disp_normalized"][0, 0]
+    expected = np.clip(n * 43 + 18 - 0.5, 17.5, 60.5)
+    inside = result.range_state == 0
+    assert inside.mean() > 0.05
+    np.testing.assert_allclose(result.disparity[inside], expected[inside], atol=43e-4)
+
+
+def test_budget_chooses_fewer_planes_for_less_time(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("binary", width=0.25))
+    generous = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, budget_ms=60_000))
+    cost = engine.costs.costs[(192, 288)]
+    tight_ms = cost.fixed_ms + 3.5 * cost.per_plane_ms
+    tight = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, budget_ms=tight_ms))
+    assert len(generous.planes) == 63  # every feature column inside (0, 192)
+    assert 1 <= len(tight.planes) <= 3
+    assert tight.choice["planes"] == len(tight.planes) and "took_ms" in tight.choice
+
+
+def test_budget_coarsens_the_continuous_plane_step(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("continuous_2d", width=0.25))
+    engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, budget_ms=60_000))
+    cost = engine.costs.costs[(192, 288)]
+    result = engine.compute(
+        *pair, DepthRequest(mode=Mode.CONTINUOUS, budget_ms=cost.fixed_ms + 20 * cost.per_plane_ms)
+    )
+    assert result.choice["step_px"] > 3 and len(result.planes) <= 20
+    assert np.isfinite(result.disparity).all()
+
+
+def test_request_beyond_model_range_is_refused(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UserError, match="reaches 192 px"):
+        light_engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=256))
+
+
+def test_mismatched_sizes_are_refused(light_engine: Bi3DEngine, pair) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UserError, match="differ in size"):
+        light_engine.compute(pair[0], pair[1][:, :200], DepthRequest(mode=Mode.BINARY, planes=(9,)))
+
+
+def test_fp16_on_cpu_is_refused() -> None:
+    with pytest.raises(UserError, match="fp16 needs --device cuda"):
+        Bi3DEngine(Bi3DModel("binary", width=0.25), precision="fp16")
+
+
+def test_bf16_autocast_agrees_with_fp32(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model = Bi3DModel("binary", width=0.25)
+    request = DepthRequest(mode=Mode.QUANTIZED, planes=(6, 12, 24))
+    fp32 = Bi3DEngine(model).compute(*pair, request)
+    bf16 = Bi3DEngine(model, precision="bf16").compute(*pair, request)
+    assert bf16.precision == "bf16"
+    assert np.abs(fp32.probabilities - bf16.probabilities).mean() < 0.02
+
+
+def _constant_disparity_pair(disparity: int, seed: int, blur: float) -> tuple[np.ndarray, np.ndarray]:
+    """A blurred-noise 150 x 250 pair whose disparity is ``disparity`` px everywhere."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    base = cv2.GaussianBlur(rng.uniform(0, 255, (150, 330, 3)).astype(np.float32), (0, 0), blur)
+    left = base[:, 40:290].round().astype(np.uint8)
+    return left, base[:, 40 + disparity : 290 + disparity].round().astype(np.uint8)
+
+
+def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    left, right = _constant_disparity_pair(6, seed=2, blur=1.2)
+    # whatever the random network reads out, say 7.4 px (within one plane of the truth)
+    monkeypatch.setattr(
+        "app.engine.depth.bi3d.median_disparity", lambda logits, planes: torch.full_like(logits[:, :1], 7.4)
+    )
+    torch.manual_seed(0)
+    model = Bi3DModel("binary", width=0.25)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    on = Bi3DEngine(model).compute(left, right, request)
+    off = Bi3DEngine(model, subpixel=None).compute(left, right, request)
+    assert "subpixel" in on.timings and "subpixel" not in off.timings
+    assert np.allclose(off.disparity, 7.4)
+    assert np.median(np.abs(on.disparity[10:-10, 20:-10] - 6.0)) < 0.2
+    binary = DepthRequest(mode=Mode.BINARY, planes=(12,))
+    assert "subpixel" not in Bi3DEngine(model).compute(left, right, binary).timings
+
+
+def test_plane_check_decides_where_the_light_model_hesitates(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    left, right = _constant_disparity_pair(22, seed=3, blur=1.5)
+    # a network that cannot tell: P = 0.5 for every pixel and plane
+    monkeypatch.setattr(
+        LightBi3D,
+        "refine_planes",
+        lambda self, feats, lowres: torch.zeros(1, lowres.shape[1], *feats.image.shape[-2:]),
+    )
+    torch.manual_seed(0)
+    model = LightBi3D(width=0.5)
+    binary = DepthRequest(mode=Mode.BINARY, planes=(20,))
+    on = Bi3DEngine(model).compute(left, right, binary)
+    off = Bi3DEngine(model, plane_check=None).compute(left, right, binary)
+    assert "check" in on.timings and "check" not in off.timings
+    assert off.mask is not None and not off.mask.any()
+    assert on.mask is not None and on.mask[10:-10, 40:-10].mean() > 0.95  # 22 px is beyond 20 px
+    quantized = Bi3DEngine(model).compute(left, right, DepthRequest(mode=Mode.QUANTIZED, planes=(20, 24)))
+    assert (quantized.probabilities[0][10:-10, 40:-10] > 0.5).mean() > 0.95
+    assert (quantized.probabilities[1][10:-10, 40:-10] < 0.5).mean() > 0.95  # and short of 24 px
+    continuous = Bi3DEngine(model).compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48))
+    assert "check" not in continuous.timings
+    # published kinds keep the paper's answers
+    assert Bi3DEngine(Bi3DModel("binary", width=0.25)).plane_check is None
+
+
+def test_auto_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.depth import bi3d as engine_module
+    from app.engine.depth.engines import EngineOptions, bi3d_engine
+
+    x86 = "processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16 avx512_vnni\n"
+    assert engine_module.cpu_has_native_bf16(x86)
+    assert engine_module.cpu_has_native_bf16("flags : sse2 amx_bf16 amx_tile\n")
+    assert engine_module.cpu_has_native_bf16("Features : fp asimd bf16 i8mm\n")  # Arm
+    assert not engine_module.cpu_has_native_bf16("flags : fpu sse2 avx2 avx512f avx512bw\n")
+    assert not engine_module.cpu_has_native_bf16("")
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    light, published = LightBi3D(width=0.5), Bi3DModel("binary", width=0.25)
+    resolve = engine_module.resolve_precision
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(engine_module, "cpu_has_native_bf16", lambda native=native: native)
+        assert resolve("auto", cpu, light) == resolve("auto", cpu, light, "auto") == expected
+        assert resolve("fp32", cpu, light) == "fp32"
+        assert resolve("auto", cuda, light) == "fp32"
+        assert resolve("auto", cpu, published) == "fp32"  # reproduces its references in fp32
+        assert resolve("auto", cpu, light, "onnxruntime") == "fp32"  # runs fp32 only
+        engine = bi3d_engine(light, EngineOptions(runtime="torch"))
+        assert engine.precision == expected and engine.backend.precision == expected

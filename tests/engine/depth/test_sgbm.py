@@ -1,0 +1,193 @@
+"""Tests for app.engine.depth.sgbm (OpenCV SGBM baseline) on synthetic rectified pairs."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from app.engine.depth.sgbm import SGBMEngine, SGBMParams, plane_probabilities, search_range
+from app.engine.errors import UserError
+from app.engine.types import DepthRequest, DepthResult, Mode
+
+H, W = 120, 200
+MAX_D = 32
+BG_D, FG_D = 8, 20
+# Foreground rectangle in left-image coordinates (rows y0:y1, columns x0:x1).
+Y0, Y1, X0, X1 = 30, 90, 80, 150
+NAN = np.nan
+
+
+def _texture(seed_offset: int = 0) -> np.ndarray:
+    """Random RGB texture wider than the image so shifted views need no padding."""
+    rng = np.random.default_rng(seed_offset)
+    tex = rng.integers(0, 256, (H, W + 40, 3), dtype=np.uint8)
+    return cv2.GaussianBlur(tex, (3, 3), 0)
+
+
+def constant_pair(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pair with disparity ``d`` everywhere: right[:, x] = left[:, x + d]."""
+    tex = _texture()
+    return tex[:, :W].copy(), tex[:, d : d + W].copy()
+
+
+def layered_pair() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Background layer at 8 px and a textured rectangle layer in front at 20 px.
+
+    Returns left, right and the left-view truth. Each layer has its own texture, so the
+    background the rectangle hides in one view is unseen rather than a copy of the rectangle.
+    """
+    bg, fg = _texture(0), _texture(1)
+    left = bg[:, :W].copy()
+    right = bg[:, BG_D : BG_D + W].copy()
+    left[Y0:Y1, X0:X1] = fg[Y0:Y1, X0:X1]
+    # The rectangle's left pixel x lands on right pixel x - 20.
+    right[Y0:Y1, X0 - FG_D : X1 - FG_D] = fg[Y0:Y1, X0:X1]
+    gt = np.full((H, W), float(BG_D), np.float32)
+    gt[Y0:Y1, X0:X1] = FG_D
+    return left, right, gt
+
+
+def fg_interior(a: np.ndarray) -> np.ndarray:
+    return a[Y0 + 5 : Y1 - 5, X0 + 5 : X1 - 5]
+
+
+def bg_interior(a: np.ndarray) -> np.ndarray:
+    """Background rows well above the rectangle, right of the unmatched border."""
+    return a[5 : Y0 - 5, MAX_D + 5 : W - 5]
+
+
+@pytest.fixture(scope="module")
+def layered() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return layered_pair()
+
+
+def run(layered: tuple[np.ndarray, np.ndarray, np.ndarray], **kwargs: object) -> DepthResult:
+    left, right, _ = layered
+    return SGBMEngine().compute(left, right, DepthRequest(max_disparity=MAX_D, **kwargs))  # type: ignore[arg-type]
+
+
+def test_constant_disparity_is_recovered() -> None:
+    left, right = constant_pair(BG_D)
+    disp = SGBMEngine().disparity(left, right, MAX_D)
+    assert disp.shape == (H, W) and disp.dtype == np.float32
+    matched = disp[:, search_range(MAX_D) :]
+    valid = np.isfinite(matched)
+    assert valid.mean() > 0.9
+    assert np.median(np.abs(matched[valid] - BG_D)) < 0.5
+
+
+def test_unmatched_left_border_is_nan() -> None:
+    left, right = constant_pair(BG_D)
+    disp = SGBMEngine().disparity(left, right, MAX_D)
+    assert np.isnan(disp[:, : search_range(MAX_D)]).all()
+    assert not np.any(disp[np.isfinite(disp)] < 0)
+
+
+def test_layered_scene_is_recovered(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    left, right, gt = layered
+    disp = SGBMEngine().disparity(left, right, MAX_D)
+    err = np.abs(disp - gt)[:, MAX_D:]
+    assert np.isfinite(err).mean() > 0.9
+    assert np.nanmedian(err) < 0.5
+    assert np.nanmedian(fg_interior(disp)) == pytest.approx(FG_D, abs=0.5)
+
+
+def test_binary_mode(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    res = run(layered, mode=Mode.BINARY, planes=(14,))
+    assert res.mode is Mode.BINARY and res.engine == "sgbm"
+    assert res.mask is not None and res.mask.dtype == np.bool_
+    assert fg_interior(res.mask).mean() > 0.95
+    assert not bg_interior(res.mask).any()
+    assert np.isnan(res.disparity).all()
+    assert res.probabilities.shape == (1, H, W)
+    assert np.isin(res.probabilities[np.isfinite(res.probabilities)], [0.0, 1.0]).all()
+    assert np.isnan(res.probabilities[0, :, :MAX_D]).all()
+    assert not res.mask[:, :MAX_D].any()  # holes are not "closer"
+    np.testing.assert_array_equal(res.planes, [14.0])
+
+
+def test_quantized_mode_reports_bin_midpoints(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    res = run(layered, mode=Mode.QUANTIZED, planes=(16, 4, 24, 12))
+    np.testing.assert_array_equal(res.planes, [4.0, 12.0, 16.0, 24.0])
+    assert res.probabilities.shape == (4, H, W)
+    assert (fg_interior(res.disparity) == 20.0).mean() > 0.95
+    assert (bg_interior(res.disparity) == 8.0).mean() > 0.95
+    allowed = [2.0, 8.0, 14.0, 20.0, 28.0]  # midpoints with outer edges 0 and 32
+    finite = res.disparity[np.isfinite(res.disparity)]
+    assert np.isin(finite, allowed).all()
+    assert np.isnan(res.disparity[:, :MAX_D]).all()
+
+
+def test_selective_mode(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    res = run(layered, mode=Mode.SELECTIVE, range=(10, 30))
+    assert res.range_state is not None
+    assert (bg_interior(res.range_state) == -1).mean() > 0.95
+    assert (fg_interior(res.range_state) == 0).mean() > 0.95
+    assert np.isnan(res.disparity[res.range_state != 0]).all()
+    inside = fg_interior(res.disparity)
+    assert np.nanmedian(np.abs(inside - FG_D)) < 0.5
+    assert res.planes.min() >= 10 and res.planes.max() <= 30
+
+
+def test_continuous_mode(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    _, _, gt = layered
+    res = run(layered, mode=Mode.CONTINUOUS)
+    err = np.abs(res.disparity - gt)[:, MAX_D:]
+    assert np.nanmedian(err) < 0.5
+    assert res.range_state is None and res.mask is None
+    assert res.probabilities.shape == (len(res.planes), H, W)
+    assert set(res.timings) >= {"total"} and res.timings["total"] >= 0
+    assert res.runtime == "opencv"
+
+
+def test_timings_have_total(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    res = run(layered, mode=Mode.BINARY, planes=(14,))
+    assert res.timings["total"] == pytest.approx(res.timings["match"] + res.timings["readout"])
+
+
+def test_compute_rejects_bad_pair() -> None:
+    left, right = constant_pair(BG_D)
+    with pytest.raises(UserError):
+        SGBMEngine().compute(left, right[:, :-1], DepthRequest(max_disparity=MAX_D))
+
+
+@pytest.mark.parametrize(("max_d", "expected"), [(192, 192), (68, 80), (1, 16), (16, 16), (17, 32)])
+def test_search_range(max_d: float, expected: int) -> None:
+    assert search_range(max_d) == expected
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"block_size": 4},
+        {"block_size": 0},
+        {"mode": "bogus"},
+        {"p1": 100, "p2": 100},
+        {"p1": 200, "p2": 100},
+        {"p1": -1},
+    ],
+)
+def test_sgbm_params_validation(kwargs: dict[str, object]) -> None:
+    with pytest.raises(UserError):
+        SGBMParams(**kwargs)  # type: ignore[arg-type]
+
+
+def test_sgbm_penalties_defaults() -> None:
+    assert SGBMParams(block_size=5).penalties() == (8 * 3 * 25, 32 * 3 * 25)
+    assert SGBMParams(block_size=3).penalties() == (216, 864)
+    assert SGBMParams(block_size=3, p1=10, p2=20).penalties() == (10, 20)
+
+
+def test_sgbm_describe_marks_block_size_odd() -> None:
+    specs = {s.name: s for s in SGBMParams.describe()}
+    assert specs["block_size"].odd_only
+    assert not specs["uniqueness"].odd_only
+
+
+def test_plane_probabilities_with_hole() -> None:
+    disp = np.array([[5.0, 15.0], [NAN, 10.0]], np.float32)
+    probs = plane_probabilities(disp, np.array([10.0, 4.0]))
+    assert probs.shape == (2, 2, 2) and probs.dtype == np.float32
+    np.testing.assert_array_equal(probs[0], [[0.0, 1.0], [NAN, 0.0]])  # 10 > 10 is False
+    np.testing.assert_array_equal(probs[1], [[1.0, 1.0], [NAN, 1.0]])

@@ -1,0 +1,80 @@
+"""Sub-pixel refinement of the plane readout: finds sub-pixel shifts near the readout, leaves
+flat regions and far moves alone, and its CPU shortcuts match the device-agnostic paths."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from app.engine.depth.subpixel import (
+    SubpixelConfig,
+    box_mean,
+    box_mean_torch,
+    median_filter,
+    median_filter_torch,
+    refine_subpixel,
+)
+
+
+def _shifted_pair(disparity: float, size: tuple[int, int] = (120, 200)) -> tuple[torch.Tensor, torch.Tensor]:
+    """A textured left image and a right image moved left by ``disparity`` px (sub-pixel exact)."""
+    rng = np.random.default_rng(0)
+    h, w = size
+    base = cv2.GaussianBlur(rng.uniform(0, 255, (h, w + 64, 3)).astype(np.float32), (0, 0), 1.2)
+    left = base[:, 32 : 32 + w]
+    shift = np.float32([[1, 0, -disparity], [0, 1, 0]])  # right(x) = base(x + 32 + d) = left(x + d)
+    right = cv2.warpAffine(base, shift, (w + 64, h), flags=cv2.INTER_CUBIC)[:, 32 : 32 + w]
+    return torch.from_numpy(np.ascontiguousarray(left)), torch.from_numpy(np.ascontiguousarray(right))
+
+
+@pytest.mark.parametrize("truth", [7.4, 12.75])
+def test_finds_the_sub_pixel_shift_near_the_readout(truth: float) -> None:
+    left, right = _shifted_pair(truth)
+    readout = torch.full(left.shape[:2], float(np.floor(truth)) - 1.0)  # off by 1.4 / 1.75 px
+    out = refine_subpixel(left, right, readout)
+    inner = out[10:-10, 30:-10]
+    assert float((inner - truth).abs().median()) < 0.15
+    assert float((readout[10:-10, 30:-10] - truth).abs().median()) > 1.0
+
+
+def test_flat_regions_keep_the_readout() -> None:
+    left = torch.full((64, 96, 3), 128.0)
+    readout = torch.full((64, 96), 10.3)
+    assert torch.equal(refine_subpixel(left, left.clone(), readout), readout)
+
+
+def test_never_moves_farther_than_its_reach() -> None:
+    left, right = _shifted_pair(9.0)
+    readout = torch.full(left.shape[:2], 3.0)  # 6 px off: out of reach
+    cfg = SubpixelConfig(reach=1.0)
+    out = refine_subpixel(left, right, readout, cfg)
+    assert float((out - readout).abs().max()) <= cfg.reach + 1e-6
+
+
+def test_cpu_shortcuts_match_the_device_agnostic_paths() -> None:
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.uniform(-1, 1, (40, 57, 7)).astype(np.float32))
+    torch.testing.assert_close(box_mean(x, 11), box_mean_torch(x, 11), atol=1e-5, rtol=0)
+    d = torch.from_numpy(rng.uniform(0, 60, (40, 57)).astype(np.float32))
+    assert torch.equal(median_filter(d, 5), median_filter_torch(d, 5))
+
+
+def test_bands_of_rows_give_the_same_result_as_one_piece() -> None:
+    left, right = _shifted_pair(7.4, size=(100, 160))
+    rng = np.random.default_rng(4)
+    readout = torch.from_numpy(rng.uniform(5.5, 9.0, (100, 160)).astype(np.float32))
+    whole = refine_subpixel(left, right, readout, band_rows=1000)
+    assert torch.equal(refine_subpixel(left, right, readout, band_rows=17), whole)
+
+
+def test_autocast_of_the_engine_does_not_reach_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the device path (convolutions, which autocast would run in bf16), here on the CPU
+    monkeypatch.setattr("app.engine.depth.subpixel.box_mean", box_mean_torch)
+    left, right = _shifted_pair(7.4, size=(60, 120))
+    readout = torch.full(left.shape[:2], 6.0)
+    plain = refine_subpixel(left, right, readout)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert box_mean_torch(left, 11).dtype == torch.bfloat16  # what the guard keeps out
+        assert torch.equal(refine_subpixel(left, right, readout), plain)

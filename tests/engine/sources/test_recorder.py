@@ -1,0 +1,148 @@
+"""Recording: lossless round trip, no accidental overwrite, and every completed frame survives a crash."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.engine.errors import UserError
+from app.engine.sources.recording import Recorder, read_timestamps, record
+from app.engine.sources.spec import open_source
+from app.engine.types import Calibration, StereoPair
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def pair(i: int, calibration: Calibration | None = None) -> StereoPair:
+    rng = np.random.default_rng(i)
+    left = rng.integers(0, 256, (8, 12, 3), dtype=np.uint8)
+    return StereoPair(left, 255 - left, 0.5 * i + 1 / 3, calibration)
+
+
+def play(folder: Path) -> list[StereoPair]:
+    with open_source(str(folder)) as source:
+        return list(source)
+
+
+def test_record_then_play_back_gives_identical_frames(tmp_path: Path) -> None:
+    spec = "synthetic:32x48?frames=5&fps=30"
+    with open_source(spec) as source, Recorder(tmp_path / "rec", source=source.describe()) as recorder:
+        assert record(source, recorder) == 5
+    with open_source(spec) as again:
+        originals = list(again)
+    with open_source(str(tmp_path / "rec")) as playback:
+        assert playback.frame_count == 5 and playback.describe() == "recording rec (5 frames)"
+        copies = list(playback)
+    for a, b in zip(originals, copies, strict=True):
+        np.testing.assert_array_equal(a.left, b.left)
+        np.testing.assert_array_equal(a.right, b.right)
+        np.testing.assert_array_equal(a.gt_disparity, b.gt_disparity)
+        assert a.timestamp == b.timestamp and a.calibration == b.calibration
+    meta = json.loads((tmp_path / "rec" / "session.json").read_text())
+    assert meta["source"].startswith("synthetic 32x48") and meta["calibration"]["focal_px"] == 48
+
+
+def test_record_stops_after_seconds_of_source_time(tmp_path: Path) -> None:
+    with open_source("synthetic:16x16?fps=10") as source, Recorder(tmp_path / "r") as recorder:
+        assert record(source, recorder, seconds=0.35) == 4  # frames at 0, 0.1, 0.2, 0.3 s
+    with open_source("synthetic:16x16?fps=10") as source, Recorder(tmp_path / "f") as recorder:
+        assert record(source, recorder, frames=2) == 2
+
+
+def test_calibration_from_the_first_frame_is_kept(tmp_path: Path) -> None:
+    cal = Calibration(700.0, 0.12, 320.0, 240.0)
+    with Recorder(tmp_path / "r") as recorder:
+        recorder.write(pair(0))
+        recorder.write(pair(1, cal))
+    assert [p.calibration for p in play(tmp_path / "r")] == [cal, cal]
+
+
+def test_an_existing_recording_is_not_overwritten_unless_asked(tmp_path: Path) -> None:
+    with Recorder(tmp_path / "r") as recorder:
+        recorder.write(pair(0))
+        recorder.write(pair(1))
+    with pytest.raises(UserError, match="already holds a recording"):
+        Recorder(tmp_path / "r")
+    assert len(play(tmp_path / "r")) == 2
+    with Recorder(tmp_path / "r", overwrite=True) as recorder:
+        recorder.write(pair(5))
+    (again,) = play(tmp_path / "r")
+    np.testing.assert_array_equal(again.left, pair(5).left)
+    assert not (tmp_path / "r" / "left" / "000001.png").exists()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not an empty folder"):
+        Recorder(tmp_path / "other", overwrite=True)
+
+
+def test_a_closed_recorder_refuses_frames(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "r")
+    recorder.close()
+    with pytest.raises(UserError, match="closed"):
+        recorder.write(pair(0))
+
+
+CRASH = """
+import os, signal, sys
+import numpy as np
+import app.engine.sources.recording as rec
+from app.engine.types import StereoPair
+
+folder, stage = sys.argv[1], sys.argv[2]
+written = []
+real_png, real_commit = rec.write_color_png, rec.Recorder._commit
+
+def png(path, rgb):
+    real_png(path, rgb)
+    written.append(path)
+    if stage == "right" and len(written) == 7:  # frame 3's left image is in place, not its right
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def commit(self, line):
+    if line.startswith("000003"):
+        if stage == "half-line":  # the timestamp append itself is cut short
+            os.write(os.open(self.folder / rec.TIMESTAMPS, os.O_WRONLY | os.O_APPEND), line[:9].encode())
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_commit(self, line)
+
+rec.write_color_png, rec.Recorder._commit = png, commit
+recorder = rec.Recorder(folder)
+for i in range(6):
+    rng = np.random.default_rng(i)
+    left = rng.integers(0, 256, (8, 12, 3), dtype=np.uint8)
+    recorder.write(StereoPair(left, 255 - left, 0.5 * i + 1 / 3))
+"""
+
+
+@pytest.mark.parametrize("stage", ["right", "commit", "half-line"])
+def test_a_crash_mid_recording_leaves_every_completed_frame(tmp_path: Path, stage: str) -> None:
+    folder = tmp_path / "rec"
+    script = textwrap.dedent(CRASH)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(folder), stage], cwd=ROOT, capture_output=True, check=False
+    )
+    assert proc.returncode == -9, proc.stderr.decode()  # killed, not a clean exit
+    assert (folder / "left" / "000003.png").is_file()
+    assert (folder / "right" / "000003.png").is_file() == (stage != "right")
+    frames = play(folder)
+    assert len(frames) == 3
+    for i, got in enumerate(frames):
+        np.testing.assert_array_equal(got.left, pair(i).left)
+        np.testing.assert_array_equal(got.right, pair(i).right)
+        assert got.timestamp == pair(i).timestamp
+    assert [i for i, _ in read_timestamps(folder)] == [0, 1, 2]
+
+
+def test_a_damaged_timestamp_line_is_reported(tmp_path: Path) -> None:
+    with Recorder(tmp_path / "r") as recorder:
+        recorder.write(pair(0))
+    with (tmp_path / "r" / "timestamps.txt").open("a") as f:
+        f.write("garbage\n000001 2.0\n")
+    with pytest.raises(UserError, match="line 2 is damaged"):
+        open_source(str(tmp_path / "r"))

@@ -1,0 +1,300 @@
+"""Sources from files: datasets with ground truth, pair folders, stereo video, synthetic, specs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.engine.errors import UserError
+from app.engine.formats import write_color_png, write_kitti_png, write_pfm
+from app.engine.sources.base import SourceEvent, natural_key
+from app.engine.sources.spec import (
+    Scene,
+    find_scenes,
+    is_source_spec,
+    open_source,
+    read_disparity,
+    scenes_from_source,
+)
+from app.engine.types import StereoPair
+
+H, W = 24, 32
+
+
+def image(value: int, h: int = H, w: int = W) -> np.ndarray:
+    """A flat RGB image whose three channels differ, so a BGR/RGB mix-up shows."""
+    img = np.empty((h, w, 3), np.uint8)
+    img[..., 0], img[..., 1], img[..., 2] = value, (value + 80) % 256, (value + 160) % 256
+    return img
+
+
+def read_all(spec: str) -> list[StereoPair]:
+    with open_source(spec) as source:
+        return list(source)
+
+
+# ---- datasets ----------------------------------------------------------------------------------
+CALIB = (
+    "cam0=[100 0 16; 0 100 12; 0 0 1]\ncam1=[100 0 16; 0 100 12; 0 0 1]\ndoffs=2\nbaseline=150\nndisp=64\n"
+)
+
+
+def middlebury(folder: Path, value: int) -> np.ndarray:
+    folder.mkdir(parents=True)
+    write_color_png(folder / "im0.png", image(value))
+    write_color_png(folder / "im1.png", image(value + 1))
+    (folder / "calib.txt").write_text(CALIB)
+    gt = np.full((H, W), 5.0 + value, np.float32)
+    write_pfm(folder / "disp0GT.pfm", gt)
+    return gt
+
+
+def test_middlebury_eth3d_scene_carries_calibration_and_gt(tmp_path: Path) -> None:
+    gt = middlebury(tmp_path / "scene", 10)
+    with open_source(str(tmp_path / "scene")) as source:
+        assert source.frame_count == 1
+        pair = source.read()
+        assert source.read() is None and source.ended
+    assert pair is not None and pair.calibration is not None
+    assert pair.calibration.focal_px == 100 and pair.calibration.baseline_m == pytest.approx(0.15)
+    np.testing.assert_array_equal(pair.left, image(10))
+    np.testing.assert_array_equal(pair.right, image(11))
+    np.testing.assert_array_equal(pair.gt_disparity, gt)
+
+
+def test_folder_of_middlebury_scenes(tmp_path: Path) -> None:
+    middlebury(tmp_path / "b", 20)
+    middlebury(tmp_path / "a", 10)
+    pairs = read_all(str(tmp_path))
+    assert [int(p.left[0, 0, 0]) for p in pairs] == [10, 20]
+    assert [p.timestamp for p in pairs] == [0.0, 1.0]
+
+
+def test_kitti_2015_layout(tmp_path: Path) -> None:
+    for sub in ("image_2", "image_3", "disp_occ_0"):
+        (tmp_path / sub).mkdir()
+    for i in (0, 1):
+        name = f"00000{i}_10.png"
+        write_color_png(tmp_path / "image_2" / name, image(40 + i))
+        write_color_png(tmp_path / "image_3" / name, image(50 + i))
+        write_kitti_png(tmp_path / "disp_occ_0" / name, np.full((H, W), 7.5 + i, np.float32))
+    write_color_png(tmp_path / "image_2" / "000000_11.png", image(99))  # flow frames are not pairs
+    pairs = read_all(str(tmp_path))
+    assert len(pairs) == 2 and int(pairs[1].right[0, 0, 0]) == 51
+    assert pairs[1].gt_disparity is not None and float(pairs[1].gt_disparity[0, 0]) == 8.5
+
+
+def test_sceneflow_layout_in_natural_order(tmp_path: Path) -> None:
+    for sub in ("left", "right", "disparity"):
+        (tmp_path / sub).mkdir()
+    for i in (10, 2, 1):
+        write_color_png(tmp_path / "left" / f"{i}.png", image(i))
+        write_color_png(tmp_path / "right" / f"{i}.png", image(i + 100))
+        write_pfm(tmp_path / "disparity" / f"{i}.pfm", np.full((H, W), float(i), np.float32))
+    pairs = read_all(str(tmp_path))
+    assert [int(p.left[0, 0, 0]) for p in pairs] == [1, 2, 10]
+    assert [float(p.gt_disparity[0, 0]) for p in pairs if p.gt_disparity is not None] == [1, 2, 10]
+    assert [s.name for s in find_scenes(tmp_path)] == ["1", "2", "10"]
+
+
+def test_existing_scene_api_still_works(demo_dir: Path) -> None:
+    (scene,) = find_scenes(demo_dir)
+    assert isinstance(scene, Scene) and scene.gt is not None
+    pair, meta = scene.load()
+    assert meta is not None and meta.ndisp and pair.gt_disparity is not None
+    assert read_disparity(scene.gt).shape == pair.left.shape[:2]
+
+
+# ---- pairs and pair folders ---------------------------------------------------------------------
+@pytest.mark.parametrize("style", ["suffix", "subfolders"])
+def test_pair_folder_naming_styles_in_natural_order(tmp_path: Path, style: str) -> None:
+    for i in (10, 2, 1):
+        if style == "suffix":
+            write_color_png(tmp_path / f"frame{i}_Left.png", image(i))
+            write_color_png(tmp_path / f"frame{i}_Right.png", image(i + 100))
+        else:
+            for side, offset in (("left", 0), ("right", 100)):
+                (tmp_path / side).mkdir(exist_ok=True)
+                write_color_png(tmp_path / side / f"frame{i}.png", image(i + offset))
+    pairs = read_all(str(tmp_path))
+    assert [(int(p.left[0, 0, 0]), int(p.right[0, 0, 0])) for p in pairs] == [(1, 101), (2, 102), (10, 110)]
+
+
+def test_pair_folder_with_an_unmatched_image(tmp_path: Path) -> None:
+    for name in ("a_left.png", "a_right.png", "b_left.png", "c_right.png"):
+        write_color_png(tmp_path / name, image(1))
+    with pytest.raises(UserError, match=r"unmatched images .*b_left\.png \(no b_right\.png\) and 1 more"):
+        open_source(str(tmp_path))
+
+
+def test_empty_folder_says_what_it_expected(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no stereo pairs"):
+        open_source(str(tmp_path))
+
+
+def test_image_pair_spec_inside_a_middlebury_folder_keeps_calibration(tmp_path: Path) -> None:
+    middlebury(tmp_path / "s", 30)
+    (pair,) = read_all(f"{tmp_path / 's' / 'im0.png'},{tmp_path / 's' / 'im1.png'}")
+    assert pair.calibration is not None and pair.gt_disparity is not None
+    write_color_png(tmp_path / "l.png", image(1))
+    write_color_png(tmp_path / "r.png", image(2))
+    (plain,) = read_all(f"{tmp_path / 'l.png'},{tmp_path / 'r.png'}")
+    assert plain.calibration is None and int(plain.right[0, 0, 0]) == 2
+
+
+# ---- video -------------------------------------------------------------------------------------
+def write_video(path: Path, frames: list[np.ndarray], fps: float = 10.0) -> bool:
+    """Write RGB frames; True when the codec is lossless (FFV1), else MJPG was used."""
+    h, w = frames[0].shape[:2]
+    for codec, lossless in (("FFV1", True), ("MJPG", False)):
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*codec), fps, (w, h))
+        if writer.isOpened():
+            for f in frames:
+                writer.write(cv2.cvtColor(f, cv2.COLOR_RGB2BGR))
+            writer.release()
+            return lossless
+    pytest.skip("no FFV1 or MJPG encoder in this OpenCV build")
+
+
+def assert_close(a: np.ndarray, b: np.ndarray, lossless: bool) -> None:
+    if lossless:
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert np.abs(a.astype(int) - b.astype(int)).mean() < 4
+
+
+@pytest.mark.parametrize("layout", ["sbs", "tb"])
+def test_stereo_video_layouts(tmp_path: Path, layout: str) -> None:
+    lefts = [image(20 + 10 * i) for i in range(4)]
+    rights = [image(200 - 10 * i) for i in range(4)]
+    axis = 1 if layout == "sbs" else 0
+    path = tmp_path / "rig.avi"
+    lossless = write_video(
+        path, [np.concatenate([a, b], axis=axis) for a, b in zip(lefts, rights, strict=True)]
+    )
+    events: list[SourceEvent] = []
+    spec = f"video:{path}?layout={layout}" if layout == "tb" else str(path)
+    with open_source(spec, on_event=events.append) as source:
+        assert source.frame_count == 4
+        pairs = list(source)
+        assert source.ended and source.read() is None
+    assert len(pairs) == 4 and all(p.left.shape == (H, W, 3) for p in pairs)
+    for pair, left, right in zip(pairs, lefts, rights, strict=True):
+        assert_close(pair.left, left, lossless)
+        assert_close(pair.right, right, lossless)
+    assert [p.timestamp for p in pairs] == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert [e.kind for e in events] == ["ended"] and "ended after 4 frames" in events[0].message
+
+
+def test_two_videos_stop_when_either_ends(tmp_path: Path) -> None:
+    write_video(tmp_path / "l.avi", [image(10 * i) for i in range(5)])
+    lossless = write_video(tmp_path / "r.avi", [image(100 + 10 * i) for i in range(3)])
+    with open_source(f"{tmp_path / 'l.avi'},{tmp_path / 'r.avi'}") as source:
+        pairs = list(source)
+        assert source.ended
+    assert len(pairs) == 3
+    assert_close(pairs[2].right, image(120), lossless)
+    assert_close(pairs[2].left, image(20), lossless)
+
+
+def test_videos_that_cannot_be_opened(tmp_path: Path) -> None:
+    (tmp_path / "bad.mp4").write_text("not a video")
+    with pytest.raises(UserError, match="cannot open video"):
+        open_source(str(tmp_path / "bad.mp4"))
+    with pytest.raises(UserError, match="video not found"):
+        open_source(f"video:{tmp_path / 'missing.mp4'}")
+
+
+# ---- synthetic ---------------------------------------------------------------------------------
+def test_synthetic_is_deterministic_and_moves() -> None:
+    a, b = read_all("synthetic:48x64?frames=6&seed=3"), read_all("synthetic:48x64?frames=6&seed=3")
+    assert len(a) == 6 and [p.timestamp for p in a] == pytest.approx([i / 10 for i in range(6)])
+    for p, q in zip(a, b, strict=True):
+        np.testing.assert_array_equal(p.left, q.left)
+        np.testing.assert_array_equal(p.gt_disparity, q.gt_disparity)
+    assert not np.array_equal(a[0].left, a[5].left)  # the window pans
+    (other,) = read_all("synthetic:48x64?frames=1&seed=4")
+    assert not np.array_equal(other.left, a[0].left)
+    assert a[0].calibration is not None and a[0].left.shape == (48, 64, 3)
+
+
+def test_synthetic_disparity_is_exact_after_panning() -> None:
+    from app.engine.sources.synthetic import SyntheticConfig, SyntheticSource
+
+    with SyntheticSource(SyntheticConfig(96, 160, frames=40, photometric=False, seed=1)) as source:
+        pairs = [source.frame(i) for i in (0, 13, 27)]
+        assert len({source.offset(i) for i in (0, 13, 27)}) == 3
+    for pair in pairs:
+        d = pair.gt_disparity
+        assert d is not None and np.isfinite(d).all()
+        h, w = d.shape
+        xs, ys = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
+        left, right = pair.left.astype(np.float32), pair.right.astype(np.float32)
+        inside = xs - d >= 0
+        err = np.abs(cv2.remap(right, xs - d, ys, cv2.INTER_LINEAR) - left).mean(axis=2)[inside]
+        off = np.abs(cv2.remap(right, xs - d - 3, ys, cv2.INTER_LINEAR) - left).mean(axis=2)[inside]
+        # a window cropped differently in the two views would look like the 3 px error
+        assert np.median(err) < 2 and np.median(err) < 0.3 * np.median(off)  # 1 px off gives ~7
+
+
+def test_synthetic_latest_follows_the_clock_and_skips() -> None:
+    with open_source("synthetic:32x48?fps=20") as source:
+        first = source.latest_frame()
+        assert first is not None and first.number == 0
+        second = source.latest_frame()  # nothing new was due: waits for the next frame
+        assert second is not None and second.number == 1
+        time.sleep(0.3)
+        third = source.latest_frame()
+        assert third is not None and third.number >= 6  # the frames in between were dropped
+
+
+# ---- specs -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("", "no source given"),
+        ("nowhere/at/all", "source not found"),
+        ("synthetic:big", "HEIGHTxWIDTH"),
+        ("synthetic?speed=3", "unknown synthetic option 'speed'"),
+        ("synthetic?fps=fast", "must be a number"),
+        ("synthetic?frames=2.5", "must be a whole number"),
+        ("camera:zero", "needs device numbers"),
+        ("camera:0,0", "two different ones"),
+        ("camera:0?layout=diagonal", "layout must be sbs"),
+        ("a.png,b.mp4", "mixes a video and an image"),
+    ],
+)
+def test_bad_specs_say_what_to_do(spec: str, needle: str) -> None:
+    with pytest.raises(UserError, match=needle):
+        open_source(spec)
+
+
+def test_a_single_image_is_not_a_source(tmp_path: Path) -> None:
+    write_color_png(tmp_path / "x.png", image(1))
+    with pytest.raises(UserError, match="is one image"):
+        open_source(str(tmp_path / "x.png"))
+
+
+def test_is_source_spec(tmp_path: Path) -> None:
+    assert is_source_spec("synthetic") and is_source_spec("camera:0?fps=5") and is_source_spec("a,b")
+    assert is_source_spec(str(tmp_path)) and not is_source_spec("only-one-image")
+
+
+def test_natural_key() -> None:
+    assert sorted(["f10", "f2", "F1", "g"], key=natural_key) == ["F1", "f2", "f10", "g"]
+
+
+def test_scenes_from_source_need_ground_truth(tmp_path: Path) -> None:
+    scenes = scenes_from_source("synthetic:32x48", frames=2)
+    assert [s.name for s in scenes] == ["000000", "000001"]
+    assert scenes[1].load()[0].gt_disparity is not None
+    with pytest.raises(UserError, match="has no end"):
+        scenes_from_source("synthetic:32x48")
+    write_color_png(tmp_path / "l.png", image(1))
+    write_color_png(tmp_path / "r.png", image(2))
+    with pytest.raises(UserError, match="no ground-truth disparity"):
+        scenes_from_source(f"{tmp_path / 'l.png'},{tmp_path / 'r.png'}")

@@ -15,6 +15,7 @@ from app.commands import COMMANDS
 from app.commands.common import EXIT_USAGE, Parser
 from app.engine.allocator import tune_allocator
 from app.engine.errors import UserError
+from app.vocabulary import cli_words
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"bi3d-studio {args.command}: error: {exc}", file=sys.stderr)
+        print(f"bi3d-studio {args.command}: error: {exc.worded(cli_words)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -86,7 +86,7 @@ def test_depth_tensorrt_on_cpu_falls_back_and_says_why(capsys, tmp_path: Path, w
     code, stdout, _ = run(capsys, "depth", *pair, *args, "--out", str(tmp_path / "t"))
     assert code == 0
     notes = [line for line in stdout.splitlines() if line.startswith("note: runtime")]
-    assert notes == ["note: runtime onnxruntime: tensorrt skipped: needs --device cuda"]
+    assert notes == ["note: runtime onnxruntime: tensorrt skipped: needs a CUDA device"]
 
 
 def test_bad_runtime_options_are_one_line(capsys, weights: Path, pair) -> None:  # type: ignore[no-untyped-def]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, NoReturn
 
+from app import vocabulary
 from app.engine.depth.engines import EngineOptions
-from app.engine.depth.sgbm import SGBMParams
 from app.engine.errors import UserError
-from app.engine.runtimes.base import RUNTIMES
-from app.engine.types import Calibration, DepthRequest, Mode, Spacing
+from app.engine.types import Calibration, DepthRequest
 
 EXIT_USAGE = 2
 
@@ -58,26 +57,9 @@ def _number(text: str, original: str) -> float:
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:
-    sgbm = SGBMParams(
-        block_size=args.block_size,
-        uniqueness=args.uniqueness,
-        speckle_window=args.speckle_window,
-        mode=args.sgbm_mode,
-    )
-    weights = Path(args.weights) if args.weights else None
-    return EngineOptions(
-        getattr(args, "engine", None),
-        weights,
-        args.device,
-        args.precision,
-        args.shift_mode,
-        None,
-        sgbm,
-        runtime=args.runtime,
-        cuda_graphs=args.cuda_graphs,
-        subpixel=not args.no_subpixel,
-        plane_check=not args.no_plane_check,
-    )
+    """The engine options the command's flags chose (flags a command lacks keep their defaults)."""
+    values = {s.name: getattr(args, s.name) for s in vocabulary.ENGINE_SETTINGS if hasattr(args, s.name)}
+    return vocabulary.engine_options(values)
 
 
 def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> DepthRequest:
@@ -86,62 +68,58 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
     if args.range:
         a, b = (to_disparity(v, calibration) for v in args.range)
         rng = (min(a, b), max(a, b)) if args.range[0].lower().endswith("m") else (a, b)
-    return DepthRequest(
-        mode=Mode(args.mode),
+    return vocabulary.depth_request(
+        args.mode,
         planes=planes,
         levels=args.levels,
-        spacing=Spacing(args.spacing),
-        range=rng,
+        spacing=args.spacing,
+        range_px=rng,
         budget_ms=args.budget_ms,
         max_disparity=args.max_disparity,
         calibration=calibration,
     )
 
 
-def add_engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--weights", help="Bi3D checkpoint (published or project format)")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument(
-        "--precision",
-        default="auto",
-        choices=["auto", "fp32", "tf32", "bf16", "fp16"],
-        help="Bi3D precision (auto: bf16 on a CPU with native bf16, else fp32; tf32 and fp16 need "
-        "CUDA; onnxruntime runs fp32 only)",
-    )
-    p.add_argument(
-        "--runtime",
-        default="auto",
-        choices=list(RUNTIMES),
-        help="Bi3D runtime: auto times those available on the first frame and runs the fastest; "
-        "a named one falls back (tensorrt -> onnxruntime -> torch) and says why",
-    )
-    p.add_argument(
-        "--cuda-graphs",
-        action="store_true",
-        help="torch runtime on CUDA: capture the network once per frame size and plane batch, then replay",
-    )
-    p.add_argument(
-        "--shift-mode",
-        default="auto",
-        choices=["auto", "round", "interpolate"],
-        help="planes off the 3 px grid: round to it (published models), or answer them exactly by "
-        "interpolating features (auto: exact for the light model, which answers them as well)",
-    )
-    p.add_argument(
-        "--no-subpixel",
-        action="store_true",
-        help="Bi3D continuous and selective modes: keep the network's plane readout, without the "
-        "sub-pixel matching refinement (faster, coarser)",
-    )
-    p.add_argument(
-        "--no-plane-check",
-        action="store_true",
-        help="Bi3D binary and quantized modes: keep the network's answers where it hesitates, "
-        "without the matching check near each plane (about 1 ms per plane faster at 480x640)",
-    )
-    p.add_argument("--max-disparity", type=int, default=192, help="disparity range in px (default 192)")
-    g = p.add_argument_group("SGBM baseline")
-    g.add_argument("--block-size", type=int, default=5)
-    g.add_argument("--uniqueness", type=int, default=10)
-    g.add_argument("--speckle-window", type=int, default=100)
-    g.add_argument("--sgbm-mode", default="3way", choices=["sgbm", "hh", "3way", "hh4"])
+def argument_type(setting: vocabulary.Setting) -> Callable[[str], Any]:
+    """An argparse ``type`` that checks a flag's value against its setting's range."""
+
+    def convert(text: str) -> Any:
+        value: Any = text
+        if setting.kind in ("integer", "number"):
+            try:
+                value = float(text)
+            except ValueError:
+                pass  # check() says what is wrong with it
+        try:
+            return setting.check(value)
+        except UserError as exc:
+            raise argparse.ArgumentTypeError(exc.worded(vocabulary.cli_words)) from None
+
+    convert.__name__ = setting.name  # argparse names the type in its messages
+    return convert
+
+
+def add_setting(p: argparse.ArgumentParser | argparse._ArgumentGroup, setting: vocabulary.Setting) -> None:
+    """The flag of one setting, built from its description."""
+    if setting.kind == "switch":
+        action = "store_false" if setting.default else "store_true"
+        p.add_argument(setting.flag, dest=setting.name, action=action, help=setting.help)
+        return
+    default = None if setting.kind == "path" and not setting.default else setting.default
+    kwargs: dict[str, Any] = {"dest": setting.name, "default": default, "help": setting.help}
+    if setting.kind == "choice":
+        kwargs["choices"] = list(setting.choices)
+    elif setting.kind != "path":
+        kwargs["type"] = argument_type(setting)
+        kwargs["help"] = f"{setting.help} (default {setting.default}{setting.unit})"
+    p.add_argument(setting.flag, **kwargs)
+
+
+def add_engine_args(p: argparse.ArgumentParser, *, engine: bool = False) -> None:
+    """The engine's flags (``--engine`` too when ``engine``), and ``--max-disparity``."""
+    sgbm = p.add_argument_group("SGBM baseline")
+    for setting in vocabulary.ENGINE_SETTINGS:
+        if setting.name == "engine" and not engine:
+            continue
+        add_setting(sgbm if setting.target.startswith("sgbm.") else p, setting)
+    add_setting(p, vocabulary.MAX_DISPARITY)

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from app.commands.common import add_engine_args, depth_request, engine_options
-from app.engine.depth.engines import ENGINES
+from app import vocabulary
+from app.commands.common import add_engine_args, add_setting, argument_type, depth_request, engine_options
 from app.engine.errors import UserError
-from app.engine.types import Calibration, Mode, Spacing
+from app.engine.types import Calibration
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,17 +101,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("left", help="left image; alone, any source: folder, video, camera:0,1, synthetic, ...")
     p.add_argument("right", nargs="?", help="right image (omit it when LEFT is a source)")
     p.add_argument("--frames", type=int, help="with a source: N frames into OUT/000000/, OUT/000001/, ...")
-    p.add_argument("--mode", default="continuous", choices=[m.value for m in Mode])
+    add_setting(p, vocabulary.MODE)
     p.add_argument("--planes", help="comma-separated planes, e.g. 12,24 or 2.5m")
-    p.add_argument("--levels", type=int, help="quantized: number of planes spread by --spacing")
-    p.add_argument("--spacing", default="disparity", choices=[s.value for s in Spacing])
+    p.add_argument("--levels", type=argument_type(vocabulary.LEVELS), help=vocabulary.LEVELS.help)
+    add_setting(p, vocabulary.SPACING)
     p.add_argument("--range", nargs=2, metavar=("MIN", "MAX"), help="selective range (px or metres)")
-    p.add_argument("--budget-ms", type=float, help="latency budget: the engine picks the plane count")
-    p.add_argument("--engine", choices=list(ENGINES), help="default: Bi3D with the bundled model, else SGBM")
+    p.add_argument("--budget-ms", type=argument_type(vocabulary.BUDGET), help=vocabulary.BUDGET.help)
     p.add_argument(
         "--calib",
         help="calibration for metres: Middlebury calib.txt, OpenCV YAML/XML or stereodemo JSON",
     )
     p.add_argument("--out", default="out", help="output folder (default ./out)")
-    add_engine_args(p)
+    add_engine_args(p, engine=True)
     p.set_defaults(func=run, usage_error=p.error)

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from app.commands.common import add_engine_args, engine_options, parse_list
-from app.engine.depth.engines import ENGINES
 from app.engine.errors import UserError
+from app.engine.types import ENGINES
 
 
 def run(args: argparse.Namespace) -> int:

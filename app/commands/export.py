@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from app.commands.common import parse_size
 from app.engine.errors import UserError
+from app.engine.types import DEVICES
 
 if TYPE_CHECKING:
     from app.engine.bi3d.model import SweepModel
@@ -109,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=float, help="random-initialised model of this width (timing only)")
     p.add_argument("--max-disparity", type=int, default=192)
     p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable (TensorRT)")
-    p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
+    p.add_argument("--device", default="cuda", choices=list(DEVICES))
     p.add_argument("--precision", default="fp16", choices=["fp32", "fp16"], help="TensorRT precision")
     p.add_argument("--max-planes", type=int, default=32, help="largest plane batch of the SegNet engine")
     p.set_defaults(func=run, usage_error=p.error)

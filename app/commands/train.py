@@ -6,6 +6,7 @@ import argparse
 import json
 
 from app.commands.common import parse_size
+from app.engine.types import DEVICES
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,11 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-channels-last", action="store_true")
     p.add_argument("--init", help="start from this checkpoint (fine-tuning), same kind")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--device", default="cpu", choices=list(DEVICES))
     p.add_argument(
         "--data-device",
         default="cpu",
-        choices=["cpu", "cuda"],
+        choices=list(DEVICES),
         help="render synthetic scenes on the GPU (with --device cuda)",
     )
     p.add_argument("--workers", type=int, default=0, help="data loader processes")

@@ -1,16 +1,19 @@
-"""Atomic file writes and the app's per-user folders (standard library only, so that every part
-of the engine can use them)."""
+"""Atomic file writes and the app's per-user folders (from ``platformdirs``)."""
 
 from __future__ import annotations
 
 import functools
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+import platformdirs
 
 from app.engine.errors import UserError
 
 PathLike = str | os.PathLike[str]
+APP_NAME = "bi3d-studio"
 
 
 def atomic_write(path: PathLike, data: bytes) -> None:
@@ -31,13 +34,27 @@ def atomic_write(path: PathLike, data: bytes) -> None:
         raise
 
 
-def user_dir(override_env: str, xdg_env: str, fallback: str) -> Path:
-    """``$override_env`` if set, else ``$xdg_env/bi3d-studio``, else ``~/fallback/bi3d-studio``."""
+def config_dir() -> Path:
+    """Where settings live: ``$BI3D_STUDIO_CONFIG_DIR``, else the system's place for them
+    (``~/.config/bi3d-studio`` on Linux, ``~/Library/Application Support/bi3d-studio`` on macOS,
+    ``%LOCALAPPDATA%\\bi3d-studio`` on Windows)."""
+    return _user_path("BI3D_STUDIO_CONFIG_DIR", platformdirs.user_config_path)
+
+
+def cache_dir() -> Path:
+    """Where caches live (runtime choices, engine builds): ``$BI3D_STUDIO_CACHE``, else the system's."""
+    return _user_path("BI3D_STUDIO_CACHE", platformdirs.user_cache_path)
+
+
+def documents_dir() -> Path:
+    """Where snapshots and recordings go: ``$BI3D_STUDIO_DOCUMENTS``, else ``Documents/Bi3D Studio``."""
+    override = os.environ.get("BI3D_STUDIO_DOCUMENTS")
+    return Path(override) if override else platformdirs.user_documents_path() / "Bi3D Studio"
+
+
+def _user_path(override_env: str, system: Callable[..., Path]) -> Path:
     override = os.environ.get(override_env)
-    if override:
-        return Path(override)
-    base = os.environ.get(xdg_env) or str(Path.home() / fallback)
-    return Path(base) / "bi3d-studio"
+    return Path(override) if override else system(APP_NAME, appauthor=False)
 
 
 @functools.cache
@@ -51,4 +68,4 @@ def default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-__all__ = ["atomic_write", "default_file_mode", "user_dir"]
+__all__ = ["atomic_write", "cache_dir", "config_dir", "default_file_mode", "documents_dir"]

@@ -1,8 +1,10 @@
 """The pipeline behind the UI: source -> rectify -> depth -> flow -> result, with timings.
 
-A ``Session`` owns the engines and the current source. It does no threading itself: the
-UI calls ``process`` from one worker thread (one call at a time) and pulls frames with
-``grab``. Everything it returns is a plain value the GUI thread can draw.
+A ``Session`` is the window's one door to the engine: it opens sources, owns the calibration,
+the engines and the flow backend, writes snapshots, point clouds and recordings, and tells
+subscribers what happened through ``events`` (as pymmcore-plus's core does). It does no
+threading itself: the UI calls ``process`` from one worker thread (one call at a time) and
+pulls frames with ``grab``. Everything it returns is a plain value the GUI thread can draw.
 """
 
 from __future__ import annotations
@@ -12,12 +14,27 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from app.engine import snapshots
+from app.engine.assets import demo_scene, resource_path
+from app.engine.calibration.files import load_calibration
+from app.engine.calibration.rig import StereoRig
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
-from app.engine.types import Calibration, DepthRequest, DepthResult, StereoPair
+from app.engine.errors import UserError
+from app.engine.fileio import atomic_write, config_dir, documents_dir
+from app.engine.flow.base import PARAMETERS, FlowOptions, FlowParam
+from app.engine.flow.choose import create_flow, resolve_backend
+from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
+from app.engine.formats import COLORMAPS, colorize
+from app.engine.sources.recording import Recorder
+from app.engine.sources.spec import open_source
+from app.engine.types import Calibration, DepthRequest, FrameResult, StereoPair
+
+__all__ = ["Display", "EventHook", "FrameResult", "Session", "SessionEvents"]
 
 STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
@@ -26,37 +43,67 @@ AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "
 class FrameSource(Protocol):
     """What the session needs from a source: the next pair, or None when it has ended."""
 
-    def read(self) -> StereoPair | None: ...
+    def read(self) -> StereoPair | None:
+        """The next pair (RGB uint8 H x W x 3 copies), or None at the end."""
+        ...
 
     def close(self) -> None: ...
 
 
 class Rectifies(Protocol):
-    def rectify(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+    def rectify(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A raw pair (H x W x 3) -> the rectified pair of the same size."""
+        ...
 
 
 class FlowBackend(Protocol):
     name: str
 
-    def compute(self, previous: np.ndarray, current: np.ndarray) -> Any: ...
+    def compute(self, previous: np.ndarray, current: np.ndarray) -> Any:
+        """Flow from ``previous`` to ``current`` (H x W x 3 RGB uint8): H x W x 2 px, or a result
+        that converts to it with ``np.asarray``."""
+        ...
+
+
+class EventHook:
+    """One kind of event: callbacks ``connect``ed to it run, in order, when it is ``emit``ted.
+
+    Callbacks run on the thread that emits (``process`` and ``grab`` run on the UI's worker);
+    a UI re-emits them as queued signals to reach its own thread.
+    """
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[..., None]] = []
+
+    def connect(self, callback: Callable[..., None]) -> None:
+        self._callbacks.append(callback)
+
+    def disconnect(self, callback: Callable[..., None]) -> None:
+        self._callbacks.remove(callback)
+
+    def emit(self, *args: Any) -> None:
+        for callback in list(self._callbacks):
+            callback(*args)
 
 
 @dataclass
-class FrameResult:
-    """Everything the UI draws for one frame."""
+class SessionEvents:
+    """What a session tells its subscribers."""
 
-    index: int
-    generation: int
-    pair: StereoPair
-    request: DepthRequest
-    depth: DepthResult
-    baseline: DepthResult | None = None  # SGBM beside Bi3D when comparing
-    flow: np.ndarray | None = None  # H x W x 2 pixels, left frame to left frame
-    calibration: Calibration | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    engine_reason: str = ""
-    display: Any = None  # display images prepared off the GUI thread (the UI's business)
-    raw: StereoPair | None = None  # the pair before rectification (chessboard capture needs it)
+    source_changed: EventHook = field(default_factory=EventHook)  # (description: str)
+    source_ended: EventHook = field(default_factory=EventHook)  # ()
+    calibration_changed: EventHook = field(default_factory=EventHook)  # (Calibration | None)
+    engine_changed: EventHook = field(default_factory=EventHook)  # (reason: str)
+    result: EventHook = field(default_factory=EventHook)  # (FrameResult)
+
+
+class Display:
+    """How results are drawn (colour maps, flow colours and arrows); the UI renders with these."""
+
+    colormaps = COLORMAPS
+    colorize = staticmethod(colorize)
+    flow_color = staticmethod(flow_color_with_legend)
+    flow_arrows = staticmethod(draw_flow_arrows)
 
 
 class Session:
@@ -74,8 +121,9 @@ class Session:
         self.rectifier: Rectifies | None = None
         self.flow: FlowBackend | None = None
         self._previous_left: np.ndarray | None = None
-        self._last_pair: StereoPair | None = None
         self._frames = 0
+        self.events = SessionEvents()
+        self.output_root = documents_dir()  # snapshots/, recordings/ and point clouds go below it
 
     # ---- configuration (GUI thread; takes effect at the next process call) ---------------
     def set_engine(self, options: EngineOptions) -> str:
@@ -83,6 +131,7 @@ class Session:
         engine, reason = self._build(options)
         with self._lock:
             self.options, self.engine, self.engine_reason = options, engine, reason
+        self.events.engine_changed.emit(reason)
         return reason
 
     def _build(self, options: EngineOptions) -> tuple[DepthEngine, str]:
@@ -99,21 +148,110 @@ class Session:
         with self._lock:
             self.baseline = baseline
 
-    def set_source(self, source: FrameSource) -> None:
-        """Switch to a new, already opened source; the old one is closed."""
+    # ---- the user's files ---------------------------------------------------------------------
+    @staticmethod
+    def config_dir() -> Path:
+        """Where the app keeps its settings (``app.engine.fileio.config_dir``)."""
+        return config_dir()
+
+    @staticmethod
+    def write_file(path: Path, data: bytes) -> None:
+        """Write ``data`` to ``path`` atomically: a crash leaves the old file or the new one."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+
+    # ---- sources --------------------------------------------------------------------------
+    @staticmethod
+    def open_source(spec: str) -> FrameSource:
+        """Open the source ``spec`` names (``app.engine.sources.spec``); not yet used."""
+        return open_source(spec)
+
+    @staticmethod
+    def icon_files() -> list[Path]:
+        """The app's icon in every size it ships (PNG)."""
+        return sorted(resource_path("icons").glob("*.png"))
+
+    @staticmethod
+    def demo_spec() -> str:
+        """The bundled Middlebury scene: a folder, so its calibration and ground truth come along."""
+        return str(demo_scene())
+
+    def set_source(self, source: FrameSource, description: str = "") -> None:
+        """Switch to a new, already opened source; the old one is closed.
+
+        Everything derived from the old source goes with it: the previous frame for flow, and a
+        calibration that came with the old source's frames (a loaded file stays).
+        """
         with self._lock:
             old, self.source = self.source, source
-            self._previous_left, self._last_pair = None, None
+            self._previous_left = None
         if old is not None and old is not source:
             old.close()
+        self.events.source_changed.emit(description)
 
+    # ---- calibration (the session owns it) ---------------------------------------------------
     def set_calibration(self, calibration: Calibration | None, rectifier: Rectifies | None = None) -> None:
+        """Use ``calibration`` for depth in metres (and ``rectifier`` for raw pairs); None: the source's."""
         with self._lock:
             self.calibration, self.rectifier = calibration, rectifier
+        self.events.calibration_changed.emit(calibration)
+
+    @staticmethod
+    def read_calibration(path: str) -> tuple[Calibration, StereoRig | None]:
+        """A calibration file (Middlebury, OpenCV YAML/XML, ROS, stereodemo JSON), checked, and
+        the full rig when the file has one (to rectify raw pairs)."""
+        return load_calibration(path)
+
+    # ---- optical flow ---------------------------------------------------------------------
+    @staticmethod
+    def flow_parameters(name: str) -> tuple[FlowParam, ...]:
+        """The parameters of the backend ``name`` stands for (``auto`` resolved as it would run)."""
+        return PARAMETERS.get(resolve_backend(name), ()) if name != "off" else ()
 
     def set_flow(self, backend: FlowBackend | None) -> None:
         with self._lock:
             self.flow, self._previous_left = backend, None
+
+    def set_flow_backend(self, name: str, values: dict[str, Any] | None = None) -> str:
+        """Flow by the backend ``name`` (``off``: none) with its parameter ``values``; a status line.
+
+        A backend that cannot run turns flow off and says why.
+        """
+        if name == "off":
+            self.set_flow(None)
+            return ""
+        try:
+            backend = create_flow(name, FlowOptions(**(values or {})))
+        except UserError as exc:
+            self.set_flow(None)
+            return exc.raw
+        except TypeError as exc:  # a parameter this backend does not take
+            self.set_flow(None)
+            return f"{name} does not take these parameters ({exc})"
+        self.set_flow(backend)
+        return str(getattr(backend, "status", backend.name))
+
+    # ---- what the user keeps ---------------------------------------------------------------
+    def snapshot(self, result: FrameResult) -> Path:
+        """The frame's depth files in a new folder under ``output_root/snapshots``."""
+        return snapshots.write_snapshot(result, self.output_root)
+
+    def export_point_cloud(self, result: FrameResult, path: Path | None = None) -> tuple[Path, int]:
+        """The frame's points as PLY (default: a new file under ``output_root/pointclouds``)."""
+        if path is None:
+            folder = snapshots.new_folder(self.output_root, "pointclouds")
+            path = folder.with_suffix(".ply")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        return path, snapshots.export_point_cloud(result, path)
+
+    @staticmethod
+    def point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
+        """N x 3 points (metres) and N x 3 colours of the frame; needs a calibration."""
+        return snapshots.frame_point_cloud(result)
+
+    def start_recording(self) -> Recorder:
+        """A recorder into a new folder under ``output_root/recordings``."""
+        return Recorder(snapshots.new_folder(self.output_root, "recordings"), self.calibration)
 
     # ---- frames (worker thread) ------------------------------------------------------
     def grab(self) -> tuple[StereoPair | None, float]:
@@ -124,11 +262,9 @@ class Session:
         t0 = time.perf_counter()
         latest: Callable[[], StereoPair | None] | None = getattr(source, "latest", None)
         pair = latest() if latest is not None else source.read()
+        if pair is None:
+            self.events.source_ended.emit()
         return pair, (time.perf_counter() - t0) * 1000
-
-    @property
-    def last_pair(self) -> StereoPair | None:
-        return self._last_pair
 
     def process(
         self, pair: StereoPair, request: DepthRequest, generation: int = 0, capture_ms: float = 0.0
@@ -165,11 +301,12 @@ class Session:
             self._previous_left = left
         timings["flow"] = (time.perf_counter() - t1) * 1000
         self._frames += 1
-        self._last_pair = pair
-        return FrameResult(
+        result = FrameResult(
             self._frames, generation, pair, request, depth, base, flow_field, calibration, timings,
             self.engine_reason, raw=raw,
         )  # fmt: skip
+        self.events.result.emit(result)
+        return result
 
     def close(self) -> None:
         with self._lock:

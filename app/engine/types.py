@@ -7,12 +7,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
-from app.engine.errors import UserError
+from app.engine.errors import UserError, setting
 
 DEFAULT_MAX_DISPARITY = 192
+
+# The values the engine's settings take (``app.vocabulary`` gives them labels, help and ranges)
+ENGINES = ("bi3d", "sgbm")
+DEVICES = ("cpu", "cuda")
+PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
+RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
+SHIFT_MODES = ("auto", "round", "interpolate")
+SGBM_MODES = ("sgbm", "hh", "3way", "hh4")
+FLOW_BACKENDS = ("auto", "nvof", "dis", "farneback")
 
 
 class Mode(StrEnum):
@@ -65,6 +75,7 @@ class StereoPair:
 
 
 def check_pair(left: np.ndarray, right: np.ndarray) -> None:
+    """Both images H x W x 3 RGB uint8 of one size, or a ``UserError`` saying what is wrong."""
     for name, img in (("left", left), ("right", right)):
         if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
             raise UserError(f"{name} image must be H x W x 3 uint8 RGB, got {img.shape} {img.dtype}")
@@ -118,9 +129,9 @@ class DepthRequest:
         if self.budget_ms is not None and self.budget_ms <= 0:
             raise UserError(f"budget must be positive, got {self.budget_ms} ms")
         if self.mode is Mode.BINARY and len(self.planes) > 1:
-            raise UserError("binary mode takes one plane; use --mode quantized for several")
+            raise UserError(f"binary mode takes one plane; use {setting('mode', 'quantized')} for several")
         if self.mode is Mode.SELECTIVE and self.range is None:
-            raise UserError("selective mode needs --range MIN MAX (pixels)")
+            raise UserError(f"selective mode needs {setting('range')} (min and max, pixels)")
         if self.spacing is Spacing.DEPTH and self.calibration is None and self.mode is Mode.QUANTIZED:
             raise UserError("spacing in depth needs a calibration (focal length and baseline)")
 
@@ -157,3 +168,21 @@ class DepthResult:
             "planes": self.planes.astype(np.float32),
             "range_state": state.astype(np.int8),
         }
+
+
+@dataclass
+class FrameResult:
+    """Everything the UI draws for one frame."""
+
+    index: int
+    generation: int
+    pair: StereoPair
+    request: DepthRequest
+    depth: DepthResult
+    baseline: DepthResult | None = None  # SGBM beside Bi3D when comparing
+    flow: np.ndarray | None = None  # H x W x 2 pixels, left frame to left frame
+    calibration: Calibration | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    engine_reason: str = ""
+    display: Any = None  # display images prepared off the GUI thread (the UI's business)
+    raw: StereoPair | None = None  # the pair before rectification (chessboard capture needs it)

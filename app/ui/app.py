@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -10,18 +9,16 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from app.engine.assets import resource_path
-from app.engine.depth.engines import EngineOptions
+from app import vocabulary
 from app.engine.errors import UserError
 from app.engine.session import Session
 from app.ui.main_window import MainWindow, engine_options
 from app.ui.settings import Settings, load_settings
-from app.ui.work import demo_pair_spec
 
 
 def app_icon() -> QIcon:
     icon = QIcon()
-    for png in sorted(resource_path("icons").glob("*.png")):
+    for png in Session.icon_files():
         icon.addFile(str(png))
     return icon
 
@@ -31,24 +28,27 @@ def build_session(settings: Settings) -> tuple[Session, str | None]:
     try:
         return Session(engine_options(settings)), None
     except UserError as exc:
-        return Session(EngineOptions()), f"saved engine settings did not load ({exc}); using defaults"
+        problem = exc.worded(vocabulary.window_words)
+        return Session(
+            vocabulary.EngineOptions()
+        ), f"saved engine settings did not load ({problem}); using defaults"
 
 
 def create_window(source: str | None = None, settings_path: Path | None = None) -> MainWindow:
-    from app.engine.sources.spec import open_source
-
     settings, warning = load_settings(settings_path)
     session, problem = build_session(settings)
     if problem:
-        settings = dataclasses.replace(settings, engine="auto", weights="", device="cpu", precision="fp32")
-    window = MainWindow(session, settings, open_source, settings_path)
+        settings = settings.model_copy(
+            update={"engine": "auto", "weights": "", "device": "cpu", "precision": "fp32"}
+        )
+    window = MainWindow(session, settings, None, settings_path)
     window.resize(1500, 950)
     if problem is None:
         window.apply_engine()  # again, now that engine-build progress can reach the status bar
     for message in (warning, problem):
         if message:
             window.show_status(message)
-    window.open_spec(source or demo_pair_spec())
+    window.open_spec(source or session.demo_spec())
     return window
 
 

@@ -20,9 +20,10 @@ from typing import Any, Protocol
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.errors import Interrupted, UserError
-from app.engine.session import FrameResult, FrameSource, Session
-from app.engine.types import DepthRequest, StereoPair
+from app.engine.session import FrameSource, Session
+from app.engine.types import DepthRequest, FrameResult, StereoPair
 from app.ui.render import DisplaySpec, render
+from app.vocabulary import window_words
 
 TICK_MS = 30
 
@@ -96,7 +97,7 @@ class SessionController(QObject):
         try:
             request = self._request_fn()
         except UserError as exc:  # an impossible combination of controls: say so, keep the old one
-            self.view.show_error(str(exc))
+            self.view.show_error(exc.worded(window_words))
             return
         self._generation += 1
         self._request = request
@@ -169,7 +170,7 @@ class SessionController(QObject):
         except Interrupted:
             outcome = Outcome(Job(-1, self._request, None))
         except UserError as exc:
-            outcome = Outcome(Job(-1, self._request, None), error=str(exc))
+            outcome = Outcome(Job(-1, self._request, None), error=exc.worded(window_words))
         except Exception as exc:  # a bug must not kill the window: report it
             detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
             outcome = Outcome(Job(-1, self._request, None), error=f"unexpected error: {detail}")

@@ -6,6 +6,7 @@ engine, display and flow changes are reported at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,18 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.formats import COLORMAPS
+from app import vocabulary
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
 from app.ui.range_slider import RangeSlider
-from app.ui.settings import (
-    DEVICES,
-    ENGINE_CHOICES,
-    FLOW_CHOICES,
-    FLOW_VIEWS,
-    PRECISIONS,
-    RUNTIMES,
-    Settings,
-)
+from app.ui.settings import FLOW_VIEWS, Settings
 
 DEBOUNCE_MS = 150
 
@@ -57,15 +50,22 @@ class ControlsPanel(QWidget):
     displayChanged = Signal()
     flowChanged = Signal(str)
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        flow_parameters: Callable[[str], tuple[Any, ...]] = lambda _name: (),
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.settings = settings
+        self._flow_parameters = flow_parameters  # the session's: a backend's own parameters
         self.calibration: Calibration | None = None
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self._debounce.timeout.connect(self.requestChanged.emit)
         layout = QVBoxLayout(self)
         layout.addWidget(self._depth_group())
         layout.addWidget(self._engine_group())
+        layout.addWidget(self.sgbm_group)
         layout.addWidget(self._display_group())
         layout.addStretch(1)
         self._update_visibility()
@@ -75,7 +75,7 @@ class ControlsPanel(QWidget):
         s = self.settings
         box = QGroupBox("Depth")
         form = QFormLayout(box)
-        self.mode = _combo([m.value for m in Mode], s.mode)
+        self.mode = _combo(vocabulary.MODE.choices, s.mode)
         self.mode.currentTextChanged.connect(self._on_mode)
         form.addRow("Mode", self.mode)
         self.plane = QSlider(Qt.Orientation.Horizontal)
@@ -86,11 +86,11 @@ class ControlsPanel(QWidget):
         form.addRow("Plane", self.plane)
         form.addRow("", self.plane_label)
         self.levels = QSpinBox()
-        self.levels.setRange(1, 63)
+        self.levels.setRange(int(vocabulary.LEVELS.minimum or 1), int(vocabulary.LEVELS.maximum or 1))
         self.levels.setValue(s.levels)
         self.levels.valueChanged.connect(lambda v: self._set("levels", int(v)))
         form.addRow("Levels", self.levels)
-        self.spacing = _combo([sp.value for sp in Spacing], s.spacing)
+        self.spacing = _combo(vocabulary.SPACING.choices, s.spacing)
         self.spacing.currentTextChanged.connect(lambda v: self._set("spacing", v))
         form.addRow("Spacing", self.spacing)
         self.range = RangeSlider(0, s.max_disparity)
@@ -101,7 +101,9 @@ class ControlsPanel(QWidget):
         form.addRow("Range", self.range)
         form.addRow("", self.range_label)
         self.max_disparity = QSpinBox()
-        self.max_disparity.setRange(16, 192)
+        self.max_disparity.setRange(
+            int(vocabulary.MAX_DISPARITY.minimum or 16), int(vocabulary.MAX_DISPARITY.maximum or 192)
+        )
         self.max_disparity.setSingleStep(16)
         self.max_disparity.setSuffix(" px")
         self.max_disparity.setValue(s.max_disparity)
@@ -111,7 +113,7 @@ class ControlsPanel(QWidget):
         self.budget_on.setChecked(s.budget_on)
         self.budget_on.toggled.connect(lambda v: self._set("budget_on", bool(v)))
         self.budget = QSlider(Qt.Orientation.Horizontal)
-        self.budget.setRange(5, 3000)
+        self.budget.setRange(int(vocabulary.BUDGET.minimum or 1), int(vocabulary.BUDGET.maximum or 3000))
         self.budget.setValue(round(s.budget_ms))
         self.budget.valueChanged.connect(lambda v: self._set("budget_ms", float(v)))
         self.budget_label = QLabel("")
@@ -124,52 +126,30 @@ class ControlsPanel(QWidget):
         return box
 
     def _engine_group(self) -> QGroupBox:
+        """One control per engine setting, built from its description in the vocabulary."""
         s = self.settings
         box = QGroupBox("Engine")
         form = QFormLayout(box)
-        self.engine = _combo(ENGINE_CHOICES, s.engine)
-        self.engine.currentTextChanged.connect(lambda v: self._set_engine("engine", v))
-        form.addRow("Engine", self.engine)
-        self.compare = QCheckBox("SGBM side by side")
-        self.compare.setChecked(s.compare)
-        self.compare.toggled.connect(self._on_compare)
-        form.addRow("", self.compare)
-        row = QHBoxLayout()
-        self.weights = QLineEdit(s.weights)
-        self.weights.setPlaceholderText("bundled default")
-        self.weights.editingFinished.connect(lambda: self._set_engine("weights", self.weights.text().strip()))
-        browse = QPushButton("…")
-        browse.setFixedWidth(28)
-        browse.clicked.connect(self._browse_weights)
-        row.addWidget(self.weights)
-        row.addWidget(browse)
-        form.addRow("Weights", row)
-        self.device = _combo(DEVICES, s.device)
-        self.device.currentTextChanged.connect(lambda v: self._set_engine("device", v))
-        form.addRow("Device", self.device)
-        self.precision = _combo(PRECISIONS, s.precision)
-        self.precision.currentTextChanged.connect(lambda v: self._set_engine("precision", v))
-        form.addRow("Precision", self.precision)
-        self.subpixel = self._engine_switch(
-            "subpixel",
-            "Sub-pixel refinement",
-            "Continuous and selective modes: re-measure each pixel's position between the network's "
-            "planes by local matching (more precise, slower)",
-        )
-        form.addRow("", self.subpixel)
-        self.plane_check = self._engine_switch(
-            "plane_check",
-            "Plane check",
-            "Binary and quantized modes: where the network hesitates near a plane, decide by local "
-            "matching of the images (about 1-2 ms per plane)",
-        )
-        form.addRow("", self.plane_check)
-        self.runtime = _combo(RUNTIMES, s.runtime)
-        self.runtime.currentTextChanged.connect(lambda v: self._set_engine("runtime", v))
-        form.addRow("Runtime", self.runtime)
-        self.flow = _combo(FLOW_CHOICES, s.flow)
+        sgbm_box = QGroupBox("SGBM")
+        sgbm_form = QFormLayout(sgbm_box)
+        self.engine_controls: dict[str, QWidget] = {}
+        for setting in vocabulary.ENGINE_SETTINGS:
+            widget = self._setting_control(setting)
+            self.engine_controls[setting.name] = widget
+            target = sgbm_form if setting.target.startswith("sgbm.") else form
+            if setting.kind == "switch":
+                target.addRow("", widget)
+            else:
+                target.addRow(setting.label, widget)
+            if setting.name == "engine":
+                self.compare = QCheckBox("SGBM side by side")
+                self.compare.setChecked(s.compare)
+                self.compare.toggled.connect(self._on_compare)
+                form.addRow("", self.compare)
+        self.sgbm_group = sgbm_box
+        self.flow = _combo(vocabulary.FLOW.choices, s.flow)
         self.flow.currentTextChanged.connect(self._on_flow)
-        form.addRow("Optical flow", self.flow)
+        form.addRow(vocabulary.FLOW.label, self.flow)
         self.flow_params = QWidget()
         self.flow_form = QFormLayout(self.flow_params)
         self.flow_form.setContentsMargins(0, 0, 0, 0)
@@ -192,16 +172,52 @@ class ControlsPanel(QWidget):
         form.addRow("Max flow", self.flow_max)
         return box
 
+    def _setting_control(self, setting: vocabulary.Setting) -> QWidget:
+        """The widget for one engine setting, bound to ``settings.<name>``."""
+        name, current = setting.name, getattr(self.settings, setting.name)
+        widget: QWidget
+        if setting.kind == "choice":
+            combo = _combo(setting.choices, str(current))
+            combo.currentTextChanged.connect(lambda v: self._set_engine(name, v))
+            widget = combo
+        elif setting.kind == "switch":
+            check = QCheckBox(setting.label)
+            check.setChecked(bool(current))
+            check.toggled.connect(lambda on: self._set_engine(name, bool(on)))
+            widget = check
+        elif setting.kind == "integer":
+            spin = QSpinBox()
+            spin.setRange(int(setting.minimum or 0), int(setting.maximum or 10**6))
+            spin.setSingleStep(2 if setting.odd else 1)
+            spin.setSuffix(setting.unit)
+            spin.setValue(int(current))
+            spin.editingFinished.connect(lambda: self._set_engine(name, spin.value()))
+            widget = spin
+        else:
+            widget = self._path_control(name, str(current))
+        widget.setToolTip(setting.help)
+        return widget
+
+    def _path_control(self, name: str, current: str) -> QWidget:
+        holder = QWidget()
+        row = QHBoxLayout(holder)
+        row.setContentsMargins(0, 0, 0, 0)
+        edit = QLineEdit(current)
+        edit.setPlaceholderText("bundled default")
+        edit.editingFinished.connect(lambda: self._set_engine(name, edit.text().strip()))
+        browse = QPushButton("…")
+        browse.setFixedWidth(28)
+        browse.clicked.connect(lambda: self._browse_weights(edit, name))
+        row.addWidget(edit)
+        row.addWidget(browse)
+        return holder
+
     def _build_flow_params(self, name: str) -> None:
         """Controls for the chosen backend's own parameters, as the backend describes them."""
-        from app.engine.flow.base import PARAMETERS
-        from app.engine.flow.nvof import nvof_probe
-
         while self.flow_form.rowCount():
             self.flow_form.removeRow(0)
-        backend = ("nvof" if nvof_probe().available else "dis") if name == "auto" else name
         self.flow_values = {}
-        for param in PARAMETERS.get(backend, ()):
+        for param in self._flow_parameters(name):
             box = _combo([str(c) for c in param.choices], str(param.default))
             self.flow_values[param.name] = param.default
             choices = {str(c): c for c in param.choices}
@@ -215,16 +231,11 @@ class ControlsPanel(QWidget):
         self.flow_values[name] = value
         self.flowChanged.emit(self.settings.flow)
 
-    def flow_options(self) -> Any:
-        from app.engine.flow.base import FlowOptions
-
-        return FlowOptions(**self.flow_values)  # type: ignore[arg-type]
-
     def _display_group(self) -> QGroupBox:
         s = self.settings
         box = QGroupBox("Display")
         form = QFormLayout(box)
-        self.colormap = _combo(COLORMAPS, s.colormap)
+        self.colormap = _combo(vocabulary.COLORMAP.choices, s.colormap)
         self.colormap.currentTextChanged.connect(lambda v: self._set_display("colormap", v))
         form.addRow("Colour map", self.colormap)
         self.auto_range = QCheckBox("Automatic range")
@@ -245,14 +256,6 @@ class ControlsPanel(QWidget):
         self._update_labels()
         self._debounce.start()
 
-    def _engine_switch(self, name: str, label: str, tip: str) -> QCheckBox:
-        """A check box bound to the boolean engine setting ``name``."""
-        box = QCheckBox(label)
-        box.setToolTip(tip)
-        box.setChecked(bool(getattr(self.settings, name)))
-        box.toggled.connect(lambda on: self._set_engine(name, bool(on)))
-        return box
-
     def _set_engine(self, name: str, value: object) -> None:
         if getattr(self.settings, name) != value:
             setattr(self.settings, name, value)
@@ -264,11 +267,15 @@ class ControlsPanel(QWidget):
 
     def _on_max_disparity(self, top: int) -> None:
         s = self.settings
-        s.max_disparity = int(top)
-        self.plane.setMaximum(top)  # clamps the plane, which reports through _set
-        self.range.set_maximum(top)
-        s.plane_px = min(s.plane_px, float(top))
-        self._set("range_px", tuple(float(v) for v in self.range.values()))
+        self.range.set_maximum(top)  # clamps the range's handles
+        s.update(
+            max_disparity=int(top),
+            plane_px=min(s.plane_px, float(top)),
+            range_px=tuple(float(v) for v in self.range.values()),
+        )
+        self.plane.setMaximum(top)  # clamps the plane slider, which reports through _set
+        self._update_labels()
+        self._debounce.start()
 
     def _on_mode(self, mode: str) -> None:
         self._set("mode", mode)
@@ -283,13 +290,13 @@ class ControlsPanel(QWidget):
         self._build_flow_params(name)
         self.flowChanged.emit(name)
 
-    def _browse_weights(self) -> None:
+    def _browse_weights(self, edit: QLineEdit, name: str) -> None:
         path, _ = QFileDialog.getOpenFileName(
             self, "Bi3D weights", "", "Checkpoints (*.pt *.pth *.tar);;All (*)"
         )
         if path:
-            self.weights.setText(path)
-            self._set_engine("weights", path)
+            edit.setText(path)
+            self._set_engine(name, path)
 
     def _update_visibility(self) -> None:
         mode = Mode(self.settings.mode)
@@ -330,13 +337,12 @@ class ControlsPanel(QWidget):
         """A frozen request copied from the current settings."""
         s = self.settings
         mode = Mode(s.mode)
-        spacing = Spacing(s.spacing) if self.calibration is not None else Spacing.DISPARITY
-        return DepthRequest(
-            mode=mode,
+        return vocabulary.depth_request(
+            s.mode,
             planes=(s.plane_px,) if mode is Mode.BINARY else (),
-            levels=s.levels if mode is Mode.QUANTIZED else None,
-            spacing=spacing,
-            range=s.range_px if mode is Mode.SELECTIVE else None,
+            levels=s.levels,
+            spacing=s.spacing if self.calibration is not None else Spacing.DISPARITY.value,
+            range_px=s.range_px if mode is Mode.SELECTIVE else None,
             budget_ms=s.budget_ms if s.budget_on else None,
             max_disparity=s.max_disparity,
             calibration=self.calibration,

@@ -6,7 +6,6 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -22,33 +21,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.depth.engines import EngineOptions
+from app import vocabulary
 from app.engine.errors import UserError
-from app.engine.session import FrameResult, FrameSource, Session
+from app.engine.session import FrameSource, Session
+from app.engine.types import FrameResult
 from app.ui import work
 from app.ui.calibration_panel import CalibrationPanel
 from app.ui.controller import SessionController
 from app.ui.controls import ControlsPanel
 from app.ui.latency import LatencyPlot
 from app.ui.render import DisplaySpec, Rendered, render
-from app.ui.settings import Settings, save_settings
+from app.ui.settings import Settings, engine_values, save_settings
 from app.ui.views import DepthPane, ImagePane
 
 SourceOpener = Callable[[str], FrameSource]
 
 
-def engine_options(settings: Settings, base: EngineOptions | None = None) -> EngineOptions:
+def engine_options(
+    settings: Settings, base: vocabulary.EngineOptions | None = None
+) -> vocabulary.EngineOptions:
     """The engine fields the window's controls set, over ``base`` (its other fields kept)."""
-    return dataclasses.replace(
-        base or EngineOptions(),
-        engine=None if settings.engine == "auto" else settings.engine,
-        weights=Path(settings.weights) if settings.weights else None,
-        device=settings.device,
-        precision=settings.precision,
-        runtime=settings.runtime,
-        subpixel=settings.subpixel,
-        plane_check=settings.plane_check,
-    )
+    return vocabulary.engine_options(engine_values(settings), base)
 
 
 class MainWindow(QMainWindow):
@@ -56,7 +49,7 @@ class MainWindow(QMainWindow):
         self,
         session: Session,
         settings: Settings,
-        open_source: SourceOpener,
+        open_source: SourceOpener | None = None,
         settings_path: Path | None = None,
     ) -> None:
         super().__init__()
@@ -65,8 +58,8 @@ class MainWindow(QMainWindow):
         self.session = session
         self.settings = settings
         self.settings_path = settings_path
-        self._open_source = open_source
-        self.controls = ControlsPanel(settings)
+        self._open_source = open_source or session.open_source
+        self.controls = ControlsPanel(settings, session.flow_parameters)
         self.controller = SessionController(session, self, self.controls.request, self.display_spec)
         self._build_views()
         self._build_docks()
@@ -132,7 +125,7 @@ class MainWindow(QMainWindow):
             ("Open stereo video…", self._pick_video, None),
             ("Open camera…", self._pick_camera, None),
             ("Synthetic demo", lambda: self.open_spec("synthetic"), None),
-            ("Demo pair", lambda: self.open_spec(str(work.demo_pair_spec())), None),
+            ("Demo pair", lambda: self.open_spec(self.session.demo_spec()), None),
         ]:
             action = QAction(text, self)
             action.triggered.connect(slot)
@@ -219,7 +212,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"Bi3D Studio — {description}")
 
     # ---- engine, flow, display ------------------------------------------------------------------
-    def engine_options(self) -> EngineOptions:
+    def engine_options(self) -> vocabulary.EngineOptions:
         return dataclasses.replace(
             engine_options(self.settings, self.session.options),
             progress=self.controller.progress.emit,  # TensorRT builds report from the worker
@@ -229,7 +222,7 @@ class MainWindow(QMainWindow):
         try:
             reason = self.session.set_engine(self.engine_options())
         except UserError as exc:
-            self.show_error(str(exc))
+            self.show_error(exc.worded(vocabulary.window_words))
             return
         self.session.set_compare(self.settings.compare)
         self.statusBar().showMessage(f"engine: {self.session.engine.name} ({reason})", 8000)
@@ -242,15 +235,9 @@ class MainWindow(QMainWindow):
         self.controller.refresh()
 
     def _apply_flow(self, name: str) -> None:
-        try:
-            options = self.controls.flow_options()
-        except UserError as exc:
-            self.show_error(str(exc))
-            return
-        backend, status = work.make_flow(name, options)
-        self.session.set_flow(backend)
-        self.controls.set_flow_status(status)
-        if backend is not None:
+        status = self.session.set_flow_backend(name, dict(self.controls.flow_values))
+        self.controls.set_flow_status(vocabulary.word(status))
+        if self.session.flow is not None:
             self.extra.setCurrentWidget(self.flow_view)
 
     def _redraw(self) -> None:
@@ -311,9 +298,9 @@ class MainWindow(QMainWindow):
             self.show_error("nothing to save yet: open a source first")
             return
         try:
-            folder = work.snapshot(self.controller.last)
+            folder = self.session.snapshot(self.controller.last)
         except UserError as exc:
-            self.show_error(str(exc))
+            self.show_error(exc.worded(vocabulary.window_words))
             return
         self.statusBar().showMessage(f"snapshot saved in {folder}", 8000)
 
@@ -321,9 +308,9 @@ class MainWindow(QMainWindow):
         if not on and self.controller.recorder is not None:
             self.controller.recorder.close()
         try:
-            self.controller.recorder = work.start_recording(self.session) if on else None
+            self.controller.recorder = self.session.start_recording() if on else None
         except UserError as exc:
-            self.show_error(str(exc))
+            self.show_error(exc.worded(vocabulary.window_words))
             self.record_action.setChecked(False)
             return
         self.statusBar().showMessage("recording input" if on else "recording stopped", 5000)
@@ -336,9 +323,9 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Point cloud", "points.ply", "PLY (*.ply)")
         if path:
             try:
-                count = work.export_ply(last, Path(path))
+                _, count = self.session.export_point_cloud(last, Path(path))
             except UserError as exc:
-                self.show_error(str(exc))
+                self.show_error(exc.worded(vocabulary.window_words))
                 return
             self.statusBar().showMessage(f"wrote {count} points to {path}", 8000)
 
@@ -363,7 +350,3 @@ class MainWindow(QMainWindow):
         if self.error_box is not None:
             self.error_box.close()
         super().closeEvent(event)
-
-
-def disparity_at(result: FrameResult, x: int, y: int) -> float:
-    return float(result.depth.disparity[y, x]) if result.depth.disparity.size else float(np.nan)

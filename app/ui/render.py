@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.engine.formats import colorize
-from app.engine.session import FrameResult
-from app.engine.types import Mode
+from app.engine.session import Display
+from app.engine.types import FrameResult, Mode
+
+colorize = Display.colorize
 
 
 @dataclass(frozen=True)
@@ -71,12 +72,10 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
         )
     if result.flow is not None:
-        from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
-
         flow = np.asarray(result.flow)
         if spec.flow_view == "arrows":
             step = max(8, min(flow.shape[:2]) // 24)  # about 24 arrows across the short side
-            out.flow_rgb = draw_flow_arrows(result.pair.left, flow, step, spec.flow_max)
+            out.flow_rgb = Display.flow_arrows(result.pair.left, flow, step, spec.flow_max)
         else:
-            out.flow_rgb = flow_color_with_legend(flow, spec.flow_max)
+            out.flow_rgb = Display.flow_color(flow, spec.flow_max)
     return out

@@ -1,105 +1,140 @@
-"""Settings remembered between runs: a typed model saved as JSON (window layout goes to QSettings).
+"""Settings remembered between runs: a validated pydantic model saved as JSON (the window's
+layout goes to QSettings).
 
-Unknown keys and out-of-range values are rejected with a message naming the field; the app
-then starts from defaults rather than failing.
+The engine's switches are fields built from ``app.vocabulary.ENGINE_SETTINGS``, so a new
+switch needs no change here. Unknown keys and out-of-range values are refused with a message
+naming the field; the app then starts from defaults rather than failing. Files written by
+older versions (no ``version`` key) are read as they were and migrated, with a note.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from app import vocabulary
 from app.engine.errors import UserError
-from app.engine.fileio import user_dir
-from app.engine.formats import COLORMAPS, atomic_write
-from app.engine.types import Mode, Spacing
+from app.engine.session import Session
 
-ENGINE_CHOICES = ("auto", "bi3d", "sgbm")
-DEVICES = ("cpu", "cuda")
-PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
-RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
-FLOW_CHOICES = ("off", "auto", "dis", "farneback", "nvof")
-FLOW_VIEWS = ("colour", "arrows")  # colour wheel coding, or arrows over the left image
+SETTINGS_VERSION = 2
+FLOW_VIEWS = vocabulary.FLOW_VIEWS
 
 
-@dataclass
-class Settings:
+class SettingsBase(BaseModel):
+    """The window's own settings; the engine's switches are added from the vocabulary."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    version: int = SETTINGS_VERSION
     source: str = ""
-    mode: str = Mode.CONTINUOUS.value
-    plane_px: float = 30.0
-    levels: int = 8
-    spacing: str = Spacing.DISPARITY.value
-    range_px: tuple[float, float] = (20.0, 60.0)
+    mode: str = vocabulary.MODE.default
+    plane_px: float = vocabulary.PLANE.default
+    levels: int = vocabulary.LEVELS.default
+    spacing: str = vocabulary.SPACING.default
+    range_px: tuple[float, float] = vocabulary.RANGE.default
     budget_on: bool = False
-    budget_ms: float = 200.0
+    budget_ms: float = vocabulary.BUDGET.default
     max_disparity: int = 128
-    engine: str = "auto"
     compare: bool = False
-    weights: str = ""
-    device: str = "cpu"
-    precision: str = "auto"  # bf16 on CPUs with native bf16, else fp32
-    subpixel: bool = True  # Bi3D continuous/selective: sub-pixel matching refinement of the readout
-    plane_check: bool = True  # Bi3D binary/quantized: matching check of hesitant answers near each plane
-    runtime: str = "auto"
-    colormap: str = "turbo"
+    colormap: str = vocabulary.COLORMAP.default
     auto_range: bool = True
-    display_max: float = 96.0
-    flow: str = "off"
+    display_max: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 96.0
+    flow: str = vocabulary.FLOW.default
     flow_view: str = "colour"
-    flow_max: float = 0.0  # clamp for flow colours and arrows (px); 0: automatic
+    flow_max: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0  # flow colour/arrow clamp; 0: auto
     calibration: str = ""
 
-    def validate(self) -> None:
-        choices = {
-            "mode": [m.value for m in Mode], "spacing": [s.value for s in Spacing], "engine": ENGINE_CHOICES,
-            "device": DEVICES, "precision": PRECISIONS, "colormap": COLORMAPS, "flow": FLOW_CHOICES,
-            "runtime": RUNTIMES, "flow_view": FLOW_VIEWS,
-        }  # fmt: skip
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise UserError(f"setting {name}={getattr(self, name)!r} is not one of {', '.join(allowed)}")
+    @field_validator("*", mode="before")
+    @classmethod
+    def _in_vocabulary(cls, value: Any, info: Any) -> Any:
+        known = vocabulary.SETTINGS.get(info.field_name)
+        if known is None or info.field_name == "range":
+            return value
+        try:
+            return known.check(value)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("flow_view")
+    @classmethod
+    def _flow_view(cls, value: str) -> str:
+        if value not in FLOW_VIEWS:
+            raise ValueError(f"is not one of {', '.join(FLOW_VIEWS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _inside_the_range(self) -> SettingsBase:
         lo, hi = self.range_px
         if not 0 <= lo < hi <= self.max_disparity:
-            raise UserError(
-                f"setting range_px={list(self.range_px)} must satisfy 0 <= min < max <= max_disparity"
-            )
+            raise ValueError(f"range_px {list(self.range_px)} must satisfy 0 <= min < max <= max_disparity")
         if not 0 <= self.plane_px <= self.max_disparity:
-            raise UserError(f"setting plane_px={self.plane_px} must lie in [0, {self.max_disparity}]")
-        if not 1 <= self.levels <= 63:
-            raise UserError(f"setting levels={self.levels} must lie in [1, 63]")
-        if self.budget_ms <= 0 or self.display_max <= 0:
-            raise UserError("settings budget_ms and display_max must be positive")
-        if self.flow_max < 0:
-            raise UserError(f"setting flow_max={self.flow_max} must be 0 (automatic) or positive")
+            raise ValueError(f"plane_px {self.plane_px:g} must lie in [0, {self.max_disparity}]")
+        return self
+
+    def update(self, **changes: Any) -> None:
+        """Change several fields at once, validated together (one at a time may pass through a
+        state the cross-field rules refuse, e.g. lowering max_disparity below the range)."""
+        checked = type(self).model_validate({**self.model_dump(), **changes})
+        for name in changes:
+            self.__dict__[name] = checked.__dict__[name]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.model_dump()
+        out["range_px"] = list(self.range_px)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise UserError(f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(names))}")
+        """Settings from a parsed file; a ``UserError`` names the first bad field."""
         try:
-            values = dict(data)
-            if "range_px" in values:
-                values["range_px"] = tuple(float(v) for v in values["range_px"])
-            settings = cls(**values)
-        except (TypeError, ValueError) as exc:
-            raise UserError(f"unreadable settings ({exc})") from exc
-        settings.validate()
-        return settings
+            return Settings.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "settings"
+            if first["type"] == "extra_forbidden":
+                known = ", ".join(sorted(Settings.model_fields))
+                raise UserError(f"unknown setting {where!r}; known: {known}") from None
+            raise UserError(f"setting {where}: {first['msg']}") from None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["range_px"] = list(self.range_px)
-        return out
+
+def _engine_field(s: vocabulary.Setting) -> tuple[Any, Any]:
+    kinds = {"choice": str, "switch": bool, "integer": int, "number": float, "path": str}
+    return kinds[s.kind], s.default
+
+
+if TYPE_CHECKING:
+
+    class Settings(SettingsBase):
+        def __getattr__(self, name: str) -> Any: ...  # the engine switches, from the vocabulary
+
+else:
+    Settings = create_model(
+        "Settings",
+        __base__=SettingsBase,
+        __doc__="The window's settings with the engine's switches.",
+        **{s.name: _engine_field(s) for s in vocabulary.ENGINE_SETTINGS},
+    )
+
+
+def engine_values(settings: SettingsBase) -> dict[str, Any]:
+    """The engine switches' values (setting name -> value)."""
+    return {s.name: getattr(settings, s.name) for s in vocabulary.ENGINE_SETTINGS}
 
 
 def settings_dir() -> Path:
     """Where settings live; ``BI3D_STUDIO_CONFIG_DIR`` overrides (tests use a fresh one each)."""
-    return user_dir("BI3D_STUDIO_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
+    return Session.config_dir()
 
 
 def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
@@ -108,12 +143,26 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
     if not path.is_file():
         return Settings(), None
     try:
-        return Settings.from_dict(json.loads(path.read_text())), None
-    except (json.JSONDecodeError, UserError) as exc:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise UserError("not a JSON object")
+        note = _migrate(data)
+        return Settings.from_dict(data), (f"{path}: {note}" if note else None)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, UserError) as exc:
         return Settings(), f"ignored {path}: {exc}; using defaults"
 
 
-def save_settings(settings: Settings, path: Path | None = None) -> None:
+def _migrate(data: dict[str, Any]) -> str | None:
+    """Bring a file of an older version up to date in place; what was done, or None."""
+    version = data.get("version")
+    if version == SETTINGS_VERSION:
+        return None
+    if version is not None:
+        raise UserError(f"settings version {version!r} is not one this app reads ({SETTINGS_VERSION})")
+    data["version"] = SETTINGS_VERSION
+    return f"settings of an earlier version, migrated to version {SETTINGS_VERSION} (saved on exit)"
+
+
+def save_settings(settings: SettingsBase, path: Path | None = None) -> None:
     path = path or settings_dir() / "settings.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, (json.dumps(settings.to_dict(), indent=2) + "\n").encode())
+    Session.write_file(path, (json.dumps(settings.to_dict(), indent=2) + "\n").encode())

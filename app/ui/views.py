@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Signal
 
-from app.engine.formats import colorize
+from app.engine.session import Display
 
 
 def _image_axes(item: pg.ImageItem) -> None:
@@ -97,5 +97,5 @@ class DepthPane(ImagePane):
 
 def _colormap(name: str) -> pg.ColorMap:
     """A pyqtgraph colour map sampled from the same colouring the images use."""
-    samples = colorize(np.linspace(0, 1, 256)[None], 0, 1, name)[0]
+    samples = Display.colorize(np.linspace(0, 1, 256)[None], 0, 1, name)[0]
     return pg.ColorMap(np.linspace(0, 1, 256), samples)

@@ -20,6 +20,7 @@ def fresh_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "config"
     monkeypatch.setenv("BI3D_STUDIO_CONFIG_DIR", str(folder))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # snapshots and QSettings stay in the test
+    monkeypatch.setenv("BI3D_STUDIO_DOCUMENTS", str(tmp_path / "documents"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     return folder
 

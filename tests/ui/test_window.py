@@ -225,14 +225,14 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
     assert engine.requests[-1].spacing is Spacing.DEPTH
     # the sub-pixel refinement switch reaches the engine options
     assert window.engine_options().subpixel is True
-    c.subpixel.setChecked(False)
+    c.engine_controls["subpixel"].setChecked(False)
     assert window.settings.subpixel is False and window.engine_options().subpixel is False
     # and so does the plane check of binary answers
     assert window.engine_options().plane_check is True
-    c.plane_check.setChecked(False)
+    c.engine_controls["plane_check"].setChecked(False)
     assert window.settings.plane_check is False and window.engine_options().plane_check is False
     # switching the engine goes through the session and recomputes
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
-        c.engine.setCurrentText("sgbm")
+        c.engine_controls["engine"].setCurrentText("sgbm")
     assert blocker.args[0].depth.engine == "sgbm"
     assert "sgbm" in window.engine_label.text()

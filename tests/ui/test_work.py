@@ -63,16 +63,18 @@ def test_snapshot_and_point_cloud(qtbot, demo_dir: Path, tmp_path: Path) -> None
         window.calibration.load(demo_dir / "calib.txt")
     last = window.controller.last
     assert last is not None
-    folder = work.snapshot(last, tmp_path)
+    window.session.output_root = tmp_path
+    folder = window.session.snapshot(last)
+    assert folder.parent == tmp_path / "snapshots"
     meta = json.loads((folder / "result.json").read_text())
     assert meta["calibration"]["baseline_m"] == 0.193001 and "stage_timings_ms" in meta
     np.testing.assert_array_equal(read_pfm(folder / "disparity.pfm"), last.depth.disparity)
     assert read_kitti_png(folder / "disparity.png").shape == last.depth.disparity.shape
-    count = work.export_ply(last, tmp_path / "cloud.ply")
+    _, count = window.session.export_point_cloud(last, tmp_path / "cloud.ply")
     assert count == int(np.isfinite(last.depth.disparity).sum())
     header = (tmp_path / "cloud.ply").read_bytes()[:200].decode("ascii", "replace")
     assert f"element vertex {count}" in header
-    points, _ = work.point_cloud(last)
+    points, _ = Session.point_cloud(last)
     assert 1.5 < float(np.median(points[:, 2])) < 4.0  # the motorcycle stands 2-3 m away
 
 

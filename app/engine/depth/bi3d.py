@@ -34,6 +34,7 @@ from app.engine.depth.decoding import (
     continuous_range,
     dense_span,
     quantized_disparity,
+    range_state,
     range_state_from_probabilities,
     requested_planes,
 )
@@ -45,14 +46,13 @@ from app.engine.depth.readout import (
     normalized_to_disparity,
 )
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
-from app.engine.errors import Interrupted, UserError
+from app.engine.errors import Interrupted, UserError, setting
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
 from app.engine.runtimes.chain import RuntimeChain
 from app.engine.runtimes.torch_runtime import TorchRuntime
-from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
+from app.engine.types import DEVICES, SHIFT_MODES, DepthRequest, DepthResult, Mode, check_pair
 
 PRECISIONS = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-SHIFT_MODES = ("auto", "round", "interpolate")
 
 
 def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
@@ -92,10 +92,11 @@ def resolve_precision(
 
 
 def resolve_device(name: str) -> torch.device:
+    """``cpu`` or ``cuda`` as a torch device, or a ``UserError`` when it cannot run here."""
     if name == "cuda" and not torch.cuda.is_available():
-        raise UserError("CUDA is not available on this machine; use --device cpu")
-    if name not in ("cpu", "cuda"):
-        raise UserError(f"unknown device {name!r}; use cpu or cuda")
+        raise UserError(f"CUDA is not available on this machine; use {setting('device', 'cpu')}")
+    if name not in DEVICES:
+        raise UserError(f"unknown {setting('device')} {name!r}; use one of {', '.join(DEVICES)}")
     return torch.device(name)
 
 
@@ -137,7 +138,7 @@ class Bi3DEngine:
         if shift_mode not in SHIFT_MODES:
             raise UserError(f"unknown plane shift mode {shift_mode!r}; use auto, round or interpolate")
         if precision in ("fp16", "tf32") and self.device.type == "cpu":
-            raise UserError(f"{precision} needs --device cuda; use bf16 or fp32 on the CPU")
+            raise UserError(f"{precision} needs {setting('device', 'cuda')}; use bf16 or fp32 on the CPU")
         self.model = model.to(self.device).eval()
         if not isinstance(runtime, RuntimeChain):
             runtime = RuntimeChain.of(runtime or TorchRuntime(self.model, self.device, precision))
@@ -164,6 +165,10 @@ class Bi3DEngine:
 
     # ---- public -------------------------------------------------------------------
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        """Depth for one rectified pair: ``left``, ``right`` H x W x 3 RGB uint8 -> ``DepthResult``
+        (disparity H x W px, NaN unknown; probabilities P x H x W of P(disparity > plane)).
+
+        Raises ``UserError`` for a request this model cannot answer, ``Interrupted`` when asked to stop."""
         check_pair(left, right)
         self._check_request(request)
         while True:
@@ -210,7 +215,7 @@ class Bi3DEngine:
         if request.max_disparity > top:
             raise UserError(
                 f"this model reaches {top} px of disparity, the request asks for {request.max_disparity}; "
-                f"use --max-disparity {top} or a model trained for more"
+                f"use {setting('max_disparity', top)} or a model trained for more"
             )
 
     def _plan(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
@@ -378,7 +383,12 @@ class Bi3DEngine:
             disparity = disp.cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
         state = None
-        if dense is not None and request.mode is Mode.SELECTIVE:
+        if request.mode is Mode.SELECTIVE and self.model.has_disp_refine:
+            # the published selective output is the refined disparity clamped to [lo - 0.5,
+            # hi + 0.5]: outside the range is where that answer leaves it
+            state = range_state(disparity, lo, hi)
+            disparity[state != 0] = np.nan
+        elif dense is not None and request.mode is Mode.SELECTIVE:
             p_lo, p_hi = (padder.crop(dense.probes[i]).cpu().numpy() for i in probes)
             state = range_state_from_probabilities(p_lo, p_hi)
             disparity[state != 0] = np.nan

@@ -72,5 +72,6 @@ class CostModel:
 
 
 def grid_planes(lo: float, hi: float, step: int, top: int) -> int:
+    """How many planes a dense sweep of [lo, hi] px every ``step`` px takes (``top``: the model's max)."""
     first, last = dense_span(lo, hi, step, top)
     return (last - first) // step + 1

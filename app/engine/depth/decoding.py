@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from app.engine.errors import UserError
+from app.engine.errors import UserError, setting
 from app.engine.types import Calibration, DepthRequest, Mode, Spacing
 
 PLANE_STEP_PX = 3  # one feature column of Bi3D's 1/3-resolution features
@@ -84,7 +84,7 @@ def requested_planes(request: DepthRequest) -> np.ndarray:
     if request.planes:
         return np.sort(np.asarray(request.planes, np.float64))
     if request.mode is Mode.BINARY:
-        raise UserError("binary mode needs one plane: give --planes D (pixels)")
+        raise UserError(f"binary mode needs one plane: give {setting('planes')} (pixels)")
     lo, hi = request.range if request.range is not None else (0.0, top)
     levels = request.levels if request.levels is not None else 8
     if request.spacing is Spacing.DEPTH:

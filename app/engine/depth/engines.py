@@ -17,18 +17,18 @@ from app.engine.depth.bi3d import Bi3DEngine, resolve_device, resolve_precision
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK
 from app.engine.depth.sgbm import SGBMEngine, SGBMParams
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL
-from app.engine.errors import UserError
+from app.engine.errors import UserError, setting
 from app.engine.runtimes.select import open_runtime
 from app.engine.runtimes.tensorrt_runtime import stderr_report
-from app.engine.types import DepthRequest, DepthResult
-
-ENGINES = ("bi3d", "sgbm")
+from app.engine.types import ENGINES, DepthRequest, DepthResult
 
 
 class DepthEngine(Protocol):
     name: str
 
-    def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult: ...
+    def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        """``left``, ``right``: H x W x 3 RGB uint8, rectified -> a ``DepthResult`` of H x W."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,14 @@ def choose_engine_name(options: EngineOptions) -> tuple[str, str]:
     bundled = default_weights()
     if bundled is not None:
         return "bi3d", f"bundled default model {bundled.name}"
-    return "sgbm", "no bundled Bi3D model in this build; give --weights FILE for Bi3D"
+    return "sgbm", f"no bundled Bi3D model in this build; give {setting('weights')} for Bi3D"
 
 
 def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEngine, str]:
+    """The engine ``options`` describe and one line saying what was chosen and why.
+
+    ``kind`` is the model kind of random weights when ``options.width`` asks for them (timing).
+    """
     name, reason = choose_engine_name(options)
     if name == "sgbm":
         return SGBMEngine(options.sgbm), reason
@@ -71,7 +75,7 @@ def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEng
         return bi3d_engine(model, options), f"random {kind} weights at width {options.width:g} (timing only)"
     weights = options.weights or default_weights()
     if weights is None:
-        raise UserError("Bi3D needs weights: give --weights FILE (published or project checkpoint)")
+        raise UserError(f"Bi3D needs weights: give {setting('weights')} (published or project checkpoint)")
     model, info = load_model(weights)
     engine = bi3d_engine(model, options)
     return engine, f"{reason}; {info.kind.value} model, width {info.width:g}, {info.source} format"

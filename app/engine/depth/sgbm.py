@@ -15,10 +15,10 @@ import cv2
 import numpy as np
 
 from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
-from app.engine.errors import UserError
-from app.engine.types import DepthRequest, DepthResult, Mode, check_pair
+from app.engine.errors import UserError, setting
+from app.engine.types import SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
 
-SGBM_MODES = {
+SGBM_MODE_IDS = {  # OpenCV ids of the SGBM_MODES names
     "sgbm": cv2.STEREO_SGBM_MODE_SGBM,
     "hh": cv2.STEREO_SGBM_MODE_HH,
     "3way": cv2.STEREO_SGBM_MODE_SGBM_3WAY,
@@ -91,7 +91,7 @@ class SGBMEngine:
         if left.shape[1] <= num:
             raise UserError(
                 f"SGBM needs images wider than its search range ({num} px), got "
-                f"{left.shape[1]} px; lower --max-disparity"
+                f"{left.shape[1]} px; lower {setting('max_disparity')}"
             )
         matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
             minDisparity=0,
@@ -104,7 +104,7 @@ class SGBMEngine:
             uniquenessRatio=p.uniqueness,
             speckleWindowSize=p.speckle_window,
             speckleRange=p.speckle_range,
-            mode=SGBM_MODES[p.mode],
+            mode=SGBM_MODE_IDS[p.mode],
         )
         raw = matcher.compute(cv2.cvtColor(left, cv2.COLOR_RGB2GRAY), cv2.cvtColor(right, cv2.COLOR_RGB2GRAY))
         disp = raw.astype(np.float32) / 16.0  # fixed point with 4 fractional bits
@@ -112,6 +112,8 @@ class SGBMEngine:
         return disp
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        """OpenCV SGBM on one rectified pair (H x W x 3 RGB uint8), read out in the request's mode:
+        disparity H x W px (NaN where SGBM has no answer), probabilities P x H x W (0 or 1)."""
         check_pair(left, right)
         t0 = time.perf_counter()
         disp = self.disparity(left, right, request.max_disparity)

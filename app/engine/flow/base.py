@@ -23,8 +23,9 @@ import cv2
 import numpy as np
 
 from app.engine.errors import UserError
+from app.engine.types import FLOW_BACKENDS
 
-BACKENDS: tuple[str, ...] = ("auto", "nvof", "dis", "farneback")
+BACKENDS: tuple[str, ...] = FLOW_BACKENDS
 DIS_PRESETS: tuple[str, ...] = ("ultrafast", "fast", "medium")
 NVOF_PRESETS: tuple[str, ...] = ("slow", "medium", "fast")
 NVOF_GRIDS: tuple[int, ...] = (1, 2, 4)

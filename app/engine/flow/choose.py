@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.errors import UserError
+from app.engine.errors import UserError, setting
 from app.engine.flow.base import BACKENDS, FlowBackend, FlowOptions
 from app.engine.flow.cpu import DisFlow, FarnebackFlow
 from app.engine.flow.nvof import NvofFlow, nvof_probe, probe_nvof
+
+
+def resolve_backend(name: str) -> str:
+    """The backend ``name`` stands for: ``auto`` is ``nvof`` when its start-up probe passes, else ``dis``."""
+    if name != "auto":
+        return name
+    return "nvof" if nvof_probe().available else "dis"
 
 
 def create_flow_backend(
@@ -25,7 +32,9 @@ def create_flow_backend(
         if probe.available:
             return NvofFlow(opts, cv), f"NVIDIA Optical Flow Accelerator on {probe.reason}"
         if name == "nvof":
-            raise UserError(f"nvof is not available: {probe.reason}; use --backend dis or farneback")
+            raise UserError(
+                f"nvof is not available: {probe.reason}; use {setting('flow', 'dis')} or farneback"
+            )
         dis = DisFlow(opts.preset_for("dis") or "fast")
         return dis, f"nvof unavailable: {probe.reason}"
     if name == "dis":

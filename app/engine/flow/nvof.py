@@ -17,7 +17,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from app.engine.errors import UserError
+from app.engine.errors import UserError, setting
 from app.engine.flow.base import FlowOptions, FlowResult, check_sizes, elapsed_ms, to_gray
 
 # Checked against opencv_contrib modules/cudaoptflow (include/opencv2/cudaoptflow.hpp,
@@ -251,7 +251,9 @@ class NvofFlow:
         self._cv = cv2 if cv is None else cv
         create = _nvof_create(self._cv)
         if create is None:
-            raise UserError("this OpenCV has no cv2.cuda.NvidiaOpticalFlow_2_0; use --backend dis")
+            raise UserError(
+                f"this OpenCV has no cv2.cuda.NvidiaOpticalFlow_2_0; use {setting('flow', 'dis')}"
+            )
         self._create = create
         self._session: Any = None
         self._size: tuple[int, int] | None = None
@@ -274,7 +276,9 @@ class NvofFlow:
                 gpuId=self.options.gpu_id,
             )
         except Exception as exc:
-            raise UserError(f"nvof could not start: {_explain(exc)[1]}; use --backend dis") from exc
+            raise UserError(
+                f"nvof could not start: {_explain(exc)[1]}; use {setting('flow', 'dis')}"
+            ) from exc
         self._size = (width, height)
         return self._session
 
@@ -294,7 +298,7 @@ class NvofFlow:
         try:
             raw, cost = session.calc(g0, g1, None)
         except Exception as exc:
-            raise UserError(f"nvof failed: {_explain(exc)[1]}; use --backend dis") from exc
+            raise UserError(f"nvof failed: {_explain(exc)[1]}; use {setting('flow', 'dis')}") from exc
         t2 = time.perf_counter()
         flow, out_grid = self._to_pixels(raw, height, width, on_gpu)
         t3 = time.perf_counter()

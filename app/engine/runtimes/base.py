@@ -15,7 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor
 
-RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
+from app.engine.types import RUNTIMES
+
+__all__ = ["RUNTIMES"]
 
 
 class RuntimeUnavailable(Exception):

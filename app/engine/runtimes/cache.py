@@ -1,6 +1,6 @@
 """Where exported graphs and built engines are kept between runs.
 
-``$BI3D_STUDIO_CACHE`` if set, else ``$XDG_CACHE_HOME/bi3d-studio``, else ``~/.cache/bi3d-studio``.
+``$BI3D_STUDIO_CACHE`` if set, else the system's cache folder (``app.engine.fileio.cache_dir``).
 Files are written to a temporary name and renamed, so a crash never leaves half a file.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.engine.fileio import atomic_write, user_dir
+from app.engine.fileio import atomic_write, cache_dir
 
 
 def cache_root() -> Path:
-    return user_dir("BI3D_STUDIO_CACHE", "XDG_CACHE_HOME", ".cache")
+    return cache_dir()
 
 
 def write_cached(path: Path, data: bytes) -> None:

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from app.engine.bi3d.model import SweepModel
 from app.engine.runtimes.base import RuntimeFailed, RuntimeUnavailable, optional_module
-from app.engine.runtimes.onnx_export import check_onnx, export_stages, model_fingerprint
+from app.engine.runtimes.onnx_export import check_onnx, model_fingerprint
 from app.engine.runtimes.staged import StagedRuntime
 
 GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
@@ -71,10 +71,6 @@ class OrtRuntime(StagedRuntime):
         inputs = {stage: tuple(i.name for i in s.get_inputs()) for stage, s in self.sessions.items()}
         super().__init__(device, "fp32", inputs)
         self.outputs = {stage: [o.name for o in s.get_outputs()] for stage, s in self.sessions.items()}
-
-    @classmethod
-    def from_model(cls, model: SweepModel, device: torch.device, threads: int | None = None) -> OrtRuntime:
-        return cls(dict(export_stages(model)), device, threads)
 
     @classmethod
     def from_directory(

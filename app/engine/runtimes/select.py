@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from app.engine.bi3d.model import SweepModel
-from app.engine.errors import UserError
+from app.engine.errors import UserError, setting
 from app.engine.runtimes.base import RUNTIMES, Runtime
 from app.engine.runtimes.chain import Opener, RuntimeChain
 from app.engine.runtimes.tensorrt_runtime import Report, stderr_report
@@ -34,7 +34,7 @@ def open_runtime(
     if requested not in RUNTIMES:
         raise UserError(f"unknown runtime {requested!r}; use one of {', '.join(RUNTIMES)}")
     if cuda_graphs and device.type != "cuda":
-        raise UserError("CUDA graphs need --device cuda")
+        raise UserError(f"CUDA graphs need {setting('device', 'cuda')}")
     names = list(FALLBACK) if requested == "auto" else list(FALLBACK[FALLBACK.index(requested) :])
     openers: list[Opener] = []
     notes: list[str] = []
@@ -55,7 +55,7 @@ def unavailable_reason(name: str, device: torch.device, precision: str) -> str:
         return f"runs fp32 only ({precision} asked)"
     if name == "tensorrt":
         if device.type != "cuda":
-            return "needs --device cuda"
+            return "needs a CUDA device"
         if precision not in ("fp32", "fp16"):
             return f"runs fp32 or fp16 here ({precision} asked)"
     return ""

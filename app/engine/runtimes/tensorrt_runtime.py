@@ -224,7 +224,7 @@ def open_tensorrt(
 
     trt = import_tensorrt()
     if device.type != "cuda":
-        raise RuntimeUnavailable("TensorRT needs --device cuda")
+        raise RuntimeUnavailable("TensorRT needs a CUDA device")
     if not torch.cuda.is_available():
         raise RuntimeUnavailable("TensorRT needs CUDA, which is not available on this machine")
     name = torch.cuda.get_device_name(device)

@@ -159,17 +159,6 @@ def test_selective_marks_pixels_outside_the_range(pair) -> None:  # type: ignore
     assert np.all((result.disparity[inside] >= 17.5) & (result.disparity[inside] <= 51.5))
 
 
-def test_continuous_engine_matches_published_disparity(reference, reference_model) -> None:  # type: ignore[no-untyped-def]
-    engine = Bi3DEngine(reference_model("continuous_2d"))
-    request = DepthRequest(mode=Mode.SELECTIVE, range=(18, 60))
-    result = engine.compute(reference["left_rgb_u8"], reference["right_rgb_u8"], request)
-    n = reference["cont2d_sel_disp_normalized"][0, 0]
-    expected = np.clip(n * 43 + 18 - 0.5, 17.5, 60.5)
-    inside = result.range_state == 0
-    assert inside.mean() > 0.05
-    np.testing.assert_allclose(result.disparity[inside], expected[inside], atol=43e-4)
-
-
 def test_budget_chooses_fewer_planes_for_less_time(pair) -> None:  # type: ignore[no-untyped-def]
     torch.manual_seed(0)
     engine = Bi3DEngine(Bi3DModel("binary", width=0.25))
@@ -205,7 +194,7 @@ def test_mismatched_sizes_are_refused(light_engine: Bi3DEngine, pair) -> None:  
 
 
 def test_fp16_on_cpu_is_refused() -> None:
-    with pytest.raises(UserError, match="fp16 needs --device cuda"):
+    with pytest.raises(UserError, match="fp16 needs device cuda"):
         Bi3DEngine(Bi3DModel("binary", width=0.25), precision="fp16")
 
 
@@ -294,3 +283,20 @@ def test_auto_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch) -> None: 
         assert resolve("auto", cpu, light, "onnxruntime") == "fp32"  # runs fp32 only
         engine = bi3d_engine(light, EngineOptions(runtime="torch"))
         assert engine.precision == expected and engine.backend.precision == expected
+
+
+def test_selective_range_state_matches_the_published_selective_output(reference, reference_model) -> None:  # type: ignore[no-untyped-def]
+    """Every pixel the published recipe puts strictly inside the range is answered, and matches."""
+    engine = Bi3DEngine(reference_model("continuous_2d"))
+    request = DepthRequest(mode=Mode.SELECTIVE, range=(18, 60))
+    result = engine.compute(reference["left_rgb_u8"], reference["right_rgb_u8"], request)
+    n = reference["cont2d_sel_disp_normalized"][0, 0]
+    expected = np.clip(n * 43 + 18 - 0.5, 17.5, 60.5)
+    strictly_inside = (expected > 18) & (expected < 60)
+    assert strictly_inside.mean() > 0.05
+    state = result.range_state
+    assert state is not None
+    assert np.all(state[strictly_inside] == 0)
+    np.testing.assert_allclose(result.disparity[strictly_inside], expected[strictly_inside], atol=43e-4)
+    # outside: farther where the published answer sits at the far clamp, closer at the near one
+    assert np.all(state[expected < 18 - 0.25] == -1) and np.all(state[expected > 60 + 0.25] == 1)

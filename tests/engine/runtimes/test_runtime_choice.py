@@ -79,7 +79,7 @@ def test_tensorrt_on_the_cpu_falls_back_with_the_reason(model, pair) -> None:  #
     engine = Bi3DEngine(model, runtime=open_runtime(model, "tensorrt", CPU, "fp32"))
     result = engine.compute(*pair, DepthRequest(mode=Mode.BINARY, planes=(12,)))
     assert result.runtime == "onnxruntime"
-    assert any("tensorrt skipped: needs --device cuda" in n for n in result.notes)
+    assert any("tensorrt skipped: needs a CUDA device" in n for n in result.notes)
 
 
 def test_bf16_skips_onnxruntime(model, pair) -> None:  # type: ignore[no-untyped-def]
@@ -154,9 +154,9 @@ def test_exports_work_in_a_frozen_build_without_sources(monkeypatch, tmp_path) -
 def test_bad_runtime_options_are_user_errors(model) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(UserError, match="unknown runtime 'cuda'"):
         open_runtime(model, "cuda", CPU, "fp32")
-    with pytest.raises(UserError, match="CUDA graphs need --device cuda"):
+    with pytest.raises(UserError, match="CUDA graphs need device cuda"):
         open_runtime(model, "torch", CPU, "fp32", cuda_graphs=True)
-    with pytest.raises(UserError, match="tf32 needs --device cuda"):
+    with pytest.raises(UserError, match="tf32 needs device cuda"):
         Bi3DEngine(model, precision="tf32")
 
 

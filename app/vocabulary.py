@@ -1,0 +1,269 @@
+"""The user's vocabulary: every choice a person makes, with its label, flag, help and range.
+
+The command line and the window both build their inputs from these descriptions and both turn
+what the user chose into the engine's ``EngineOptions`` and ``DepthRequest`` through the two
+functions at the end. Adding an engine switch means a field in ``EngineOptions`` (the engine)
+and one ``Setting`` in ``ENGINE_SETTINGS`` here: the flag, the window's control, the settings
+file's field and the translation into options follow from it.
+
+Engine errors name settings (``app.engine.errors.setting``); ``cli_words`` and
+``window_words`` word them for each front end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from app.engine.depth.engines import EngineOptions
+
+__all__ = ["ENGINE_SETTINGS", "SETTINGS", "EngineOptions", "Setting", "depth_request", "engine_options"]
+from app.engine.depth.sgbm import SGBMParams
+from app.engine.errors import UserError, setting, word_settings
+from app.engine.formats import COLORMAPS
+from app.engine.types import (
+    DEFAULT_MAX_DISPARITY,
+    DEVICES,
+    ENGINES,
+    FLOW_BACKENDS,
+    PRECISIONS,
+    RUNTIMES,
+    SGBM_MODES,
+    SHIFT_MODES,
+    Calibration,
+    DepthRequest,
+    Mode,
+    Spacing,
+)
+
+Kind = Literal["choice", "switch", "integer", "number", "path"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One choice: ``name`` is its key in settings files and engine messages.
+
+    ``target`` is the ``EngineOptions`` field it sets (``sgbm.NAME`` for an ``SGBMParams``
+    field); ``flag`` the command line's; ``label`` the window's. A switch whose default is on
+    is turned off on the command line by ``--no-...`` (its ``flag``).
+    """
+
+    name: str
+    label: str
+    flag: str
+    help: str
+    kind: Kind
+    default: Any
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    unit: str = ""
+    odd: bool = False
+    target: str = ""
+
+    def check(self, value: Any) -> Any:
+        """``value`` converted to this setting's type, or a ``UserError`` naming the setting."""
+        if self.kind == "choice":
+            if value not in self.choices:
+                raise UserError(f"{setting(self.name)} {value!r} is not one of {', '.join(self.choices)}")
+            return value
+        if self.kind == "switch":
+            if not isinstance(value, bool):
+                raise UserError(f"{setting(self.name)} must be true or false, got {value!r}")
+            return value
+        if self.kind == "path":
+            return "" if value is None else str(value)
+        return self._number(value)
+
+    def _number(self, value: Any) -> float | int:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise UserError(f"{setting(self.name)} must be a number{self._bounds()}, got {value!r}") from None
+        if not math.isfinite(number):
+            raise UserError(f"{setting(self.name)} must be a finite number{self._bounds()}, got {value!r}")
+        if self.kind == "integer":
+            if number != int(number):
+                raise UserError(f"{setting(self.name)} must be a whole number{self._bounds()}, got {value!r}")
+            number = int(number)
+        low = self.minimum if self.minimum is not None else -math.inf
+        high = self.maximum if self.maximum is not None else math.inf
+        if not low <= number <= high or (self.odd and int(number) % 2 == 0):
+            raise UserError(f"{setting(self.name)} {number:g}{self.unit} is out of range{self._bounds()}")
+        return number
+
+    def _bounds(self) -> str:
+        low = "" if self.minimum is None else f"{self.minimum:g}"
+        high = "" if self.maximum is None else f"{self.maximum:g}"
+        if not (low or high):
+            return ""
+        odd = "odd, " if self.odd else ""
+        span = f"{low} to {high}" if low and high else (f"at least {low}" if low else f"at most {high}")
+        return f" ({odd}{span}{self.unit})"
+
+
+def _choice(
+    name: str, label: str, flag: str, choices: tuple[str, ...], default: str, help: str, target: str = ""
+) -> Setting:
+    return Setting(name, label, flag, help, "choice", default, choices, target=target or name)
+
+
+ENGINE_SETTINGS: tuple[Setting, ...] = (
+    _choice("engine", "Engine", "--engine", ("auto", *ENGINES), "auto",
+            "auto: Bi3D with the bundled model if there is one, else SGBM"),
+    Setting("weights", "Weights", "--weights", "Bi3D checkpoint (published or project format); "
+            "empty: the bundled default model", "path", "", target="weights"),
+    _choice("device", "Device", "--device", DEVICES, "cpu", "where Bi3D runs"),
+    _choice("precision", "Precision", "--precision", PRECISIONS, "auto",
+            "Bi3D precision (auto: bf16 on a CPU with native bf16, else fp32; tf32 and fp16 need CUDA; "
+            "onnxruntime runs fp32 only)"),
+    _choice("runtime", "Runtime", "--runtime", RUNTIMES, "auto",
+            "Bi3D runtime: auto times those available on the first frame and runs the fastest; a named "
+            "one falls back (tensorrt -> onnxruntime -> torch) and says why"),
+    _choice("shift_mode", "Plane shifts", "--shift-mode", SHIFT_MODES, "auto",
+            "planes off the 3 px grid: round to it (published models), or answer them exactly by "
+            "interpolating features (auto: exact for the light model, which answers them as well)"),
+    Setting("cuda_graphs", "CUDA graphs", "--cuda-graphs", "torch runtime on CUDA: capture the network "
+            "once per frame size and plane batch, then replay", "switch", False, target="cuda_graphs"),
+    Setting("subpixel", "Sub-pixel refinement", "--no-subpixel", "Bi3D continuous and selective modes: "
+            "re-measure each pixel between the network's planes by local matching (more precise, "
+            "slower)", "switch", True, target="subpixel"),
+    Setting("plane_check", "Plane check", "--no-plane-check", "Bi3D binary and quantized modes: where "
+            "the network hesitates near a plane, decide by local matching of the images (about 1 ms "
+            "per plane at 480x640)", "switch", True, target="plane_check"),
+    Setting("block_size", "SGBM block", "--block-size", "SGBM matching block size", "integer", 5,
+            minimum=1, maximum=11, unit=" px", odd=True, target="sgbm.block_size"),
+    Setting("uniqueness", "SGBM uniqueness", "--uniqueness", "SGBM uniqueness ratio", "integer", 10,
+            minimum=0, maximum=100, unit=" %", target="sgbm.uniqueness"),
+    Setting("speckle_window", "SGBM speckle window", "--speckle-window", "SGBM speckle filter window "
+            "(0: off)", "integer", 100, minimum=0, maximum=1000, unit=" px", target="sgbm.speckle_window"),
+    _choice("sgbm_mode", "SGBM mode", "--sgbm-mode", SGBM_MODES, "3way", "SGBM cost aggregation",
+            "sgbm.mode"),
+)  # fmt: skip
+
+MODE = _choice(
+    "mode", "Mode", "--mode", tuple(m.value for m in Mode), Mode.CONTINUOUS.value,
+    "binary: one plane; quantized: N planes; selective: a range; continuous: all",
+)  # fmt: skip
+SPACING = _choice(
+    "spacing", "Spacing", "--spacing", tuple(s.value for s in Spacing), Spacing.DISPARITY.value,
+    "quantized planes spread evenly in disparity or in depth (needs a calibration)",
+)  # fmt: skip
+LEVELS = Setting(
+    "levels", "Levels", "--levels", "quantized: number of planes spread by spacing", "integer", 8,
+    minimum=1, maximum=63,
+)  # fmt: skip
+MAX_DISPARITY = Setting(
+    "max_disparity", "Max disparity", "--max-disparity", "disparity range searched", "integer",
+    DEFAULT_MAX_DISPARITY, minimum=16, maximum=256, unit=" px",
+)  # fmt: skip
+BUDGET = Setting(
+    "budget_ms", "Latency budget", "--budget-ms",
+    "latency budget: the engine picks the plane count or step that fits", "number", 200.0,
+    minimum=5, maximum=3000, unit=" ms",
+)  # fmt: skip
+PLANE = Setting(
+    "plane_px", "Plane", "--planes", "binary: the plane", "number", 30.0, minimum=0, maximum=256, unit=" px"
+)
+RANGE = Setting(
+    "range", "Range", "--range", "selective: MIN MAX", "number", (20.0, 60.0), minimum=0, maximum=256,
+    unit=" px",
+)  # fmt: skip
+REQUEST_SETTINGS: tuple[Setting, ...] = (MODE, PLANE, LEVELS, SPACING, RANGE, MAX_DISPARITY, BUDGET)
+
+FLOW = _choice("flow", "Optical flow", "--backend", ("off", *FLOW_BACKENDS), "off",
+               "optical flow backend (auto: nvof when its probe passes, else dis)")  # fmt: skip
+COLORMAP = _choice("colormap", "Colour map", "--colormap", COLORMAPS, "turbo", "disparity colours")
+FLOW_VIEWS = ("colour", "arrows")  # colour wheel coding, or arrows over the left image
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (*ENGINE_SETTINGS, *REQUEST_SETTINGS, FLOW, COLORMAP)}
+
+
+# ---- wording of engine messages -----------------------------------------------------------
+def cli_words(name: str, value: str | None) -> str:
+    """A setting as the command line spells it: ``--device cpu``, ``--no-subpixel``."""
+    known = SETTINGS.get(name)
+    if known is None:
+        return name if value is None else f"{name} {value}"
+    if known.kind == "switch":
+        return known.flag
+    return known.flag if value is None else f"{known.flag} {value}"
+
+
+def window_words(name: str, value: str | None) -> str:
+    """A setting as the window names it: ``Device: cuda``, ``the Max disparity control``."""
+    known = SETTINGS.get(name)
+    label = known.label if known is not None else name.replace("_", " ")
+    return f"the {label} control" if value is None else f"{label}: {value}"
+
+
+def word(text: str) -> str:
+    """``text`` (which may name settings) worded for the window."""
+    return word_settings(text, window_words)
+
+
+# ---- choices -> engine inputs ---------------------------------------------------------------
+def engine_options(values: Mapping[str, Any], base: EngineOptions | None = None) -> EngineOptions:
+    """The ``EngineOptions`` that ``values`` (setting name -> value) describe, over ``base``.
+
+    Settings missing from ``values`` keep ``base``'s value (or the engine's default).
+    """
+    options = base or EngineOptions()
+    top: dict[str, Any] = {}
+    sgbm: dict[str, Any] = {}
+    for s in ENGINE_SETTINGS:
+        if s.name not in values:
+            continue
+        value = s.check(values[s.name])
+        if s.name == "engine":
+            value = None if value == "auto" else value
+        elif s.kind == "path":
+            value = Path(value) if value else None
+        if s.target.startswith("sgbm."):
+            sgbm[s.target.removeprefix("sgbm.")] = value
+        else:
+            top[s.target] = value
+    if sgbm:
+        top["sgbm"] = dataclasses.replace(options.sgbm or SGBMParams(), **sgbm)
+    return dataclasses.replace(options, **top)
+
+
+def depth_request(
+    mode: str,
+    *,
+    planes: tuple[float, ...] = (),
+    levels: int | None = None,
+    spacing: str = Spacing.DISPARITY.value,
+    range_px: tuple[float, float] | None = None,
+    budget_ms: float | None = None,
+    max_disparity: int = DEFAULT_MAX_DISPARITY,
+    calibration: Calibration | None = None,
+) -> DepthRequest:
+    """The request for ``mode``: inputs another mode uses are dropped, numbers are checked."""
+    m = Mode(MODE.check(mode))
+    top = int(MAX_DISPARITY.check(max_disparity))
+    if budget_ms is not None:
+        budget_ms = float(BUDGET.check(budget_ms))
+    if levels is not None and m is Mode.QUANTIZED:
+        levels = int(LEVELS.check(levels))
+    if range_px is not None:
+        if m is not Mode.SELECTIVE:
+            raise UserError(
+                f"{setting('range')} restricts the selective mode only; use {setting('mode', 'selective')}, "
+                f"or a lower {setting('max_disparity')} to bound the {m.value} search"
+            )
+        range_px = (float(RANGE.check(range_px[0])), float(RANGE.check(range_px[1])))
+    return DepthRequest(
+        mode=m,
+        planes=tuple(planes) if m in (Mode.BINARY, Mode.QUANTIZED) else (),
+        levels=levels if m is Mode.QUANTIZED else None,
+        spacing=Spacing(SPACING.check(spacing)) if m is Mode.QUANTIZED else Spacing.DISPARITY,
+        range=range_px if m is Mode.SELECTIVE else None,
+        budget_ms=budget_ms,
+        max_disparity=top,
+        calibration=calibration,
+    )

@@ -1,0 +1,56 @@
+"""The settings file: a validated model, migrated from older versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app import vocabulary
+from app.engine.errors import UserError
+from app.ui.settings import SETTINGS_VERSION, Settings, engine_values, load_settings, save_settings
+
+
+def test_engine_switches_are_fields_from_the_vocabulary() -> None:
+    settings = Settings()
+    assert engine_values(settings) == {s.name: s.default for s in vocabulary.ENGINE_SETTINGS}
+    options = vocabulary.engine_options(engine_values(settings))
+    assert options.engine is None and options.subpixel is True and options.sgbm.block_size == 5
+
+
+def test_assignments_are_validated() -> None:
+    settings = Settings()
+    with pytest.raises(ValueError, match="device"):
+        settings.device = "tpu"
+    with pytest.raises(ValueError, match="budget_ms"):
+        settings.budget_ms = float("nan")
+    settings.update(max_disparity=32, plane_px=20.0, range_px=(5.0, 30.0))
+    assert settings.max_disparity == 32
+
+
+def test_unknown_and_bad_fields_are_named() -> None:
+    with pytest.raises(UserError, match="unknown setting 'colour'"):
+        Settings.from_dict({"colour": "red"})
+    with pytest.raises(UserError, match=r"setting levels: .*out of range"):
+        Settings.from_dict({"levels": 99})
+
+
+def test_a_file_of_an_earlier_version_is_migrated_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"mode": "binary", "plane_px": 12.0, "device": "cpu", "subpixel": False}))
+    settings, note = load_settings(path)
+    assert settings.mode == "binary" and settings.subpixel is False and settings.version == SETTINGS_VERSION
+    assert note is not None and "migrated" in note
+    save_settings(settings, path)
+    again, note = load_settings(path)
+    assert note is None and again == settings
+
+
+def test_a_bad_file_falls_back_to_defaults_and_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text('{"version": 2, "max_disparity": "lots"}')
+    settings, note = load_settings(path)
+    assert settings == Settings() and note is not None and "max_disparity" in note
+    path.write_bytes(b"\xff\xfe[")
+    assert load_settings(path)[0] == Settings()

@@ -123,6 +123,8 @@ class Session:
         self._previous_left: np.ndarray | None = None
         self._frames = 0
         self.events = SessionEvents()
+        self.recorder: Recorder | None = None
+        self._recorder_on_capture = False
         self.output_root = documents_dir()  # snapshots/, recordings/ and point clouds go below it
 
     # ---- configuration (GUI thread; takes effect at the next process call) ---------------
@@ -182,6 +184,7 @@ class Session:
         Everything derived from the old source goes with it: the previous frame for flow, and a
         calibration that came with the old source's frames (a loaded file stays).
         """
+        self.stop_recording()  # a recording belongs to the source it was started on
         with self._lock:
             old, self.source = self.source, source
             self._previous_left = None
@@ -250,8 +253,28 @@ class Session:
         return snapshots.frame_point_cloud(result)
 
     def start_recording(self) -> Recorder:
-        """A recorder into a new folder under ``output_root/recordings``."""
-        return Recorder(snapshots.new_folder(self.output_root, "recordings"), self.calibration)
+        """Record the source into a new folder under ``output_root/recordings``: every captured
+        frame at the source's rate (a camera's capture thread writes them, frames the depth
+        engine skips included; other sources are written as they are read)."""
+        self.stop_recording()
+        recorder = Recorder(snapshots.new_folder(self.output_root, "recordings"), self.calibration)
+        hook = getattr(self.source, "add_capture_listener", None)
+        self._recorder_on_capture = hook is not None
+        if hook is not None:
+            hook(recorder.write)
+        self.recorder = recorder
+        return recorder
+
+    def stop_recording(self) -> Recorder | None:
+        """Finish the recording (its index written); the recorder, or None when none ran."""
+        recorder, self.recorder = self.recorder, None
+        if recorder is None:
+            return None
+        unhook = getattr(self.source, "remove_capture_listener", None)
+        if unhook is not None:
+            unhook(recorder.write)
+        recorder.close()
+        return recorder
 
     # ---- frames (worker thread) ------------------------------------------------------
     def grab(self) -> tuple[StereoPair | None, float]:
@@ -264,6 +287,8 @@ class Session:
         pair = latest() if latest is not None else source.read()
         if pair is None:
             self.events.source_ended.emit()
+        elif self.recorder is not None and not self._recorder_on_capture:
+            self.recorder.write(pair)
         return pair, (time.perf_counter() - t0) * 1000
 
     def process(
@@ -309,6 +334,7 @@ class Session:
         return result
 
     def close(self) -> None:
+        self.stop_recording()
         with self._lock:
             source, self.source = self.source, None
         if source is not None:

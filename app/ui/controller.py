@@ -61,6 +61,7 @@ class SessionController(QObject):
     workDone = Signal(object)  # Outcome, emitted on the worker thread, handled on the GUI thread
     progress = Signal(str)  # long preparations (an engine build) report here, from the worker
     sourceChanged = Signal(str)
+    sourceEnded = Signal()
     resultShown = Signal(object)
 
     def __init__(
@@ -85,9 +86,11 @@ class SessionController(QObject):
         self._request = request()
         self._still: StereoPair | None = None
         self._live = False
+        self._resumable = False  # a live source that has not ended (pausing and stepping apply)
+        self._paused = False
+        self._step = False  # paused: pull one new frame
         self._pending: list[Callable[[], Outcome]] = []  # source openings and tasks, run in order
         self.last: FrameResult | None = None
-        self.recorder: Any = None
         self.workDone.connect(self._on_done)
         self._timer = QTimer(self, interval=tick_ms)
         self._timer.timeout.connect(self._tick)
@@ -126,6 +129,32 @@ class SessionController(QObject):
         self._pending.append(lambda: Outcome(job, task=done, value=fn()))
         self._kick()
 
+    def set_paused(self, paused: bool) -> None:
+        """Stop (or resume) pulling frames; while paused the frame shown stays live."""
+        if self._paused == paused:
+            return
+        self._paused = paused
+        if paused and self._live:
+            self._live = False
+            self._timer.stop()
+            self._hold_last()
+        elif not paused and self._resumable:
+            self._live = True
+            self._still = None
+            self._timer.start()
+
+    def step(self) -> None:
+        """While paused: the next frame of the source."""
+        if self._paused and self._resumable:
+            self._step = True
+            self._dirty = True
+            self._kick()
+
+    def _hold_last(self) -> None:
+        """Keep the last frame shown as a still pair that every control change recomputes."""
+        if self.last is not None:
+            self._still = self.last.raw or self.last.pair
+
     # ---- the loop ------------------------------------------------------------------------
     def _tick(self) -> None:
         if self._live:
@@ -141,7 +170,9 @@ class SessionController(QObject):
         if not self._dirty or (self.session.source is None and self._still is None):
             return
         self._dirty = False
-        job = Job(self._generation, self._request, None if self._live else self._still, self._display_fn())
+        pull = self._live or self._step
+        self._step = False
+        job = Job(self._generation, self._request, None if pull else self._still, self._display_fn())
         self._submit(lambda: self._work(job))
 
     def _submit(self, fn: Callable[[], Outcome]) -> None:
@@ -154,11 +185,9 @@ class SessionController(QObject):
         capture = 0.0
         pair = job.still
         if pair is None:
-            pair, capture = self.session.grab()
+            pair, capture = self.session.grab()  # the session records what it grabs
             if pair is None:
                 return Outcome(job, ended=True)
-            if self.recorder is not None:
-                self.recorder.write(pair)
         result = self.session.process(pair, job.request, job.generation, capture)
         result.display = render(result, job.display)
         return Outcome(job, result=result)
@@ -189,15 +218,19 @@ class SessionController(QObject):
         elif outcome.ended:
             self._timer.stop()
             self._live = False
-            self.view.show_status("source ended")
+            self._resumable = False
+            self._hold_last()  # a finished source's last frame stays live for every control
+            self.sourceEnded.emit()
         elif outcome.result is not None:
             self._show(outcome.result)
         self._kick()
 
     def _adopt(self, source: FrameSource, first: StereoPair | None, description: str) -> None:
-        self.session.set_source(source)
-        self._live = first is None
+        self.session.set_source(source, description)
+        self._live = first is None and not self._paused
+        self._resumable = first is None
         self._still = first
+        self.last = None
         self.request_changed()  # the controls may have moved while the source opened
         if self._live:
             self._timer.start()
@@ -209,6 +242,8 @@ class SessionController(QObject):
         stale = result.generation < self._generation and not self._live
         if stale:
             return  # a newer request is already on its way
+        if self._paused and not self._live:
+            self._still = result.raw or result.pair  # a stepped frame becomes the one held
         t0 = time.perf_counter()
         self.view.show_result(result)
         result.timings["draw"] = (time.perf_counter() - t0) * 1000
@@ -225,10 +260,7 @@ class SessionController(QObject):
         if getattr(source, "live", False) and source is not None:
             source.close()  # a camera's close wakes a worker waiting in latest(); files close after
         self._executor.shutdown(wait=True, cancel_futures=True)
-        if self.recorder is not None:
-            self.recorder.close()
-            self.recorder = None
-        self.session.close()
+        self.session.close()  # finishes a recording too
         self.session.interrupt.clear()
 
 

@@ -83,6 +83,7 @@ class ControlsPanel(QWidget):
         self.plane.setValue(round(s.plane_px))
         self.plane.valueChanged.connect(lambda v: self._set("plane_px", float(v)))
         self.plane_label = QLabel()
+        self.plane_label.setWordWrap(True)
         form.addRow("Plane", self.plane)
         form.addRow("", self.plane_label)
         self.levels = QSpinBox()
@@ -98,6 +99,7 @@ class ControlsPanel(QWidget):
         s.range_px = tuple(float(v) for v in self.range.values())  # type: ignore[assignment]
         self.range.rangeChanged.connect(lambda lo, hi: self._set("range_px", (float(lo), float(hi))))
         self.range_label = QLabel()
+        self.range_label.setWordWrap(True)
         form.addRow("Range", self.range)
         form.addRow("", self.range_label)
         self.max_disparity = QSpinBox()
@@ -109,17 +111,20 @@ class ControlsPanel(QWidget):
         self.max_disparity.setValue(s.max_disparity)
         self.max_disparity.valueChanged.connect(self._on_max_disparity)
         form.addRow("Max disparity", self.max_disparity)
-        self.budget_on = QCheckBox("Latency budget")
+        self.budget_on = QCheckBox("Budget")
+        self.budget_on.setToolTip("latency budget: the engine picks what fits in this time")
         self.budget_on.setChecked(s.budget_on)
         self.budget_on.toggled.connect(lambda v: self._set("budget_on", bool(v)))
         self.budget = QSlider(Qt.Orientation.Horizontal)
         self.budget.setRange(int(vocabulary.BUDGET.minimum or 1), int(vocabulary.BUDGET.maximum or 3000))
         self.budget.setValue(round(s.budget_ms))
         self.budget.valueChanged.connect(lambda v: self._set("budget_ms", float(v)))
+        self.budget.valueChanged.connect(self._show_budget)
         self.budget_label = QLabel("")
         self.budget_label.setWordWrap(True)
         form.addRow(self.budget_on, self.budget)
         form.addRow("", self.budget_label)
+        self._show_budget(self.budget.value())
         self._rows: dict[QWidget, QFormLayout] = {
             w: form for w in (self.plane, self.levels, self.spacing, self.range)
         }
@@ -255,6 +260,9 @@ class ControlsPanel(QWidget):
         setattr(self.settings, name, value)
         self._update_labels()
         self._debounce.start()
+
+    def _show_budget(self, ms: int) -> None:
+        self.budget_on.setText(f"Budget {ms} ms")
 
     def _set_engine(self, name: str, value: object) -> None:
         if getattr(self.settings, name) != value:

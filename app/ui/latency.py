@@ -31,6 +31,21 @@ class LatencyPlot(pg.PlotWidget):
         }
         self.frames = 0
         self._drawn = 0.0
+        self.first_total: float | None = None  # the first frame (start-up, warm-up) is marked apart
+        self.first_marker = pg.ScatterPlotItem(size=9, symbol="t", brush=pg.mkBrush("#fb8072"))
+        self.addItem(self.first_marker)
+
+    def reset(self) -> None:
+        """Forget every frame (a new source). Not ``clear``: PlotWidget binds that to its plot."""
+        for values in self.history.values():
+            values.clear()
+        self.arrivals.clear()
+        self.frames = 0
+        self.first_total = None
+        self.first_marker.setData([], [])
+        for curve in self.curves.values():
+            curve.setData([], [])
+        self.setTitle("")
 
     def add(self, timings: dict[str, float]) -> None:
         self.frames += 1
@@ -38,6 +53,10 @@ class LatencyPlot(pg.PlotWidget):
         self.arrivals.append(now)
         for stage, values in self.history.items():
             values.append(float(timings.get(stage, 0.0)))
+        if self.frames == 1:
+            self.first_total = float(sum(timings.get(s, 0.0) for s in STAGES))
+            self.first_marker.setData([0], [0])
+            self.first_marker.setToolTip(f"first frame: {self.first_total:.0f} ms (start-up), not scaled")
         if now - self._drawn < REDRAW_S:  # redrawing seven curves every frame costs the GUI thread
             return
         self._drawn = now
@@ -45,7 +64,23 @@ class LatencyPlot(pg.PlotWidget):
         for stage, curve in self.curves.items():
             curve.setData(x, np.fromiter(self.history[stage], float))
         self.setXRange(max(0, self.frames - HISTORY), max(self.frames, 10), padding=0)
-        self.setTitle(f"{self.fps():.1f} fps" if self.frames > 1 else "one frame so far")
+        self.setYRange(0, self.y_top(), padding=0)
+        self.setTitle(self.rate_text())
+
+    def y_top(self) -> float:
+        """The y range: the 95th percentile of the stages after the first frame, with room above."""
+        later = [np.fromiter(v, float)[1 if self.frames == len(v) else 0 :] for v in self.history.values()]
+        values = np.concatenate([v for v in later if v.size]) if any(v.size for v in later) else np.zeros(0)
+        return max(10.0, 1.25 * float(np.percentile(values, 95))) if values.size else 10.0
+
+    def rate_text(self) -> str:
+        """Frames per second from the frames actually shown (one frame every N s when slow)."""
+        if self.frames < 2:
+            return "one frame so far"
+        fps = self.fps()
+        if 0 < fps < 1:
+            return f"{fps:.2f} fps (one frame every {1 / fps:.1f} s)"
+        return f"{fps:.1f} fps"
 
     def fps(self) -> float:
         if len(self.arrivals) < 2:

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -15,9 +15,10 @@ from PySide6.QtWidgets import (
     QInputDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QScrollArea,
     QTabWidget,
+    QToolBar,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -30,6 +31,7 @@ from app.ui.calibration_panel import CalibrationPanel
 from app.ui.controller import SessionController
 from app.ui.controls import ControlsPanel
 from app.ui.latency import LatencyPlot
+from app.ui.notices import NoticeBar, RecBadge
 from app.ui.render import DisplaySpec, Rendered, render
 from app.ui.settings import Settings, engine_values, save_settings
 from app.ui.views import DepthPane, ImagePane
@@ -65,7 +67,6 @@ class MainWindow(QMainWindow):
         self._build_docks()
         self._build_menus()
         self._wire()
-        self.error_box: QMessageBox | None = None
         self.last_error = ""
         self._restore_layout()
 
@@ -81,18 +82,28 @@ class MainWindow(QMainWindow):
         self.extra.addTab(self.baseline_view, "SGBM")
         self.extra.addTab(self.flow_view, "Flow")
         central = QWidget()
-        grid = QGridLayout(central)
-        grid.setContentsMargins(2, 2, 2, 2)
+        outer = QVBoxLayout(central)
+        outer.setContentsMargins(2, 2, 2, 2)
+        outer.setSpacing(2)
+        self.notices = NoticeBar()
+        outer.addWidget(self.notices)
+        grid = QGridLayout()
         grid.addWidget(self.left_view, 0, 0)
         grid.addWidget(self.depth_view, 0, 1)
         grid.addWidget(self.extra, 1, 0, 1, 2)
         grid.setRowStretch(0, 2)
         grid.setRowStretch(1, 1)
+        outer.addLayout(grid, 1)
         self.setCentralWidget(central)
         self.readout = QLabel("")
         self.engine_label = QLabel("")
-        self.statusBar().addPermanentWidget(self.readout, 1)
+        self.rec_badge = RecBadge()
+        self.statusBar().addWidget(self.readout, 1)
+        self.statusBar().addPermanentWidget(self.rec_badge)
         self.statusBar().addPermanentWidget(self.engine_label)
+        self._hover_at: tuple[str, int, int] | None = None  # pane, x, y of the last hover
+        self._rec_timer = QTimer(self, interval=1000)
+        self._rec_timer.timeout.connect(self._update_rec_badge)
         self.depth_view.set_colormap(self.settings.colormap)
         self.baseline_view.set_colormap(self.settings.colormap)
 
@@ -100,6 +111,7 @@ class MainWindow(QMainWindow):
         scroll = QScrollArea()
         scroll.setWidget(self.controls)
         scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # labels wrap instead
         scroll.setMinimumWidth(self.controls.sizeHint().width() + 24)
         dock = QDockWidget("Controls", self)
         dock.setObjectName("controls")
@@ -142,6 +154,7 @@ class MainWindow(QMainWindow):
         for action in (self.snapshot_action, self.record_action, self.ply_action):
             file.addAction(action)
         file.addSeparator()
+        self._build_playback()
         quit_action = QAction("Quit", self, shortcut=QKeySequence(QKeySequence.StandardKey.Quit))
         quit_action.triggered.connect(self.close)
         file.addAction(quit_action)
@@ -154,11 +167,15 @@ class MainWindow(QMainWindow):
         c.displayChanged.connect(self._redraw)
         c.flowChanged.connect(self._apply_flow)
         self.controller.sourceChanged.connect(self._source_changed)
-        self.controller.progress.connect(lambda text: self.statusBar().showMessage(text, 10000))
+        self.controller.sourceEnded.connect(self._source_ended)
+        self.controller.progress.connect(self.show_status)
         self.calibration.linesReady.connect(self.left_view.show_lines)
         self.calibration.calibrationChanged.connect(lambda cal, _rig: self.controls.set_calibration(cal))
-        for pane in (self.left_view, self.depth_view, self.right_view, self.baseline_view):
-            pane.hovered.connect(self._hover)
+        for name, pane in (
+            ("left", self.left_view), ("depth", self.depth_view), ("right", self.right_view),
+            ("baseline", self.baseline_view),
+        ):  # fmt: skip
+            pane.hovered.connect(lambda x, y, name=name: self._hover(name, x, y))
 
     # ---- sources ---------------------------------------------------------------------------
     def open_spec(self, spec: str) -> None:
@@ -207,9 +224,47 @@ class MainWindow(QMainWindow):
             self.open_spec(",".join(sorted(paths)) if len(paths) == 2 else paths[0])
 
     def _source_changed(self, description: str) -> None:
+        """A new source: nothing derived from the previous one stays on screen."""
         self.settings.source = description
-        self.statusBar().showMessage(f"source: {description}", 5000)
+        self.left_view.show_lines(None)
+        self.left_view.show_tint(None)
+        self.latency.reset()
+        self.controls.set_calibration(None)
+        self.calibration.note_source_calibration(None)
+        reset = getattr(self.calibration, "reset_check", None)
+        if reset is not None:
+            reset()
+        self._hover_at = None
+        self.readout.setText("")
+        self.pause_action.setChecked(False)
+        self.show_status(f"opened {description}")
         self.setWindowTitle(f"Bi3D Studio — {description}")
+
+    def _source_ended(self) -> None:
+        if self.loop_action.isChecked() and self.settings.source:
+            self.open_spec(self.settings.source)
+            return
+        self.show_status("source ended: its last frame stays live for every control")
+
+    # ---- playback -------------------------------------------------------------------------
+    def _build_playback(self) -> None:
+        bar = QToolBar("Playback", self)
+        bar.setObjectName("playback")
+        self.pause_action = QAction("Pause", self, checkable=True, shortcut=QKeySequence("Space"))
+        self.pause_action.setToolTip("pause a video, camera or recording; the frame shown stays live")
+        self.pause_action.toggled.connect(self._pause)
+        self.step_action = QAction("Step", self, shortcut=QKeySequence("Right"))
+        self.step_action.setToolTip("the next frame (while paused)")
+        self.step_action.triggered.connect(self.controller.step)
+        self.loop_action = QAction("Loop", self, checkable=True)
+        self.loop_action.setToolTip("start a finite source again when it ends")
+        for action in (self.pause_action, self.step_action, self.loop_action):
+            bar.addAction(action)
+        self.addToolBar(bar)
+
+    def _pause(self, on: bool) -> None:
+        self.pause_action.setText("Play" if on else "Pause")
+        self.controller.set_paused(on)
 
     # ---- engine, flow, display ------------------------------------------------------------------
     def engine_options(self) -> vocabulary.EngineOptions:
@@ -225,7 +280,7 @@ class MainWindow(QMainWindow):
             self.show_error(exc.worded(vocabulary.window_words))
             return
         self.session.set_compare(self.settings.compare)
-        self.statusBar().showMessage(f"engine: {self.session.engine.name} ({reason})", 8000)
+        self.show_status(f"engine: {self.session.engine.name} ({vocabulary.word(reason)})")
         self.controller.refresh()
 
     def _apply_compare(self, on: bool) -> None:
@@ -268,6 +323,11 @@ class MainWindow(QMainWindow):
             self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
+            self.flow_view.set_title("Optical flow (left frame to left frame)")
+        elif self.session.flow is not None:
+            self.flow_view.set_title(
+                "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
+            )
         self.controls.show_choice(depth)
         self.latency.add(result.timings)
         self.controls.set_calibration(result.calibration)
@@ -275,23 +335,25 @@ class MainWindow(QMainWindow):
         notes = "; ".join(depth.notes)
         status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
         self.engine_label.setText(status + (f" · {notes}" if notes else ""))
+        self.engine_label.setToolTip(self.engine_label.text())
+        if self._hover_at is not None:  # the readout follows the newest result
+            self._hover(*self._hover_at, result=result)
 
     def show_error(self, message: str) -> None:
+        """An error stays on screen until the user dismisses it."""
         self.last_error = message
-        self.statusBar().showMessage(f"error: {message}", 15000)
-        if self.error_box is None:
-            self.error_box = QMessageBox(QMessageBox.Icon.Warning, "Bi3D Studio", message, parent=self)
-            self.error_box.setModal(False)
-        self.error_box.setText(message)
-        self.error_box.show()
+        self.notices.error(message)
 
     def show_status(self, message: str) -> None:
-        self.statusBar().showMessage(message, 8000)
+        """What just happened, for a few seconds."""
+        self.notices.info(message)
 
     # ---- readouts and work -------------------------------------------------------------------
-    def _hover(self, x: int, y: int) -> None:
-        if self.controller.last is not None:
-            self.readout.setText(work.readout(self.controller.last, x, y))
+    def _hover(self, pane: str, x: int, y: int, result: FrameResult | None = None) -> None:
+        self._hover_at = (pane, x, y)
+        shown = result or self.controller.last
+        if shown is not None:
+            self.readout.setText(work.readout(shown, x, y, baseline=pane == "baseline"))
 
     def snapshot(self) -> None:
         if self.controller.last is None:
@@ -302,18 +364,34 @@ class MainWindow(QMainWindow):
         except UserError as exc:
             self.show_error(exc.worded(vocabulary.window_words))
             return
-        self.statusBar().showMessage(f"snapshot saved in {folder}", 8000)
+        self.show_status(f"snapshot saved in {folder}")
 
     def toggle_recording(self, on: bool) -> None:
-        if not on and self.controller.recorder is not None:
-            self.controller.recorder.close()
+        if not on:
+            recorder = self.session.stop_recording()
+            self._rec_timer.stop()
+            self.rec_badge.stop()
+            if recorder is not None:
+                self.show_status(f"recording stopped: {recorder.frames_written} frames in {recorder.folder}")
+            return
         try:
-            self.controller.recorder = self.session.start_recording() if on else None
+            recorder = self.session.start_recording()
         except UserError as exc:
             self.show_error(exc.worded(vocabulary.window_words))
             self.record_action.setChecked(False)
             return
-        self.statusBar().showMessage("recording input" if on else "recording stopped", 5000)
+        self.rec_badge.start()
+        self._rec_timer.start()
+        self.show_status(f"recording every captured frame to {recorder.folder}")
+
+    def _update_rec_badge(self) -> None:
+        recorder = self.session.recorder
+        if recorder is None:  # stopped by a new source
+            self.record_action.setChecked(False)
+            return
+        folder = Path(recorder.folder)
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+        self.rec_badge.update_counts(recorder.frames_written, size)
 
     def export_ply(self) -> None:
         last = self.controller.last
@@ -327,7 +405,7 @@ class MainWindow(QMainWindow):
             except UserError as exc:
                 self.show_error(exc.worded(vocabulary.window_words))
                 return
-            self.statusBar().showMessage(f"wrote {count} points to {path}", 8000)
+            self.show_status(f"wrote {count} points to {path}")
 
     # ---- lifecycle -------------------------------------------------------------------------
     def _restore_layout(self) -> None:
@@ -347,6 +425,4 @@ class MainWindow(QMainWindow):
             save_settings(self.settings, self.settings_path)
         except (OSError, UserError) as exc:  # never block closing on a settings problem
             print(f"could not save settings: {exc}")
-        if self.error_box is not None:
-            self.error_box.close()
         super().closeEvent(event)

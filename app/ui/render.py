@@ -74,7 +74,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     if result.flow is not None:
         flow = np.asarray(result.flow)
         if spec.flow_view == "arrows":
-            step = max(8, min(flow.shape[:2]) // 24)  # about 24 arrows across the short side
+            step = max(16, min(flow.shape[:2]) // 12)  # about 12 arrows across the short side: visible
             out.flow_rgb = Display.flow_arrows(result.pair.left, flow, step, spec.flow_max)
         else:
             out.flow_rgb = Display.flow_color(flow, spec.flow_max)

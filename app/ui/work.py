@@ -7,10 +7,13 @@ import numpy as np
 from app.engine.types import FrameResult, Mode
 
 
-def readout(result: FrameResult, x: int, y: int) -> str:
-    """'x, y, disparity, depth, probability' for the pixel under the mouse."""
-    depth = result.depth
-    parts = [f"x {x}  y {y}"]
+def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
+    """'x, y, disparity, depth, probability' for the pixel under the mouse, from the main
+    engine's answer or (``baseline``) from the SGBM answer beside it."""
+    depth = result.baseline if baseline and result.baseline is not None else result.depth
+    if not (0 <= y < depth.disparity.shape[0] and 0 <= x < depth.disparity.shape[1]):
+        return ""
+    parts = [f"x {x}  y {y}", f"{depth.engine}:"]
     d = float(depth.disparity[y, x])
     if np.isfinite(d):
         parts.append(f"disparity {d:.2f} px")

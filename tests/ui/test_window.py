@@ -87,7 +87,7 @@ def test_hover_reads_out_disparity(qtbot) -> None:  # type: ignore[no-untyped-de
     window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
     window.open_spec("pair")
     _wait_result(qtbot, window)
-    window._hover(5, 7)
+    window._hover("depth", 5, 7)
     assert "x 5  y 7" in window.readout.text() and "disparity" in window.readout.text()
 
 

@@ -160,6 +160,8 @@ class LatestFrameSlot:
         self._cond = threading.Condition()
         self._frame: Frame | None = None
         self._closed = False
+        # called with every pair put, on the capturing thread (a recorder keeps every frame)
+        self.listeners: list[Callable[[StereoPair], object]] = []
 
     @property
     def closed(self) -> bool:
@@ -170,6 +172,8 @@ class LatestFrameSlot:
             number = self._frame.number + 1 if self._frame else 0
             self._frame = Frame(pair, number)
             self._cond.notify_all()
+        for listener in list(self.listeners):
+            listener(pair)
         return number
 
     def get(self) -> Frame | None:

@@ -148,6 +148,15 @@ class CameraSource(StereoSource):
     def _close(self) -> None:
         self.stop()
 
+    def add_capture_listener(self, listener: Callable[[StereoPair], object]) -> None:
+        """Call ``listener`` with every captured pair, on the capture thread (frames the
+        consumer skips included)."""
+        self.slot.listeners.append(listener)
+
+    def remove_capture_listener(self, listener: Callable[[StereoPair], object]) -> None:
+        if listener in self.slot.listeners:
+            self.slot.listeners.remove(listener)
+
     def stop(self, timeout: float = 1.0) -> bool:
         """Stop the capture thread; False when a driver call kept it from ending in time."""
         self._stop.set()

@@ -1,0 +1,93 @@
+"""Feedback a user can see: a bar above the images for what just happened, and a REC badge.
+
+Information (a snapshot saved, a source opened or ended) shows for a few seconds; an error
+stays until the user dismisses it, so that nothing that went wrong passes unseen.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+INFO_MS = 6000
+COLOURS = {"info": ("#e3f2fd", "#0d47a1"), "error": ("#ffebee", "#b71c1c")}
+
+
+class NoticeBar(QWidget):
+    """One line of feedback with a close button; ``info`` fades after a while, ``error`` stays."""
+
+    dismissed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 2, 4, 2)
+        self.text = QLabel("")
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # paths can be copied
+        self.text.setWordWrap(True)
+        close = QPushButton("✕")
+        close.setFlat(True)
+        close.setFixedWidth(24)
+        close.setToolTip("dismiss")
+        close.clicked.connect(self.dismiss)
+        row.addWidget(self.text, 1)
+        row.addWidget(close)
+        self.level = ""
+        self._timer = QTimer(self, singleShot=True, interval=INFO_MS)
+        self._timer.timeout.connect(self._expire)
+        self.hide()
+
+    def info(self, message: str) -> None:
+        if self.level == "error" and self.isVisible():
+            return  # an error on screen is not pushed away by routine news
+        self._show(message, "info")
+        self._timer.start()
+
+    def error(self, message: str) -> None:
+        self._timer.stop()
+        self._show(message, "error")
+
+    def dismiss(self) -> None:
+        self._timer.stop()
+        self.level = ""
+        self.hide()
+        self.dismissed.emit()
+
+    def _expire(self) -> None:
+        if self.level == "info":
+            self.dismiss()
+
+    def _show(self, message: str, level: str) -> None:
+        background, foreground = COLOURS[level]
+        self.setStyleSheet(f"NoticeBar {{ background: {background}; }} QLabel {{ color: {foreground}; }}")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        prefix = "Error: " if level == "error" else ""
+        self.text.setText(prefix + message)
+        self.level = level
+        self.show()
+
+
+class RecBadge(QLabel):
+    """``● REC 123 frames · 45.6 MB · 0:12`` while recording; hidden otherwise."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setStyleSheet("color: #c62828; font-weight: bold; padding: 0 6px;")
+        self._started = 0.0
+        self.hide()
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self.update_counts(0, 0)
+        self.show()
+
+    def update_counts(self, frames: int, size_bytes: int) -> None:
+        elapsed = int(time.monotonic() - self._started)
+        self.setText(
+            f"● REC {frames} frames · {size_bytes / 1e6:.1f} MB · {elapsed // 60}:{elapsed % 60:02d}"
+        )
+
+    def stop(self) -> None:
+        self.hide()

@@ -1,0 +1,165 @@
+"""What the user sees happen: messages, the source's life cycle, readouts that are true."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from app.engine.depth.engines import EngineOptions
+from app.engine.session import Session
+from app.engine.types import Mode, StereoPair
+from app.ui.latency import LatencyPlot
+from app.ui.main_window import MainWindow
+from app.ui.settings import Settings
+from tests.ui.conftest import FakeSource, RecordingEngine
+
+
+def _window(qtbot, opener, engine=None, compare=False) -> MainWindow:  # type: ignore[no-untyped-def]
+    session = Session(EngineOptions(engine="sgbm"))
+    if engine is not None:
+        session.engine = engine
+    window = MainWindow(session, Settings(max_disparity=48, range_px=(10.0, 40.0), compare=compare), opener)
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def _shown(qtbot, window: MainWindow, timeout: int = 10_000):  # type: ignore[no-untyped-def]
+    with qtbot.waitSignal(window.controller.resultShown, timeout=timeout) as blocker:
+        pass
+    return blocker.args[0]
+
+
+def test_a_snapshot_says_where_it_went(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.session.output_root = tmp_path
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    window.snapshot()
+    folders = list((tmp_path / "snapshots").iterdir())
+    assert len(folders) == 1 and (folders[0] / "result.json").is_file()
+    assert window.notices.isVisible() and str(folders[0]) in window.notices.text.text()
+
+
+def test_errors_stay_until_dismissed_and_news_fades(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.show_error("the camera went away")
+    window.show_status("opened something")  # routine news does not push the error away
+    assert window.notices.level == "error" and "camera went away" in window.notices.text.text()
+    window.notices.dismiss()
+    assert not window.notices.isVisible()
+    window.show_status("opened something")
+    assert window.notices.level == "info"
+    qtbot.waitUntil(lambda: not window.notices.isVisible(), timeout=10_000)
+
+
+def test_a_finished_source_still_answers_the_controls(qtbot) -> None:  # type: ignore[no-untyped-def]
+    engine = RecordingEngine()
+    window = _window(qtbot, lambda spec: FakeSource(3), engine)
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        window.open_spec("clip")
+    assert "ended" in window.notices.text.text()
+    seen = len(engine.requests)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.controls.mode.setCurrentText("binary")
+    assert len(engine.requests) == seen + 1 and blocker.args[0].request.mode is Mode.BINARY
+
+
+def test_a_new_source_clears_what_came_from_the_old_one(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("first")
+    _shown(qtbot, window)
+    window.left_view.show_lines(np.array([[[0, 0], [10, 10]]], float))
+    window.latency.add({"planes": 5.0})
+    window.open_spec("second")
+    _shown(qtbot, window)
+    assert window.left_view.lines.xData is None or len(window.left_view.lines.xData) == 0
+    assert window.latency.frames == 1  # the history restarted with the new source
+
+
+def test_pause_holds_the_frame_and_step_moves_on(qtbot) -> None:  # type: ignore[no-untyped-def]
+    source = FakeSource(1000)
+    window = _window(qtbot, lambda spec: source, RecordingEngine())
+    window.open_spec("live")
+    _shown(qtbot, window)
+    window.pause_action.setChecked(True)
+    qtbot.wait(200)
+    reads = source.reads
+    qtbot.wait(300)
+    assert source.reads == reads  # nothing pulled while paused
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controls.mode.setCurrentText("binary")  # the held frame stays live
+    assert source.reads == reads
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.step_action.trigger()
+    assert source.reads == reads + 1
+    window.pause_action.setChecked(False)
+    qtbot.waitUntil(lambda: source.reads > reads + 3, timeout=5000)
+
+
+def test_hover_reads_the_pane_under_the_mouse_and_follows_new_results(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine(), compare=True)
+    window.session.set_compare(True)
+    window.open_spec("pair")
+    result = _shown(qtbot, window)
+    assert result.baseline is not None
+    window._hover("baseline", 50, 40)
+    assert "sgbm:" in window.readout.text()
+    window._hover("depth", 50, 40)
+    assert (
+        "fake:" in window.readout.text() and f"{result.depth.disparity[40, 50]:.2f}" in window.readout.text()
+    )
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.controls.mode.setCurrentText("selective")
+    assert f"{blocker.args[0].depth.disparity[40, 50]:.2f}" in window.readout.text()  # refreshed
+
+
+def test_frames_per_second_come_from_frames_shown(qtbot) -> None:  # type: ignore[no-untyped-def]
+    plot = LatencyPlot()
+    qtbot.addWidget(plot)
+    for i in range(5):
+        plot.add({"planes": 4000.0 if i == 0 else 20.0})
+    plot.arrivals.clear()
+    plot.arrivals.extend([0.0, 4.0, 8.0, 12.0])  # a frame every 4 s
+    assert abs(plot.fps() - 0.25) < 1e-9 and "0.25 fps" in plot.rate_text()
+    assert plot.y_top() < 100  # the 4-s first frame does not pin the axis
+
+
+def test_recording_a_camera_keeps_every_captured_frame(tmp_path: Path) -> None:
+    class Camera:
+        """Frames arrive on a capture thread faster than they are read (the engine drops some)."""
+
+        def __init__(self) -> None:
+            self.listeners: list = []  # type: ignore[type-arg]
+            self.pair = StereoPair(np.zeros((8, 12, 3), np.uint8), np.zeros((8, 12, 3), np.uint8), 0.0)
+
+        def add_capture_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
+            self.listeners.append(listener)
+
+        def remove_capture_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
+            self.listeners.remove(listener)
+
+        def capture(self, n: int) -> None:
+            for i in range(n):
+                for listener in list(self.listeners):
+                    listener(StereoPair(self.pair.left, self.pair.right, float(i)))
+
+        def latest(self) -> StereoPair:
+            return self.pair
+
+        def read(self) -> StereoPair:
+            return self.pair
+
+        def close(self) -> None:
+            pass
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.output_root = tmp_path
+    camera = Camera()
+    session.set_source(camera)
+    recorder = session.start_recording()
+    camera.capture(7)
+    session.grab()  # the engine took one of them
+    stopped = session.stop_recording()
+    assert stopped is recorder and recorder.frames_written == 7 and not camera.listeners

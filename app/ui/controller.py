@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Callable
@@ -21,14 +22,18 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine.errors import Interrupted, UserError
 from app.engine.session import FrameSource, Session
-from app.engine.types import DepthRequest, FrameResult, StereoPair
+from app.engine.types import DepthRequest, FrameResult, Mode, StereoPair
 from app.ui.render import DisplaySpec, render
 from app.vocabulary import window_words
 
 TICK_MS = 30
+QUICK_AFTER_MS = 300  # a full answer slower than this is preceded by a quick one
+QUICK_BUDGET_MS = 250.0  # what the quick answer may take
 
 
 class MainView(Protocol):
+    def show_pair(self, pair: StereoPair) -> None: ...
+
     def show_result(self, result: FrameResult) -> None: ...
 
     def show_error(self, message: str) -> None: ...
@@ -42,6 +47,7 @@ class Job:
     request: DepthRequest
     still: StereoPair | None  # reprocess this pair; None: grab the next frame
     display: DisplaySpec = field(default_factory=DisplaySpec)
+    quick: bool = False  # a quick answer shown while the full one is computed
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class Outcome:
 class SessionController(QObject):
     workDone = Signal(object)  # Outcome, emitted on the worker thread, handled on the GUI thread
     progress = Signal(str)  # long preparations (an engine build) report here, from the worker
+    pairGrabbed = Signal(object)  # StereoPair: shown at once, before its depth
     sourceChanged = Signal(str)
     sourceEnded = Signal()
     resultShown = Signal(object)
@@ -89,9 +96,12 @@ class SessionController(QObject):
         self._resumable = False  # a live source that has not ended (pausing and stepping apply)
         self._paused = False
         self._step = False  # paused: pull one new frame
+        self._full_ms: float | None = None  # how long the last full answer took
+        self._quick_for = -1  # the generation whose quick answer was already asked for
         self._pending: list[Callable[[], Outcome]] = []  # source openings and tasks, run in order
         self.last: FrameResult | None = None
         self.workDone.connect(self._on_done)
+        self.pairGrabbed.connect(self.view.show_pair)
         self._timer = QTimer(self, interval=tick_ms)
         self._timer.timeout.connect(self._tick)
 
@@ -169,11 +179,26 @@ class SessionController(QObject):
             return
         if not self._dirty or (self.session.source is None and self._still is None):
             return
-        self._dirty = False
         pull = self._live or self._step
-        self._step = False
-        job = Job(self._generation, self._request, None if pull else self._still, self._display_fn())
+        still = None if pull else self._still
+        if still is not None and self._wants_quick():
+            self._quick_for = self._generation  # the full answer follows: stay dirty
+            request = dataclasses.replace(self._request, budget_ms=QUICK_BUDGET_MS)
+            job = Job(self._generation, request, still, self._display_fn(), quick=True)
+        else:
+            self._dirty = False
+            self._step = False
+            job = Job(self._generation, self._request, still, self._display_fn())
         self._submit(lambda: self._work(job))
+
+    def _wants_quick(self) -> bool:
+        """A quick answer first when the full one will keep the user waiting (> 300 ms)."""
+        request = self._request
+        if self._quick_for == self._generation or request.budget_ms is not None:
+            return False
+        if self._full_ms is not None:
+            return self._full_ms > QUICK_AFTER_MS
+        return request.mode in (Mode.CONTINUOUS, Mode.SELECTIVE) and self.session.engine.name == "bi3d"
 
     def _submit(self, fn: Callable[[], Outcome]) -> None:
         self._busy = True
@@ -188,8 +213,12 @@ class SessionController(QObject):
             pair, capture = self.session.grab()  # the session records what it grabs
             if pair is None:
                 return Outcome(job, ended=True)
+            if not self._closing:
+                self.pairGrabbed.emit(pair)
         result = self.session.process(pair, job.request, job.generation, capture)
         result.display = render(result, job.display)
+        if job.quick:
+            result.display.depth_title += " · quick answer, the full one is on its way"
         return Outcome(job, result=result)
 
     def _finished(self, future: Future[Outcome]) -> None:
@@ -222,6 +251,8 @@ class SessionController(QObject):
             self._hold_last()  # a finished source's last frame stays live for every control
             self.sourceEnded.emit()
         elif outcome.result is not None:
+            if not outcome.job.quick:
+                self._full_ms = outcome.result.timings.get("depth_total") or None
             self._show(outcome.result)
         self._kick()
 
@@ -231,6 +262,9 @@ class SessionController(QObject):
         self._resumable = first is None
         self._still = first
         self.last = None
+        self._full_ms = None
+        if first is not None:
+            self.view.show_pair(first)  # the images at once; depth follows
         self.request_changed()  # the controls may have moved while the source opened
         if self._live:
             self._timer.start()

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from app import vocabulary
 from app.engine.errors import UserError
 from app.engine.session import FrameSource, Session
-from app.engine.types import FrameResult
+from app.engine.types import FrameResult, StereoPair
 from app.ui import work
 from app.ui.calibration_panel import CalibrationPanel
 from app.ui.controller import SessionController
@@ -307,6 +307,11 @@ class MainWindow(QMainWindow):
         return DisplaySpec(
             s.colormap, None if s.auto_range else s.display_max, s.flow_view, s.flow_max or None
         )
+
+    def show_pair(self, pair: StereoPair) -> None:
+        """The images of a new frame, before its depth is ready."""
+        self.left_view.show_image(pair.left)
+        self.right_view.show_image(pair.right)
 
     def show_result(self, result: FrameResult) -> None:
         spec = self.display_spec()

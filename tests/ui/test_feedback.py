@@ -163,3 +163,26 @@ def test_recording_a_camera_keeps_every_captured_frame(tmp_path: Path) -> None:
     session.grab()  # the engine took one of them
     stopped = session.stop_recording()
     assert stopped is recorder and recorder.frames_written == 7 and not camera.listeners
+
+
+def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: ignore[no-untyped-def]
+    import time as _time
+
+    class SlowBi3D(RecordingEngine):
+        name = "bi3d"
+
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            if request.budget_ms is None:
+                _time.sleep(0.4)
+            return super().compute(left, right, request)
+
+    engine = SlowBi3D()
+    window = _window(qtbot, lambda spec: FakeSource(1), engine)
+    shown: list = []  # type: ignore[type-arg]
+    window.controller.resultShown.connect(shown.append)
+    window.open_spec("pair")
+    qtbot.waitUntil(lambda: len(shown) >= 2, timeout=10_000)
+    quick, full = shown[0], shown[1]
+    assert quick.request.budget_ms is not None and "quick answer" in quick.display.depth_title
+    assert full.request.budget_ms is None and "quick" not in full.display.depth_title
+    assert window.left_view._shape is not None  # the images were up before the depth

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from app.engine import snapshots
+from app.engine import measure, snapshots
 from app.engine.assets import demo_scene, resource_path
 from app.engine.calibration.files import load_calibration
 from app.engine.calibration.rig import StereoRig
@@ -251,6 +251,25 @@ class Session:
     def point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
         """N x 3 points (metres) and N x 3 colours of the frame; needs a calibration."""
         return snapshots.frame_point_cloud(result)
+
+    # ---- measuring ---------------------------------------------------------------------------
+    @staticmethod
+    def distance_m(result: FrameResult, a: tuple[int, int], b: tuple[int, int]) -> float:
+        """3D distance (metres) between pixels ``a`` and ``b`` (x, y) of the frame's depth."""
+        return measure.distance_m(result.depth.disparity, result.calibration, a, b)
+
+    @staticmethod
+    def region_stats(result: FrameResult, x0: int, y0: int, x1: int, y1: int) -> measure.RegionStats:
+        """Fill rate, mean distance and plane-fit RMS of a rectangle of the frame's depth."""
+        return measure.region_stats(result.depth.disparity, result.calibration, x0, y0, x1, y1)
+
+    @staticmethod
+    def histogram(result: FrameResult, bins: int = 64) -> tuple[np.ndarray, np.ndarray, str]:
+        """Counts and edges of the frame's depth (metres, with a calibration) or disparity (px)."""
+        d = result.depth.disparity
+        if result.calibration is not None:
+            return (*measure.histogram(result.calibration.depth_m(d), bins), "m")
+        return (*measure.histogram(d, bins), "px")
 
     def start_recording(self) -> Recorder:
         """Record the source into a new folder under ``output_root/recordings``: every captured

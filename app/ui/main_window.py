@@ -31,6 +31,7 @@ from app.ui.calibration_panel import CalibrationPanel
 from app.ui.controller import SessionController
 from app.ui.controls import ControlsPanel
 from app.ui.latency import LatencyPlot
+from app.ui.measure_panel import MeasurePanel
 from app.ui.notices import NoticeBar, RecBadge
 from app.ui.render import DisplaySpec, Rendered, render
 from app.ui.settings import Settings, engine_values, save_settings
@@ -122,6 +123,11 @@ class MainWindow(QMainWindow):
         dock.setObjectName("calibration")
         dock.setWidget(self.calibration)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.measure = MeasurePanel(self.depth_view)
+        measure_dock = QDockWidget("Measure", self)
+        measure_dock.setObjectName("measure")
+        measure_dock.setWidget(self.measure)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, measure_dock)
         self.latency = LatencyPlot()
         dock = QDockWidget("Latency", self)
         dock.setObjectName("latency")
@@ -334,6 +340,7 @@ class MainWindow(QMainWindow):
                 "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
             )
         self.controls.show_choice(depth)
+        self.measure.set_result(result)
         self.latency.add(result.timings)
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Signal
+from PySide6.QtCore import QPointF, Qt, Signal
 
 from app.engine.session import Display
 
@@ -22,6 +22,7 @@ class ImagePane(pg.GraphicsLayoutWidget):
     """An RGB image with an optional tint overlay and line overlay (matches, epipolar lines)."""
 
     hovered = Signal(int, int)
+    clicked = Signal(int, int)  # a left click on an image pixel
 
     def __init__(self, title: str) -> None:
         super().__init__()
@@ -36,6 +37,7 @@ class ImagePane(pg.GraphicsLayoutWidget):
             self.box.addItem(item)
         self.box.addItem(self.lines)
         self.scene().sigMouseMoved.connect(self._moved)
+        self.scene().sigMouseClicked.connect(self._clicked)
         self._shape: tuple[int, int] | None = None
 
     def set_title(self, text: str) -> None:
@@ -65,13 +67,25 @@ class ImagePane(pg.GraphicsLayoutWidget):
         pts = np.asarray(segments, np.float64).reshape(-1, 2)
         self.lines.setData(pts[:, 0], pts[:, 1])
 
-    def _moved(self, pos: QPointF) -> None:
+    def pixel_at(self, pos: QPointF) -> tuple[int, int] | None:
+        """The image pixel (x, y) under a scene position, or None off the image."""
         if self._shape is None or not self.box.sceneBoundingRect().contains(pos):
-            return
+            return None
         p = self.box.mapSceneToView(pos)
         x, y = int(p.x()), int(p.y())
-        if 0 <= x < self._shape[1] and 0 <= y < self._shape[0]:
-            self.hovered.emit(x, y)
+        return (x, y) if 0 <= x < self._shape[1] and 0 <= y < self._shape[0] else None
+
+    def _moved(self, pos: QPointF) -> None:
+        pixel = self.pixel_at(pos)
+        if pixel is not None:
+            self.hovered.emit(*pixel)
+
+    def _clicked(self, event: object) -> None:
+        if getattr(event, "button", lambda: None)() != Qt.MouseButton.LeftButton:
+            return
+        pixel = self.pixel_at(event.scenePos())  # type: ignore[attr-defined]
+        if pixel is not None:
+            self.clicked.emit(*pixel)
 
 
 class DepthPane(ImagePane):

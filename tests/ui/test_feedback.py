@@ -186,3 +186,23 @@ def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: 
     assert quick.request.budget_ms is not None and "quick answer" in quick.display.depth_title
     assert full.request.budget_ms is None and "quick" not in full.display.depth_title
     assert window.left_view._shape is not None  # the images were up before the depth
+
+
+def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.types import Calibration
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
+    window.open_spec("pair")
+    result = _shown(qtbot, window)
+    panel = window.measure
+    assert panel.bars.opts["height"].sum() == np.isfinite(result.depth.disparity).sum()
+    panel.tool.setCurrentText("distance")
+    panel._clicked(10, 10)
+    panel._clicked(110, 10)
+    # constant disparity d: z = f B / d, 100 px apart at that depth is 100 z / f metres
+    z = 500.0 * 0.1 / float(result.depth.disparity[10, 10])
+    assert f"distance {100 * z / 500.0:.3f} m" in panel.figures.text()
+    panel.tool.setCurrentText("region")
+    text = panel.figures.text()
+    assert "fill rate 100.0 %" in text and "plane-fit RMS 0.0 mm" in text and f"{z:.3f} m" in text

@@ -1,0 +1,121 @@
+"""Measuring on the depth view: two clicks for a 3D distance, a rectangle for its fill rate,
+mean distance and plane-fit RMS, and a histogram of the frame's depth."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+
+from app.engine.errors import UserError
+from app.engine.session import Session
+from app.engine.types import FrameResult
+from app.ui.views import DepthPane
+from app.vocabulary import window_words
+
+TOOLS = ("off", "distance", "region")
+HINTS = {
+    "off": "choose a tool",
+    "distance": "click two pixels of the depth view",
+    "region": "drag or resize the rectangle on the depth view",
+}
+
+
+class MeasurePanel(QWidget):
+    def __init__(self, pane: DepthPane, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pane = pane
+        self.result: FrameResult | None = None
+        self.clicks: list[tuple[int, int]] = []
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.tool = QComboBox()
+        self.tool.addItems(TOOLS)
+        self.tool.currentTextChanged.connect(self._on_tool)
+        form.addRow("Tool", self.tool)
+        layout.addLayout(form)
+        self.figures = QLabel(HINTS["off"])
+        self.figures.setWordWrap(True)
+        layout.addWidget(self.figures)
+        self.histogram = pg.PlotWidget()
+        self.histogram.setMinimumHeight(110)
+        self.histogram.setLabel("left", "pixels")
+        self.bars = pg.BarGraphItem(x=[], height=[], width=1.0, brush="#80b1d3")
+        self.histogram.addItem(self.bars)
+        layout.addWidget(self.histogram, 1)
+        self.marks = pg.ScatterPlotItem(size=10, symbol="+", pen=pg.mkPen("w", width=2))
+        self.line = pg.PlotDataItem(pen=pg.mkPen((255, 255, 255, 220), width=2))
+        self.roi = pg.RectROI((20, 20), (60, 40), pen=pg.mkPen("#ffeb3b", width=2))
+        self.roi.sigRegionChangeFinished.connect(self._measure_region)
+        pane.box.addItem(self.marks)
+        pane.box.addItem(self.line)
+        pane.clicked.connect(self._clicked)
+
+    # ---- inputs ---------------------------------------------------------------------------
+    def set_result(self, result: FrameResult) -> None:
+        """A new frame: the histogram and the current measurement follow it."""
+        self.result = result
+        counts, edges, unit = Session.histogram(result)
+        centres = (edges[:-1] + edges[1:]) / 2
+        self.bars.setOpts(x=centres, height=counts, width=float(edges[1] - edges[0]))
+        self.histogram.setLabel("bottom", "depth" if unit == "m" else "disparity", units=unit)
+        tool = self.tool.currentText()
+        if tool == "distance" and len(self.clicks) == 2:
+            self._measure_distance()
+        elif tool == "region":
+            self._measure_region()
+
+    def _on_tool(self, tool: str) -> None:
+        self.clicks = []
+        self.marks.setData([], [])
+        self.line.setData([], [])
+        if tool == "region":
+            if self.roi not in self.pane.box.addedItems:
+                self.pane.box.addItem(self.roi)
+            self._measure_region()
+        else:
+            if self.roi in self.pane.box.addedItems:
+                self.pane.box.removeItem(self.roi)
+            self.figures.setText(HINTS[tool])
+
+    def _clicked(self, x: int, y: int) -> None:
+        if self.tool.currentText() != "distance":
+            return
+        self.clicks = [*self.clicks, (x, y)][-2:]
+        xs, ys = zip(*self.clicks, strict=True)
+        self.marks.setData(list(xs), list(ys))
+        self.line.setData(list(xs), list(ys))
+        if len(self.clicks) == 2:
+            self._measure_distance()
+        else:
+            self.figures.setText("click a second pixel")
+
+    # ---- figures --------------------------------------------------------------------------
+    def _measure_distance(self) -> None:
+        if self.result is None:
+            return
+        a, b = self.clicks
+        try:
+            metres = Session.distance_m(self.result, a, b)
+        except UserError as exc:
+            self.figures.setText(exc.worded(window_words))
+            return
+        self.figures.setText(f"distance {metres:.3f} m between ({a[0]}, {a[1]}) and ({b[0]}, {b[1]})")
+
+    def _measure_region(self) -> None:
+        if self.result is None or self.tool.currentText() != "region":
+            return
+        (x, y), (w, h) = self.roi.pos(), self.roi.size()
+        x0, y0 = round(x), round(y)
+        try:
+            stats = Session.region_stats(self.result, x0, y0, x0 + round(w), y0 + round(h))
+        except UserError as exc:
+            self.figures.setText(exc.worded(window_words))
+            return
+        self.figures.setText(
+            f"{stats.pixels} px · fill rate {100 * stats.fill_rate:.1f} % · mean distance "
+            f"{stats.mean_distance_m:.3f} m · plane-fit RMS {stats.plane_rms_mm:.1f} mm · "
+            f"median disparity {stats.median_disparity_px:.2f} px"
+        )
+
+    def measured_text(self) -> str:
+        return self.figures.text()

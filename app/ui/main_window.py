@@ -28,6 +28,7 @@ from app.engine.session import FrameSource, Session
 from app.engine.types import FrameResult, StereoPair
 from app.ui import work
 from app.ui.calibration_panel import CalibrationPanel
+from app.ui.cloud_view import CloudView
 from app.ui.controller import SessionController
 from app.ui.controls import ControlsPanel
 from app.ui.latency import LatencyPlot
@@ -82,6 +83,8 @@ class MainWindow(QMainWindow):
         self.extra.addTab(self.right_view, "Right")
         self.extra.addTab(self.baseline_view, "SGBM")
         self.extra.addTab(self.flow_view, "Flow")
+        self.cloud_view = CloudView()
+        self.extra.addTab(self.cloud_view, "3D")
         central = QWidget()
         outer = QVBoxLayout(central)
         outer.setContentsMargins(2, 2, 2, 2)
@@ -341,6 +344,7 @@ class MainWindow(QMainWindow):
             )
         self.controls.show_choice(depth)
         self.measure.set_result(result)
+        self.cloud_view.set_result(result)
         self.latency.add(result.timings)
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)

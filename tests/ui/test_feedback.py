@@ -206,3 +206,21 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     panel.tool.setCurrentText("region")
     text = panel.figures.text()
     assert "fill rate 100.0 %" in text and "plane-fit RMS 0.0 mm" in text and f"{z:.3f} m" in text
+
+
+def test_the_3d_view_builds_from_depth_and_calibration(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.types import Calibration
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    window.extra.setCurrentWidget(window.cloud_view)
+    assert "calibration" in window.cloud_view.message.text()  # says what it needs
+    window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controller.refresh()
+    cloud = window.cloud_view
+    d = float(window.controller.last.depth.disparity[0, 0])  # type: ignore[union-attr]
+    assert len(cloud.positions) == 120 * 200 and np.allclose(cloud.positions[:, 2], -500.0 * 0.1 / d)
+    cloud.max_depth.setValue(1)  # 0.1 m: nothing that near
+    assert len(cloud.positions) == 0 and "0 points" in cloud.message.text()

@@ -30,11 +30,12 @@ from app.engine.flow.base import PARAMETERS, FlowOptions, FlowParam
 from app.engine.flow.choose import create_flow, resolve_backend
 from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
 from app.engine.formats import COLORMAPS, colorize
+from app.engine.metrics import evaluate
 from app.engine.sources.recording import Recorder
 from app.engine.sources.spec import open_source
-from app.engine.types import Calibration, DepthRequest, FrameResult, StereoPair
+from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
-__all__ = ["Display", "EventHook", "FrameResult", "Session", "SessionEvents"]
+__all__ = ["Display", "EventHook", "FrameResult", "Session", "SessionEvents", "TruthError"]
 
 STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
@@ -95,6 +96,16 @@ class SessionEvents:
     calibration_changed: EventHook = field(default_factory=EventHook)  # (Calibration | None)
     engine_changed: EventHook = field(default_factory=EventHook)  # (reason: str)
     result: EventHook = field(default_factory=EventHook)  # (FrameResult)
+
+
+@dataclass(frozen=True)
+class TruthError:
+    """One engine's answer against ground truth."""
+
+    engine: str
+    error: np.ndarray  # H x W |disparity - truth| px, NaN unknown
+    bad2: float  # dense: holes count as wrong
+    epe: float  # px
 
 
 class Display:
@@ -251,6 +262,26 @@ class Session:
     def point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
         """N x 3 points (metres) and N x 3 colours of the frame; needs a calibration."""
         return snapshots.frame_point_cloud(result)
+
+    # ---- ground truth ------------------------------------------------------------------------
+    @staticmethod
+    def truth_errors(result: FrameResult) -> list[TruthError]:
+        """Against the pair's ground truth (demo, synthetic, datasets): per engine shown, the
+        H x W map of |disparity - truth| (NaN where either is unknown) with dense bad-2 and EPE.
+        Empty without ground truth or in binary mode (no disparity to compare)."""
+        gt = result.pair.gt_disparity
+        answers = [a for a in (result.depth, result.baseline) if a is not None and a.mode is not Mode.BINARY]
+        if gt is None or not answers or not np.any(np.isfinite(gt) & (gt > 0)):
+            return []
+        out = []
+        for answer in answers:
+            if answer.disparity.shape != gt.shape:
+                continue
+            scores = evaluate(answer.disparity, gt)["dense"]
+            with np.errstate(invalid="ignore"):
+                error = np.where(gt > 0, np.abs(answer.disparity - gt), np.nan).astype(np.float32)
+            out.append(TruthError(answer.engine, error, scores.bad2, scores.epe))
+        return out
 
     # ---- measuring ---------------------------------------------------------------------------
     @staticmethod

@@ -34,7 +34,7 @@ from app.ui.controls import ControlsPanel
 from app.ui.latency import LatencyPlot
 from app.ui.measure_panel import MeasurePanel
 from app.ui.notices import NoticeBar, RecBadge
-from app.ui.render import DisplaySpec, Rendered, render
+from app.ui.render import ERROR_MAX_PX, DisplaySpec, Rendered, render
 from app.ui.settings import Settings, engine_values, save_settings
 from app.ui.views import DepthPane, ImagePane
 
@@ -81,7 +81,8 @@ class MainWindow(QMainWindow):
         self.flow_view = ImagePane("Optical flow")
         self.extra = QTabWidget()
         self.extra.addTab(self.right_view, "Right")
-        self.extra.addTab(self.baseline_view, "SGBM")
+        self.compare_tab = self._build_compare()
+        self.extra.addTab(self.compare_tab, "Compare")
         self.extra.addTab(self.flow_view, "Flow")
         self.cloud_view = CloudView()
         self.extra.addTab(self.cloud_view, "3D")
@@ -110,6 +111,27 @@ class MainWindow(QMainWindow):
         self._rec_timer.timeout.connect(self._update_rec_badge)
         self.depth_view.set_colormap(self.settings.colormap)
         self.baseline_view.set_colormap(self.settings.colormap)
+
+    def _build_compare(self) -> QWidget:
+        """The main engine and SGBM at equal size, and their errors against ground truth below
+        (when the source has it); zoom, pan and hover are linked."""
+        self.compare_main = DepthPane("Depth")
+        self.error_main = DepthPane("Error")
+        self.error_base = DepthPane("Error")
+        compare = QWidget()
+        grid = QGridLayout(compare)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.addWidget(self.compare_main, 0, 0)
+        grid.addWidget(self.baseline_view, 0, 1)
+        grid.addWidget(self.error_main, 1, 0)
+        grid.addWidget(self.error_base, 1, 1)
+        for pane in (self.baseline_view, self.error_main, self.error_base):
+            pane.box.setXLink(self.compare_main.box)
+            pane.box.setYLink(self.compare_main.box)
+        for pane in (self.error_main, self.error_base):
+            pane.set_colormap("magma")
+            pane.setVisible(False)
+        return compare
 
     def _build_docks(self) -> None:
         scroll = QScrollArea()
@@ -182,7 +204,8 @@ class MainWindow(QMainWindow):
         self.calibration.calibrationChanged.connect(lambda cal, _rig: self.controls.set_calibration(cal))
         for name, pane in (
             ("left", self.left_view), ("depth", self.depth_view), ("right", self.right_view),
-            ("baseline", self.baseline_view),
+            ("baseline", self.baseline_view), ("depth", self.compare_main), ("depth", self.error_main),
+            ("baseline", self.error_base),
         ):  # fmt: skip
             pane.hovered.connect(lambda x, y, name=name: self._hover(name, x, y))
 
@@ -295,7 +318,7 @@ class MainWindow(QMainWindow):
     def _apply_compare(self, on: bool) -> None:
         self.session.set_compare(on)
         if on:
-            self.extra.setCurrentWidget(self.baseline_view)
+            self.extra.setCurrentWidget(self.compare_tab)
         self.controller.refresh()
 
     def _apply_flow(self, name: str) -> None:
@@ -305,8 +328,8 @@ class MainWindow(QMainWindow):
             self.extra.setCurrentWidget(self.flow_view)
 
     def _redraw(self) -> None:
-        self.depth_view.set_colormap(self.settings.colormap)
-        self.baseline_view.set_colormap(self.settings.colormap)
+        for pane in (self.depth_view, self.baseline_view, self.compare_main):
+            pane.set_colormap(self.settings.colormap)
         if self.controller.last is not None:
             self.show_result(self.controller.last)
 
@@ -333,8 +356,15 @@ class MainWindow(QMainWindow):
         self.left_view.show_tint(shown.tint)
         self.depth_view.set_title(shown.depth_title)
         self.depth_view.show_rgb(shown.depth_rgb, shown.depth_levels)
+        self.compare_main.set_title(shown.depth_title)
+        self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels)
         if shown.baseline_rgb is not None:
             self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
+        for pane, error in zip((self.error_main, self.error_base), (*shown.errors, None, None), strict=False):
+            pane.setVisible(error is not None)
+            if error is not None:
+                pane.set_title(error[0])
+                pane.show_rgb(error[1], (0.0, ERROR_MAX_PX))
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
             self.flow_view.set_title("Optical flow (left frame to left frame)")

@@ -6,14 +6,15 @@ GUI thread free to paint and respond.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.engine.session import Display
+from app.engine.session import Display, Session
 from app.engine.types import FrameResult, Mode
 
 colorize = Display.colorize
+ERROR_MAX_PX = 4.0  # the error colour bar's top: bad-2 pixels sit in its upper half
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Rendered:
     tint: np.ndarray | None  # mask tinted over the left image
     baseline_rgb: np.ndarray | None = None
     flow_rgb: np.ndarray | None = None
+    errors: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (title, rgb) per engine
 
 
 def auto_levels(values: np.ndarray) -> tuple[float, float]:
@@ -71,6 +73,13 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         out.baseline_rgb = _unknown_grey(
             colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
         )
+    for truth in Session.truth_errors(result):
+        rgb = _unknown_grey(colorize(truth.error, 0.0, ERROR_MAX_PX, "magma"), truth.error)
+        title = (
+            f"{truth.engine}: |d - truth| 0-{ERROR_MAX_PX:g} px · bad-2 {100 * truth.bad2:.1f} % "
+            f"· EPE {truth.epe:.2f} px"
+        )
+        out.errors.append((title, rgb))
     if result.flow is not None:
         flow = np.asarray(result.flow)
         if spec.flow_view == "arrows":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from app.engine.depth.engines import EngineOptions
 from app.engine.session import Session
@@ -224,3 +225,29 @@ def test_the_3d_view_builds_from_depth_and_calibration(qtbot) -> None:  # type: 
     assert len(cloud.positions) == 120 * 200 and np.allclose(cloud.positions[:, 2], -500.0 * 0.1 / d)
     cloud.max_depth.setValue(1)  # 0.1 m: nothing that near
     assert len(cloud.positions) == 0 and "0 points" in cloud.message.text()
+
+
+def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # type: ignore[no-untyped-def]
+    class WithTruth(FakeSource):
+        def read(self):  # type: ignore[no-untyped-def]
+            pair = super().read()
+            if pair is None:
+                return None
+            gt = np.full(pair.left.shape[:2], 6.0, np.float32)
+            return StereoPair(pair.left, pair.right, pair.timestamp, None, gt)
+
+    window = _window(qtbot, lambda spec: WithTruth(1), RecordingEngine(), compare=True)
+    window.session.set_compare(True)
+    window.open_spec("pair")
+    result = _shown(qtbot, window)
+    window.extra.setCurrentWidget(window.compare_tab)
+    assert window.error_main.isVisible() and window.error_base.isVisible()
+    expected = abs(float(result.depth.disparity[0, 0]) - 6.0)
+    assert (
+        "bad-2 100.0 %" in window.error_main.title.text
+        and f"EPE {expected:.2f} px" in window.error_main.title.text
+    )
+    assert "sgbm" in window.error_base.title.text
+    window.compare_main.box.setXRange(10, 60, padding=0)  # zooming one zooms the others
+    lo, hi = window.baseline_view.box.viewRange()[0]
+    assert (lo + hi) / 2 == pytest.approx(35, abs=0.5) and hi - lo < 100  # same place, zoomed in

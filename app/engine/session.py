@@ -203,6 +203,25 @@ class Session:
             old.close()
         self.events.source_changed.emit(description)
 
+    def seek(self, index: int) -> None:
+        """Make frame ``index`` of the source the next one grabbed (files, recordings, videos)."""
+        source = self.source
+        if source is None or not getattr(source, "seekable", False):
+            raise UserError(
+                "this source cannot seek (a camera, an endless or unnumbered stream); pause and step"
+            )
+        source.seek(index)  # type: ignore[attr-defined]
+
+    def position(self) -> tuple[int, int | None, float]:
+        """The source's last frame number, its frame count (None: unknown) and that frame's time."""
+        source = self.source
+        if source is None:
+            return -1, None, 0.0
+        number = int(getattr(source, "frame_number", -1))
+        count = getattr(source, "frame_count", None) if getattr(source, "seekable", False) else None
+        stamp = source.timestamp_of(max(number, 0)) if count else 0.0  # type: ignore[attr-defined]
+        return number, count, float(stamp)
+
     # ---- calibration (the session owns it) ---------------------------------------------------
     def set_calibration(self, calibration: Calibration | None, rectifier: Rectifies | None = None) -> None:
         """Use ``calibration`` for depth in metres (and ``rectifier`` for raw pairs); None: the source's."""

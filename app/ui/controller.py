@@ -160,6 +160,20 @@ class SessionController(QObject):
             self._dirty = True
             self._kick()
 
+    def seek(self, index: int) -> None:
+        """Jump to frame ``index`` of a seekable source; paused or ended, that frame is shown."""
+
+        def done(_value: Any) -> None:
+            self._resumable = True
+            if self._paused or not self._live:
+                self._step = True
+                self._dirty = True
+            if not self._paused and not self._live:
+                self._live = True
+                self._timer.start()
+
+        self.run_task(lambda: self.session.seek(index), done)
+
     def _hold_last(self) -> None:
         """Keep the last frame shown as a still pair that every control change recomputes."""
         if self.last is not None:

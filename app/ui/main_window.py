@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QScrollArea,
+    QSlider,
     QTabWidget,
     QToolBar,
     QVBoxLayout,
@@ -269,6 +270,7 @@ class MainWindow(QMainWindow):
         self._hover_at = None
         self.readout.setText("")
         self.pause_action.setChecked(False)
+        self._update_position()
         self.show_status(f"opened {description}")
         self.setWindowTitle(f"Bi3D Studio — {description}")
 
@@ -292,7 +294,34 @@ class MainWindow(QMainWindow):
         self.loop_action.setToolTip("start a finite source again when it ends")
         for action in (self.pause_action, self.step_action, self.loop_action):
             bar.addAction(action)
+        self.seek_bar = QSlider(Qt.Orientation.Horizontal)
+        self.seek_bar.setToolTip("seek: drag to a frame (files, datasets, recordings, videos)")
+        self.seek_bar.setMinimumWidth(200)
+        self.seek_bar.setEnabled(False)
+        self.seek_bar.sliderReleased.connect(lambda: self.controller.seek(self.seek_bar.value()))
+        self.seek_bar.valueChanged.connect(self._seek_label_text)
+        self.seek_label = QLabel("")
+        bar.addWidget(self.seek_bar)
+        bar.addWidget(self.seek_label)
         self.addToolBar(bar)
+
+    def _seek_label_text(self, index: int) -> None:
+        _, count, _ = self.session.position()
+        if count:
+            stamp = self.session.source.timestamp_of(index)  # type: ignore[union-attr]
+            self.seek_label.setText(f" frame {index + 1} / {count} · {stamp:.2f} s ")
+
+    def _update_position(self) -> None:
+        number, count, _ = self.session.position()
+        self.seek_bar.setEnabled(bool(count))
+        if not count:
+            self.seek_label.setText("")
+            return
+        if self.seek_bar.maximum() != count - 1:
+            self.seek_bar.setRange(0, count - 1)
+        if not self.seek_bar.isSliderDown():
+            self.seek_bar.setValue(max(number, 0))
+            self._seek_label_text(max(number, 0))
 
     def _pause(self, on: bool) -> None:
         self.pause_action.setText("Play" if on else "Pause")
@@ -374,6 +403,7 @@ class MainWindow(QMainWindow):
             )
         self.controls.show_choice(depth)
         self.measure.set_result(result)
+        self._update_position()
         self.cloud_view.set_result(result)
         self.latency.add(result.timings)
         self.controls.set_calibration(result.calibration)

@@ -251,3 +251,36 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
     window.compare_main.box.setXRange(10, 60, padding=0)  # zooming one zooms the others
     lo, hi = window.baseline_view.box.viewRange()[0]
     assert (lo + hi) / 2 == pytest.approx(35, abs=0.5) and hi - lo < 100  # same place, zoomed in
+
+
+def _pairs_folder(root: Path, count: int = 5) -> Path:
+    import cv2
+
+    rng = np.random.default_rng(1)
+    for side in ("left", "right"):
+        (root / side).mkdir(parents=True)
+    for i in range(count):
+        img = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
+        cv2.imwrite(str(root / "left" / f"{i:03d}.png"), img)
+        cv2.imwrite(str(root / "right" / f"{i:03d}.png"), np.roll(img, -3, axis=1))
+    return root
+
+
+def test_seeking_a_folder_after_it_ended(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = _pairs_folder(tmp_path / "pairs")
+    window = _window(qtbot, None, RecordingEngine())
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        window.open_spec(str(folder))
+    assert window.seek_bar.isEnabled() and window.seek_bar.maximum() == 4
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.controller.seek(2)
+    assert blocker.args[0].pair.timestamp == 2.0 and "frame 3 / 5" in window.seek_label.text()
+
+
+def test_a_source_that_cannot_seek_says_so(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1000), RecordingEngine())
+    window.open_spec("live")
+    _shown(qtbot, window)
+    assert not window.seek_bar.isEnabled()
+    window.controller.seek(3)
+    qtbot.waitUntil(lambda: "cannot seek" in window.last_error, timeout=5000)

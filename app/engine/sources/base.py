@@ -92,6 +92,33 @@ class StereoSource(ABC):
     def ended(self) -> bool:
         return self._ended.is_set()
 
+    @property
+    def seekable(self) -> bool:
+        """Whether ``seek`` can jump to any frame (files, datasets, recordings, most videos)."""
+        return False
+
+    def seek(self, index: int) -> None:
+        """Make frame ``index`` (0-based) the next one ``read`` returns, even after the end."""
+        count = self.frame_count
+        if not self.seekable or count is None:
+            raise UserError(
+                f"{self.describe()} cannot seek: it has no numbered frames; pause and step instead"
+            )
+        if not 0 <= index < count:
+            raise UserError(f"frame {index} is outside {self.describe()} (frames 0 to {count - 1})")
+        self.open()
+        self._seek(index)
+        self.frame_number = index - 1
+        self._ended.clear()
+
+    def _seek(self, index: int) -> None:
+        """Position the underlying files so that ``_next`` returns frame ``index``."""
+        raise NotImplementedError
+
+    def timestamp_of(self, index: int) -> float:
+        """The timestamp (s) of frame ``index``, for a seek bar's label."""
+        return float(index)
+
     def open(self) -> None:
         """Acquire files or devices (once); a closed source stays closed: open a new one."""
         if not self._opened and not self._closed:

@@ -199,6 +199,16 @@ class SceneSource(StereoSource):
     def describe(self) -> str:
         return self._description
 
+    @property
+    def seekable(self) -> bool:
+        return True
+
+    def _seek(self, index: int) -> None:
+        """Scenes load by index: nothing to position."""
+
+    def timestamp_of(self, index: int) -> float:
+        return self._timestamps[index] if self._timestamps is not None else float(index)
+
     def _next(self) -> Frame | None:
         index = self.frame_number + 1
         if index >= len(self.scenes):

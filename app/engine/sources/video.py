@@ -51,6 +51,17 @@ class VideoSource(StereoSource):
     def fps(self) -> float:
         return self._fps
 
+    @property
+    def seekable(self) -> bool:
+        return self._count is not None
+
+    def _seek(self, index: int) -> None:
+        for capture in self._captures:
+            capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+
+    def timestamp_of(self, index: int) -> float:
+        return index / self._fps
+
     def describe(self) -> str:
         if len(self.paths) == 2:
             return f"videos {self.paths[0].name} + {self.paths[1].name}"

@@ -298,3 +298,17 @@ def test_scenes_from_source_need_ground_truth(tmp_path: Path) -> None:
     write_color_png(tmp_path / "r.png", image(2))
     with pytest.raises(UserError, match="no ground-truth disparity"):
         scenes_from_source(f"{tmp_path / 'l.png'},{tmp_path / 'r.png'}")
+
+
+def test_a_folder_of_pairs_seeks_even_after_its_end(tmp_path: Path) -> None:
+    for side in ("left", "right"):
+        (tmp_path / side).mkdir()
+        for i in range(3):
+            cv2.imwrite(str(tmp_path / side / f"{i}.png"), np.full((20, 30, 3), 10 * i, np.uint8))
+    source = open_source(str(tmp_path))
+    assert source.seekable and [p.timestamp for p in source] == [0.0, 1.0, 2.0] and source.ended
+    source.seek(1)
+    pair = source.read()
+    assert pair is not None and pair.timestamp == 1.0 and not source.ended
+    with pytest.raises(UserError, match="outside"):
+        source.seek(3)

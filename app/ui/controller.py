@@ -28,7 +28,7 @@ from app.vocabulary import window_words
 
 TICK_MS = 30
 QUICK_AFTER_MS = 300  # a full answer slower than this is preceded by a quick one
-QUICK_BUDGET_MS = 250.0  # what the quick answer may take
+QUICK_LEVELS = 6  # the quick answer: quantized depth in this many planes (a few network passes)
 
 
 class MainView(Protocol):
@@ -197,7 +197,9 @@ class SessionController(QObject):
         still = None if pull else self._still
         if still is not None and self._wants_quick():
             self._quick_for = self._generation  # the full answer follows: stay dirty
-            request = dataclasses.replace(self._request, budget_ms=QUICK_BUDGET_MS)
+            request = dataclasses.replace(
+                self._request, mode=Mode.QUANTIZED, planes=(), levels=QUICK_LEVELS, range=None, budget_ms=None
+            )
             job = Job(self._generation, request, still, self._display_fn(), quick=True)
         else:
             self._dirty = False

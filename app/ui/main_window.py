@@ -12,11 +12,13 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QGridLayout,
+    QHBoxLayout,
     QInputDialog,
     QLabel,
     QMainWindow,
     QScrollArea,
     QSlider,
+    QStackedWidget,
     QTabWidget,
     QToolBar,
     QVBoxLayout,
@@ -83,7 +85,7 @@ class MainWindow(QMainWindow):
         self.extra = QTabWidget()
         self.extra.addTab(self.right_view, "Right")
         self.compare_tab = self._build_compare()
-        self.extra.addTab(self.compare_tab, "Compare")
+        self.extra.addTab(self.compare_tab, "Errors")
         self.extra.addTab(self.flow_view, "Flow")
         self.cloud_view = CloudView()
         self.extra.addTab(self.cloud_view, "3D")
@@ -94,15 +96,17 @@ class MainWindow(QMainWindow):
         self.notices = NoticeBar()
         outer.addWidget(self.notices)
         grid = QGridLayout()
-        grid.addWidget(self.left_view, 0, 0)
-        grid.addWidget(self.depth_view, 0, 1)
-        grid.addWidget(self.extra, 1, 0, 1, 2)
+        self.top = self._build_top()
+        self.top.setCurrentIndex(1 if self.settings.compare else 0)
+        grid.addWidget(self.top, 0, 0)
+        grid.addWidget(self.extra, 1, 0)
         grid.setRowStretch(0, 2)
         grid.setRowStretch(1, 1)
         outer.addLayout(grid, 1)
         self.setCentralWidget(central)
         self.readout = QLabel("")
         self.engine_label = QLabel("")
+        self.engine_label.setMaximumWidth(520)  # the full text is its tooltip
         self.rec_badge = RecBadge()
         self.statusBar().addWidget(self.readout, 1)
         self.statusBar().addPermanentWidget(self.rec_badge)
@@ -114,25 +118,34 @@ class MainWindow(QMainWindow):
         self.baseline_view.set_colormap(self.settings.colormap)
 
     def _build_compare(self) -> QWidget:
-        """The main engine and SGBM at equal size, and their errors against ground truth below
-        (when the source has it); zoom, pan and hover are linked."""
-        self.compare_main = DepthPane("Depth")
+        """The errors against ground truth of the main engine and of SGBM, side by side."""
         self.error_main = DepthPane("Error")
         self.error_base = DepthPane("Error")
-        compare = QWidget()
-        grid = QGridLayout(compare)
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.addWidget(self.compare_main, 0, 0)
-        grid.addWidget(self.baseline_view, 0, 1)
-        grid.addWidget(self.error_main, 1, 0)
-        grid.addWidget(self.error_base, 1, 1)
+        errors = QWidget()
+        row = QHBoxLayout(errors)
+        row.setContentsMargins(0, 0, 0, 0)
+        for pane in (self.error_main, self.error_base):
+            pane.set_colormap("magma")
+            pane.set_title("no ground truth for this source")
+            row.addWidget(pane)
+        return errors
+
+    def _build_top(self) -> QStackedWidget:
+        """Left image and depth; when comparing, the main engine and SGBM at equal size, their
+        zoom, pan and hover linked (with the error views below)."""
+        self.compare_main = DepthPane("Depth")
+        top = QStackedWidget()
+        for a, b in ((self.left_view, self.depth_view), (self.compare_main, self.baseline_view)):
+            page = QWidget()
+            row = QHBoxLayout(page)
+            row.setContentsMargins(0, 0, 0, 0)
+            row.addWidget(a)
+            row.addWidget(b)
+            top.addWidget(page)
         for pane in (self.baseline_view, self.error_main, self.error_base):
             pane.box.setXLink(self.compare_main.box)
             pane.box.setYLink(self.compare_main.box)
-        for pane in (self.error_main, self.error_base):
-            pane.set_colormap("magma")
-            pane.setVisible(False)
-        return compare
+        return top
 
     def _build_docks(self) -> None:
         scroll = QScrollArea()
@@ -140,20 +153,23 @@ class MainWindow(QMainWindow):
         scroll.setWidgetResizable(True)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # labels wrap instead
         scroll.setMinimumWidth(self.controls.sizeHint().width() + 24)
-        dock = QDockWidget("Controls", self)
-        dock.setObjectName("controls")
-        dock.setWidget(scroll)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        controls_dock = QDockWidget("Controls", self)
+        controls_dock.setObjectName("controls")
+        controls_dock.setWidget(scroll)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, controls_dock)
         self.calibration = CalibrationPanel(self.controller)
-        dock = QDockWidget("Calibration", self)
-        dock.setObjectName("calibration")
-        dock.setWidget(self.calibration)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        calibration_dock = QDockWidget("Calibration", self)
+        calibration_dock.setObjectName("calibration")
+        calibration_dock.setWidget(self.calibration)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, calibration_dock)
         self.measure = MeasurePanel(self.depth_view)
         measure_dock = QDockWidget("Measure", self)
         measure_dock.setObjectName("measure")
         measure_dock.setWidget(self.measure)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, measure_dock)
+        self.tabifyDockWidget(calibration_dock, measure_dock)  # one at a time: the images keep the room
+        calibration_dock.raise_()
+        self.resizeDocks([controls_dock, calibration_dock], [290, 330], Qt.Orientation.Horizontal)
         self.latency = LatencyPlot()
         dock = QDockWidget("Latency", self)
         dock.setObjectName("latency")
@@ -346,6 +362,7 @@ class MainWindow(QMainWindow):
 
     def _apply_compare(self, on: bool) -> None:
         self.session.set_compare(on)
+        self.top.setCurrentIndex(1 if on else 0)
         if on:
             self.extra.setCurrentWidget(self.compare_tab)
         self.controller.refresh()
@@ -390,10 +407,11 @@ class MainWindow(QMainWindow):
         if shown.baseline_rgb is not None:
             self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
         for pane, error in zip((self.error_main, self.error_base), (*shown.errors, None, None), strict=False):
-            pane.setVisible(error is not None)
             if error is not None:
                 pane.set_title(error[0])
                 pane.show_rgb(error[1], (0.0, ERROR_MAX_PX))
+            else:
+                pane.set_title("no ground truth for this source" if not shown.errors else "")
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
             self.flow_view.set_title("Optical flow (left frame to left frame)")

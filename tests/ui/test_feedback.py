@@ -173,7 +173,7 @@ def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: 
         name = "bi3d"
 
         def compute(self, left, right, request):  # type: ignore[no-untyped-def]
-            if request.budget_ms is None:
+            if request.mode is not Mode.QUANTIZED:
                 _time.sleep(0.4)
             return super().compute(left, right, request)
 
@@ -184,8 +184,8 @@ def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: 
     window.open_spec("pair")
     qtbot.waitUntil(lambda: len(shown) >= 2, timeout=10_000)
     quick, full = shown[0], shown[1]
-    assert quick.request.budget_ms is not None and "quick answer" in quick.display.depth_title
-    assert full.request.budget_ms is None and "quick" not in full.display.depth_title
+    assert quick.request.mode is Mode.QUANTIZED and "quick answer" in quick.display.depth_title
+    assert full.request.mode is Mode.CONTINUOUS and "quick" not in full.display.depth_title
     assert window.left_view._shape is not None  # the images were up before the depth
 
 

@@ -75,7 +75,13 @@ def test_chessboard_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Pa
         capsys, "calib", "chessboard", str(folder), "--pattern", "8x6", "--square", "0.03", "--out", str(out)
     )
     assert code == 0
-    for needle in ("rms reprojection error:", "epipolar error:", "coverage: X"):
+    for needle in (
+        "rms reprojection error:",
+        "epipolar error:",
+        "coverage: X",
+        "per-view rms",
+        "left_00.png: 0.",
+    ):
         assert needle in stdout
     baseline = float(next(line for line in stdout.splitlines() if line.startswith("baseline:")).split()[1])
     assert baseline == pytest.approx(BASELINE_M, rel=0.01)
@@ -213,3 +219,29 @@ def test_depth_rectifies_a_raw_rig_first(
         capsys, "depth", str(small), str(small), "--calib", rig, "--engine", "sgbm", "--out", str(tmp_path)
     )
     assert "640x480" in msg and "320x240" in msg
+
+
+def test_opencv_sample_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "c.yaml"
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    argv = ["calib", "chessboard", str(sample), "--pattern", "9x6", "--square", "0.025", "--out", str(out)]
+    code, stdout, _ = run(capsys, *argv, "--drop", "left01.jpg")
+    assert code == 0 and "views: 12 used, 0 skipped, 1 dropped" in stdout
+    baseline = float(next(line for line in stdout.splitlines() if line.startswith("baseline:")).split()[1])
+    assert baseline == pytest.approx(0.0836, rel=0.02)
+    assert load_calibration(out)[1] is not None
+
+
+def test_charuco_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from app.engine.calibration.charuco import CharucoTarget
+    from tests.engine.calibration.test_charuco import MARKER_M, SQUARE_M, SQUARES, _write
+
+    folder = tmp_path / "views"
+    folder.mkdir()
+    _write(folder, CharucoTarget(SQUARES, SQUARE_M, MARKER_M))
+    out = tmp_path / "c.yaml"
+    argv = ["calib", "charuco", str(folder), "--squares", "8x6", "--square", "0.03", "--marker", "0.022"]
+    code, stdout, _ = run(capsys, *argv, "--out", str(out))
+    assert code == 0 and "ChArUco" not in stdout and out.exists()
+    msg = _bad(capsys, *argv, "--dictionary", "5X5_50", "--out", str(tmp_path / "d.yaml"))
+    assert "ChArUco board (5X5_50) was found in both images of 0 of" in msg

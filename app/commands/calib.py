@@ -82,21 +82,53 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_chessboard(args: argparse.Namespace) -> int:
-    from app.engine.calibration.chessboard import calibrate_folder
+    from app.engine.calibration.chessboard import ChessboardTarget
+
+    return _calibrate(args, ChessboardTarget(args.pattern, args.square))
+
+
+def run_charuco(args: argparse.Namespace) -> int:
+    from app.engine.calibration.charuco import CharucoTarget
+
+    target = CharucoTarget(args.squares, args.square, args.marker, args.dictionary, args.legacy)
+    return _calibrate(args, target)
+
+
+def _calibrate(args: argparse.Namespace, target: Any) -> int:
     from app.engine.calibration.files import write_opencv_yaml
+    from app.engine.calibration.folder import calibrate_folder
 
     def progress(name: str, found: bool) -> None:
         print(f"{name}: {'board found' if found else 'no board in both images, skipped'}")
 
-    result = calibrate_folder(args.folder, args.pattern, args.square, on_view=progress)
-    write_opencv_yaml(args.out, result.rig)
-    print(f"views: {len(result.views)} used, {len(result.skipped)} skipped")
+    drop = [n for item in args.drop for n in item.split(",") if n]
+    result = calibrate_folder(args.folder, target, progress, drop, args.drop_outliers)
+    print("per-view rms reprojection error (left, right):")
+    for name, (el, er) in zip(result.views, result.view_errors_px, strict=True):
+        flag = "  <- outlier (--drop " + name + ")" if name in result.outliers else ""
+        print(f"  {name}: {el:.3f} px, {er:.3f} px{flag}")
+    print(f"views: {len(result.views)} used, {len(result.skipped)} skipped, {len(result.dropped)} dropped")
+    if result.dropped:
+        print(f"dropped: {', '.join(result.dropped)}")
+    if result.outliers:
+        print(f"outlier views: {', '.join(result.outliers)} (drop them with --drop-outliers)")
     print(f"rms reprojection error: {result.rms_px:.3f} px")
     print(f"epipolar error: {result.epipolar_rms_px:.3f} px")
     print(f"baseline: {result.baseline_m:.4f} m")
     print(f"coverage: {result.coverage}")
+    write_opencv_yaml(args.out, result.rig)
     print(f"wrote {args.out}")
     return 0
+
+
+def _calibrate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    p.add_argument(
+        "--drop", action="append", default=[], metavar="VIEW", help="leave out this view (left image name)"
+    )
+    p.add_argument(
+        "--drop-outliers", action="store_true", help="fit again without the views flagged as outliers"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -144,5 +176,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("folder")
     b.add_argument("--pattern", type=parse_pattern, required=True, help="inner corners COLSxROWS, e.g. 9x6")
     b.add_argument("--square", type=positive_metres, required=True, help="square size in metres")
-    b.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    _calibrate_options(b)
     b.set_defaults(func=run_chessboard)
+
+    a = tools.add_parser(
+        "charuco",
+        help="calibrate a stereo rig from a folder of ChArUco board pairs",
+        description=(
+            "As 'chessboard', with a ChArUco board: its corners carry ids, so a board seen in part "
+            "or at any orientation still pairs up. Give the board by its squares (e.g. 7x5)."
+        ),
+    )
+    a.add_argument("folder")
+    a.add_argument("--squares", type=parse_pattern, required=True, help="squares COLSxROWS, e.g. 7x5")
+    a.add_argument("--square", type=positive_metres, required=True, help="square size in metres")
+    a.add_argument("--marker", type=positive_metres, required=True, help="marker size in metres")
+    a.add_argument("--dictionary", default="4X4_50", help="ArUco dictionary (default 4X4_50)")
+    a.add_argument("--legacy", action="store_true", help="board made before OpenCV 4.6 (even rows)")
+    _calibrate_options(a)
+    a.set_defaults(func=run_charuco)

@@ -26,6 +26,7 @@ from app.engine.calibration.check import EpipolarReport, check_epipolar
 from app.engine.calibration.chessboard import (
     MIN_VIEWS,
     Coverage,
+    align_pair,
     calibrate_stereo,
     detect_corners,
     view_parameters,
@@ -182,7 +183,10 @@ class CalibrationPanel(QWidget):
             import cv2
 
             grays = [cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (raw.left, raw.right)]
-            return [detect_corners(g, pattern) for g in grays], (raw.left.shape[1], raw.left.shape[0])
+            cl, cr = (detect_corners(g, pattern) for g in grays)
+            if cl is not None and cr is not None:
+                cr = align_pair(cl, cr, pattern)  # the same physical corner first in both views
+            return (cl, cr), (raw.left.shape[1], raw.left.shape[0])
 
         def done(value: Any) -> None:
             (cl, cr), size = value

@@ -38,10 +38,12 @@ def test_check_demo_pair(
 ) -> None:
     out = tmp_path / "check.json"
     code, stdout, _ = run(capsys, "calib", "check", *demo_pair, "--json", str(out))
-    assert code == 0 and "verdict: good" in stdout
+    assert code == 0 and "verdict: rectified" in stdout
     figures = json.loads(out.read_text())
     assert {"vertical_rms_px", "vertical_mean_px", "vertical_p95_px", "matches", "verdict"} <= set(figures)
-    assert figures["verdict"] == "good" and figures["matches"] >= 200 and figures["vertical_rms_px"] < 0.6
+    assert (
+        figures["verdict"] == "rectified" and figures["matches"] >= 200 and figures["vertical_rms_px"] < 0.6
+    )
 
 
 def test_check_of_a_rotated_pair_is_bad_and_exits_1(
@@ -53,7 +55,7 @@ def test_check_of_a_rotated_pair_is_bad_and_exits_1(
     path = tmp_path / "rotated.png"
     cv2.imwrite(str(path), rotated)
     code, stdout, _ = run(capsys, "calib", "check", demo_pair[0], str(path))
-    assert code == 1 and "verdict: bad" in stdout
+    assert code == 1 and "verdict: not rectified" in stdout
 
 
 def test_check_raw_rig_with_chessboard(

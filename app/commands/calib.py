@@ -51,12 +51,13 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"rectified with {args.calib} (raw rig, {rig.image_size[0]}x{rig.image_size[1]})")
     report = check_epipolar(left, right, args.detector, args.max_features)
     figures: dict[str, Any] = report.summary()
-    print(f"matches: {report.matches} ({args.detector})")
-    if report.verdict != "unknown":
+    print(f"matches: {report.matches} ({args.detector}, consistent with one epipolar geometry)")
+    if report.misalignment is not None:
         print(
             f"vertical offset: mean {report.vertical_mean_px:+.3f} px, rms {report.vertical_rms_px:.3f} px, "
             f"p95 {report.vertical_p95_px:.3f} px"
         )
+        print(f"misalignment: {report.misalignment}")
     print(f"verdict: {report.verdict} ({report.reason})")
     if args.pattern:
         board = check_board(left, right, args.pattern, args.square, calibration)
@@ -78,7 +79,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write(args.json, (json.dumps(figures, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
-    return 1 if report.verdict == "bad" else 0  # scripts can gate on a rig gone out of calibration
+    return 1 if report.verdict == "not rectified" else 0  # scripts can gate on a rig out of calibration
 
 
 def run_chessboard(args: argparse.Namespace) -> int:
@@ -143,8 +144,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check",
         help="how well is a pair rectified?",
         description=(
-            "Match features across a pair and report the vertical offsets of the matches (good <= "
-            "0.6 px RMS, marginal <= 1 px; exit status 1 when bad). With --calib of a raw rig the "
+            "Match features over the whole pair (ratio test, RANSAC fundamental matrix) and report the "
+            "vertical offsets of the inliers, and the shift, roll and vertical scale between the views: "
+            "rectified <= 0.6 px RMS, marginal <= 1 px, else not rectified (exit status 1); unknown "
+            "when the scene lacks texture. With --calib of a raw rig the "
             "pair is rectified first. "
             "With a chessboard in view (--pattern, --square) also the epipolar RMS over its corners "
             "and, given --calib, the measured square size against the true one."

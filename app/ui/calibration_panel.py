@@ -37,7 +37,12 @@ from app.engine.errors import UserError
 from app.engine.types import Calibration
 from app.ui.controller import SessionController
 
-VERDICT_COLOURS = {"good": "#2e7d32", "marginal": "#f9a825", "bad": "#c62828", "unknown": "#777777"}
+VERDICT_COLOURS = {
+    "rectified": "#2e7d32",
+    "marginal": "#f9a825",
+    "not rectified": "#c62828",
+    "unknown": "#777777",
+}
 LINE_GAIN = 10.0  # vertical offsets are drawn this many times larger, so sub-pixel errors show
 
 
@@ -156,10 +161,13 @@ class CalibrationPanel(QWidget):
             colour = VERDICT_COLOURS.get(report.verdict, "#777777")
             self.verdict.setText(f"<b style='color:{colour}'>{report.verdict.upper()}</b>")
             r = report
-            self.figures.setText(
-                f"vertical offset: mean {r.vertical_mean_px:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
-                f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches. {r.reason}"
-            )
+            if r.misalignment is None:
+                self.figures.setText(f"{r.matches} matches. {r.reason}")
+            else:
+                self.figures.setText(
+                    f"vertical offset: mean {r.vertical_mean_px:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
+                    f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches; {r.misalignment}. {r.reason}"
+                )
             self.linesReady.emit(match_segments(report))
 
         self.controller.run_task(lambda: check_epipolar(pair.left, pair.right), done)

@@ -247,3 +247,33 @@ def test_charuco_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert code == 0 and "ChArUco" not in stdout and out.exists()
     msg = _bad(capsys, *argv, "--dictionary", "5X5_50", "--out", str(tmp_path / "d.yaml"))
     assert "ChArUco board (5X5_50) was found in both images of 0 of" in msg
+
+
+HANDHELD = Path(__file__).parent / "data" / "opencv_handheld"
+
+
+def test_hand_held_pair_is_not_rectified_then_self_rectified(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pair = [str(HANDHELD / "left.jpg"), str(HANDHELD / "right.jpg")]
+    code, stdout, _ = run(capsys, "calib", "check", *pair)
+    assert code == 1 and "verdict: not rectified" in stdout and "misalignment: shift" in stdout
+    out = tmp_path / "self.yaml"
+    code, stdout, _ = run(capsys, "calib", "rectify", *pair, "--out", str(out))
+    line = next(x for x in stdout.splitlines() if x.startswith("vertical rms of the matches"))
+    after = float(line.split(",")[1].split()[0])
+    assert code == 0 and after <= 1.0 and "baseline: unknown" in stdout and out.exists()
+    code, stdout, _ = run(capsys, "calib", "check", *pair, "--calib", str(out))
+    assert code == 0 and "verdict: rectified" in stdout
+    # the same as one source, LEFT,RIGHT
+    code, stdout, _ = run(capsys, "calib", "rectify", ",".join(pair), "--out", str(tmp_path / "b.yaml"))
+    assert code == 0 and "frames: 1," in stdout
+
+
+def test_rectify_without_overlap_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    flat = tmp_path / "flat.png"
+    cv2.imwrite(str(flat), np.full((459, 612, 3), 128, np.uint8))
+    out = tmp_path / "c.yaml"
+    out.write_text("keep me")
+    msg = _bad(capsys, "calib", "rectify", str(HANDHELD / "left.jpg"), str(flat), "--out", str(out))
+    assert "consistent matches" in msg and out.read_text() == "keep me"

@@ -122,6 +122,54 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
     return 0
 
 
+def run_rectify(args: argparse.Namespace) -> int:
+    import itertools
+
+    from app.engine.calibration.check import check_epipolar
+    from app.engine.calibration.files import load_calibration, write_opencv_yaml
+    from app.engine.calibration.rig import Rectifier
+    from app.engine.calibration.selfrect import rectify_frames
+    from app.engine.errors import UserError
+    from app.engine.formats import read_image_rgb
+    from app.engine.sources.spec import open_source
+
+    if args.frames < 1:
+        raise UserError(f"--frames must be at least 1, got {args.frames}")
+    if args.right is not None:
+        pairs = [(read_image_rgb(args.source), read_image_rgb(args.right))]
+    else:
+        with open_source(args.source) as source:
+            pairs = [(f.left, f.right) for f in itertools.islice(source, args.frames)]
+    known = None
+    if args.calib:
+        _, known = load_calibration(
+            args.calib, args.calib2, image_size=(pairs[0][0].shape[1], pairs[0][0].shape[0])
+        )
+        if known is None:
+            raise UserError(
+                f"{args.calib} describes a rectified pair, not a raw rig; self-rectify without --calib"
+            )
+    result = rectify_frames(pairs, known, args.baseline, args.detector)
+    how = (
+        "intrinsics of " + str(args.calib) + ", relative pose re-estimated"
+        if result.method == "pose"
+        else "projective (no intrinsics known)"
+    )
+    print(f"frames: {result.frames}, matches: {result.matches} ({args.detector})")
+    print(f"method: {how}")
+    print(
+        f"vertical rms of the matches: {result.before_rms_px:.3f} px before, "
+        f"{result.after_rms_px:.3f} px after"
+    )
+    check = check_epipolar(*Rectifier(result.rig).rectify(*pairs[0]), args.detector)
+    print(f"check of the first rectified frame: {check.verdict} ({check.reason})")
+    if not result.baseline_known:
+        print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")
+    write_opencv_yaml(args.out, result.rig)
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _calibrate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
     p.add_argument(
@@ -135,8 +183,11 @@ def _calibrate_options(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calib",
-        help="check a pair's rectification or calibrate a rig from chessboard views",
-        description="Stereo calibration tools: 'check' measures a pair, 'chessboard' calibrates.",
+        help="check a pair's rectification, calibrate a rig from board views, or self-rectify it",
+        description=(
+            "Stereo calibration tools: 'check' measures a pair, 'chessboard' and 'charuco' calibrate "
+            "from board views, 'rectify' self-rectifies from ordinary frames."
+        ),
     )
     tools = p.add_subparsers(dest="calib_command", required=True)
 
@@ -198,3 +249,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--legacy", action="store_true", help="board made before OpenCV 4.6 (even rows)")
     _calibrate_options(a)
     a.set_defaults(func=run_charuco)
+
+    r = tools.add_parser(
+        "rectify",
+        help="self-rectify a rig from its frames, without a target",
+        description=(
+            "Estimate a rectification from feature matches over frames of SOURCE (a folder of pairs, "
+            "LEFT,RIGHT, a video, a camera), or of one pair LEFT RIGHT: with --calib (a raw rig whose "
+            "calibration drifted) its intrinsics are kept and the relative pose re-estimated; without, "
+            "the rectification is projective. Prints the vertical error before and after and writes "
+            "OpenCV YAML that --calib and the window read."
+        ),
+    )
+    r.add_argument("source", help="source, or the left image of one pair")
+    r.add_argument("right", nargs="?", help="right image, when SOURCE is a left image")
+    r.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    r.add_argument("--calib", help="a raw rig's calibration whose intrinsics to keep")
+    r.add_argument("--calib2", help="right camera_info of a ROS pair, or extrinsics.yml")
+    r.add_argument("--baseline", type=positive_metres, help="baseline in metres (default: the rig's, else 1)")
+    r.add_argument("--frames", type=int, default=10, help="frames to pool matches over (default 10)")
+    r.add_argument("--detector", default="orb", choices=["orb", "sift"])
+    r.set_defaults(func=run_rectify)

@@ -138,7 +138,7 @@ def check_epipolar(
             "or the views do not overlap: point the cameras at a textured scene"
         )
         return EpipolarReport(nan, nan, nan, len(pl), "unknown", reason, pl, pr, None, False)
-    rl, rr = _refine(gl, gr, pl, pr)
+    rl, rr = refine_matches(gl, gr, pl, pr)
     subpixel = len(rl) >= MIN_MATCHES
     if subpixel:
         pl, pr = rl, rr
@@ -212,7 +212,9 @@ def epipolar_inliers(pl: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.nda
     return pl, pr
 
 
-def _refine(gl: np.ndarray, gr: np.ndarray, pl: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def refine_matches(
+    gl: np.ndarray, gr: np.ndarray, pl: np.ndarray, pr: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Move each right point to the sub-pixel best match of the patch around its left point.
 
     Keypoint positions are quantised to the detector's pyramid grid (up to a pixel), which is

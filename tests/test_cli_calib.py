@@ -115,7 +115,7 @@ def test_frames_of_another_size(
     rig = tmp_path / "rig.yaml"
     write_opencv_yaml(rig, true_rig())
     msg = _bad(capsys, "calib", "check", *demo_pair, "--calib", str(rig))
-    assert "calibration is for 640x480 but frames are 741x500" in msg
+    assert "rig.yaml is for 640x480 images but the frames are 741x500 (another aspect ratio)" in msg
 
 
 def test_pair_of_different_sizes(
@@ -215,12 +215,16 @@ def test_depth_rectifies_a_raw_rig_first(
     )
     assert code == 0 and len(calls) == 1
     assert (tmp_path / "d" / "result.npz").is_file()
+    # Half the size, one aspect ratio: the intrinsics are scaled, with a note.
     small = tmp_path / "small.png"
     cv2.imwrite(str(small), cv2.resize(cv2.imread(left), (320, 240)))
-    msg = _bad(
-        capsys, "depth", str(small), str(small), "--calib", rig, "--engine", "sgbm", "--out", str(tmp_path)
-    )
-    assert "640x480" in msg and "320x240" in msg
+    argv = ["depth", str(small), str(small), "--calib", rig, "--engine", "sgbm", "--max-disparity", "32"]
+    code, stdout, _ = run(capsys, *argv, "--out", str(tmp_path / "s"))
+    assert code == 0 and "scaled its intrinsics by 0.5 to the 320x240 frames" in stdout
+    # Another aspect ratio is refused.
+    cv2.imwrite(str(small), cv2.resize(cv2.imread(left), (320, 200)))
+    msg = _bad(capsys, *argv, "--out", str(tmp_path / "t"))
+    assert "640x480" in msg and "320x200" in msg
 
 
 def test_opencv_sample_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -277,3 +281,37 @@ def test_rectify_without_overlap_writes_nothing(capsys: pytest.CaptureFixture[st
     out.write_text("keep me")
     msg = _bad(capsys, "calib", "rectify", str(HANDHELD / "left.jpg"), str(flat), "--out", str(out))
     assert "consistent matches" in msg and out.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("baseline", "focal", "needle"),
+    [
+        ("-193", "994.978", "is -193 mm"),
+        ("0", "994.978", "baseline 'baseline' is 0"),
+        ("193", "0", "'cam0' is 0"),
+    ],
+)
+def test_malformed_middlebury_values_exit_2(
+    capsys: pytest.CaptureFixture[str], demo_dir: Path, tmp_path: Path, baseline: str, focal: str, needle: str
+) -> None:
+    text = (demo_dir / "calib.txt").read_text()
+    text = text.replace("baseline=193.001", f"baseline={baseline}").replace("cam0=[994.978", f"cam0=[{focal}")
+    path = tmp_path / "calib.txt"
+    path.write_text(text)
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    assert needle in _bad(capsys, "calib", "check", *pair, "--calib", str(path))
+    assert needle in _bad(
+        capsys, "depth", *pair, "--calib", str(path), "--engine", "sgbm", "--out", str(tmp_path)
+    )
+
+
+def test_calibration_of_another_size(
+    capsys: pytest.CaptureFixture[str], demo_dir: Path, tmp_path: Path
+) -> None:
+    text = (demo_dir / "calib.txt").read_text().replace("width=741", "width=900")
+    path = tmp_path / "calib.txt"
+    path.write_text(text)
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    assert "is for 900x500 images but the frames are 741x500" in _bad(
+        capsys, "calib", "check", *pair, "--calib", str(path)
+    )

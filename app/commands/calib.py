@@ -32,7 +32,7 @@ def positive_metres(text: str) -> float:
 
 def run_check(args: argparse.Namespace) -> int:
     from app.engine.calibration.check import check_board, check_epipolar
-    from app.engine.calibration.files import load_calibration
+    from app.engine.calibration.files import load_for_frames
     from app.engine.calibration.rig import Rectifier
     from app.engine.errors import UserError
     from app.engine.formats import atomic_write, read_image_rgb
@@ -44,8 +44,10 @@ def run_check(args: argparse.Namespace) -> int:
     check_pair(left, right)
     calibration = None
     if args.calib:
-        size = (left.shape[1], left.shape[0])  # only used when the file does not record its size
-        calibration, rig = load_calibration(args.calib, args.calib2, image_size=size)
+        size = (left.shape[1], left.shape[0])
+        calibration, rig, note = load_for_frames(args.calib, args.calib2, size)
+        if note:
+            print(f"note: {note}")
         if rig is not None:
             left, right = Rectifier(rig).rectify(left, right)
             print(f"rectified with {args.calib} (raw rig, {rig.image_size[0]}x{rig.image_size[1]})")
@@ -126,7 +128,7 @@ def run_rectify(args: argparse.Namespace) -> int:
     import itertools
 
     from app.engine.calibration.check import check_epipolar
-    from app.engine.calibration.files import load_calibration, write_opencv_yaml
+    from app.engine.calibration.files import load_for_frames, write_opencv_yaml
     from app.engine.calibration.rig import Rectifier
     from app.engine.calibration.selfrect import rectify_frames
     from app.engine.errors import UserError
@@ -140,11 +142,15 @@ def run_rectify(args: argparse.Namespace) -> int:
     else:
         with open_source(args.source) as source:
             pairs = [(f.left, f.right) for f in itertools.islice(source, args.frames)]
+    if not pairs:
+        raise UserError(f"{args.source} gave no frames; check the source")
     known = None
     if args.calib:
-        _, known = load_calibration(
-            args.calib, args.calib2, image_size=(pairs[0][0].shape[1], pairs[0][0].shape[0])
+        _, known, note = load_for_frames(
+            args.calib, args.calib2, (pairs[0][0].shape[1], pairs[0][0].shape[0])
         )
+        if note:
+            print(f"note: {note}")
         if known is None:
             raise UserError(
                 f"{args.calib} describes a rectified pair, not a raw rig; self-rectify without --calib"

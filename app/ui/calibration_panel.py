@@ -31,7 +31,7 @@ from app.engine.calibration.chessboard import (
     detect_corners,
     view_parameters,
 )
-from app.engine.calibration.files import load_calibration, write_opencv_yaml
+from app.engine.calibration.files import load_calibration, load_for_frames, write_opencv_yaml
 from app.engine.calibration.rig import Rectifier, StereoRig
 from app.engine.errors import UserError
 from app.engine.types import Calibration
@@ -125,12 +125,19 @@ class CalibrationPanel(QWidget):
             self.load(Path(path))
 
     def load(self, path: Path) -> None:
+        last = self.controller.last
+        frame = (last.raw or last.pair).left if last is not None else None
         try:
-            calibration, rig = load_calibration(path)
+            if frame is None:
+                calibration, rig, note = *load_calibration(path), None
+            else:
+                calibration, rig, note = load_for_frames(path, None, (frame.shape[1], frame.shape[0]))
         except UserError as exc:
             self.controller.view.show_error(str(exc))
             return
         self.apply(calibration, rig, path.name)
+        if note:
+            self.file_label.setText(f"{self.file_label.text()}; {note}")
 
     def apply(self, calibration: Calibration, rig: StereoRig | None, name: str) -> None:
         self.rig = rig

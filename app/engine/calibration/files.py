@@ -11,6 +11,7 @@ writes it, a pair of ROS ``camera_info`` files, Middlebury ``calib.txt`` and ste
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import cv2
 import numpy as np
 
 from app.engine.calibration.rig import FIELD_SHAPES, StereoRig, calibration_from_projections, shape_text
+from app.engine.calibration.validate import check_rig, check_values, fit_to_frames
 from app.engine.errors import UserError
 from app.engine.types import Calibration
 
@@ -80,10 +82,14 @@ def read_middlebury_calib(path: str | Path) -> MiddleburyCalib:
 
     def opt_int(key: str) -> int | None:
         try:
-            return round(float(fields[key]))
+            value = float(fields[key])
         except (KeyError, ValueError):
             return None
+        if not math.isfinite(value) or value <= 0:
+            raise UserError(f"{path}: field {key!r} is {fields[key]!r}; it must be a positive number")
+        return round(value)
 
+    check_values(calibration, str(path), "cam0", "baseline", "mm")
     return MiddleburyCalib(calibration, opt_int("width"), opt_int("height"), opt_int("ndisp"))
 
 
@@ -108,13 +114,14 @@ def read_stereodemo_json(path: str | Path) -> Calibration:
         raise UserError(f"{path}: stereodemo calibration has no field {keys[0]!r}; add it")
 
     cx0 = number("cx0", "cx")
-    return Calibration(
+    calibration = Calibration(
         focal_px=number("fx"),
         baseline_m=number("baseline_meters"),
         cx=cx0,
         cy=number("cy"),
         doffs=number("cx1", "cx0", "cx") - cx0,
     )
+    return check_values(calibration, str(path), "fx", "baseline_meters")
 
 
 def _json(path: Path) -> dict[str, object]:
@@ -250,10 +257,23 @@ def _read_opencv(
     size = size or image_size
     if size is None:
         if "P1" in fields and "P2" in fields:
-            return calibration_from_projections(fields["P1"], fields["P2"]), None
+            calibration = calibration_from_projections(fields["P1"], fields["P2"])
+            return check_values(calibration, str(path), "P1[0,0]", "baseline (-P2[0,3] / P2[0,0])"), None
         raise UserError(f"{path} has no image size (image_width, image_height); add them to the file")
-    rig = StereoRig(size, **fields)
-    return rig.rectified(), rig
+    rig = check_rig(StereoRig(size, **fields), str(path))
+    return _checked_rig(rig, path), rig
+
+
+def _checked_rig(rig: StereoRig, path: Path) -> Calibration:
+    """The rig's rectified geometry, range-checked; a swapped rig is named by its T."""
+    rectified = rig.rectified()
+    where = str(path)
+    if rectified.baseline_m < 0:
+        raise UserError(
+            f"{where}: T = {np.round(rig.T, 4).tolist()} puts the right camera left of the left one "
+            f"(baseline {rectified.baseline_m:g} m); swap the left and right images (or M1/M2, D1/D2)"
+        )
+    return check_values(rectified, where, "P1[0,0]", "baseline (-P2[0,3] / P2[0,0])")
 
 
 def _is_ros(fs: cv2.FileStorage) -> bool:
@@ -290,7 +310,9 @@ def read_ros_camera_info_pair(left: str | Path, right: str | Path) -> tuple[Cali
         raise UserError(
             f"camera_info sizes differ: {left} is {lsize[0]}x{lsize[1]}, {right} {rsize[0]}x{rsize[1]}"
         )
-    calibration = calibration_from_projections(li["P"], ri["P"])
+    calibration = check_values(
+        calibration_from_projections(li["P"], ri["P"]), f"{right}", "P[0,0]", "baseline (-P[0,3] / P[0,0])"
+    )
     r1, r2 = li.get("R", np.eye(3)), ri.get("R", np.eye(3))
     proper = all(np.allclose(r @ r.T, np.eye(3), atol=1e-4) and np.linalg.det(r) > 0 for r in (r1, r2))
     if lsize is None or not proper:
@@ -335,9 +357,25 @@ def load_calibration(
     OpenCV ``intrinsics.yml``/``extrinsics.yml`` pair (found next to the first if not given).
     ``image_size`` (width, height) is used only when an OpenCV file does not record its size.
     The rig is None for formats that describe only a rectified pair (Middlebury, stereodemo).
+    Every value is range-checked (`app.engine.calibration.validate`).
     """
-    path = Path(path)
-    second = Path(second) if second else None
+    calibration, rig, _ = _load(Path(path), Path(second) if second else None, image_size)
+    return calibration, rig
+
+
+def load_for_frames(
+    path: str | Path, second: str | Path | None, frame_size: tuple[int, int]
+) -> tuple[Calibration, StereoRig | None, str | None]:
+    """`load_calibration` for frames of ``frame_size`` (w, h): a file made for another size
+    is rescaled when the aspect ratio agrees (the note says so) and refused otherwise."""
+    calibration, rig, size = _load(Path(path), Path(second) if second else None, frame_size)
+    return fit_to_frames(calibration, rig, size, frame_size, str(path))
+
+
+def _load(
+    path: Path, second: Path | None, image_size: tuple[int, int] | None
+) -> tuple[Calibration, StereoRig | None, tuple[int, int] | None]:
+    """(geometry, raw rig or None, the image size the file is for or None)."""
     for p in (path, second):
         if p is not None and not p.is_file():
             raise UserError(f"calibration file not found: {p}; check the path")
@@ -347,11 +385,17 @@ def load_calibration(
     if suffix == ".json" or head.lstrip().startswith("{"):
         data = _json(path)
         if not {"M1", "K1"} & data.keys():  # OpenCV can write JSON too
-            return read_stereodemo_json(path), None
+            w, h = data.get("width"), data.get("height")
+            size = (w, h) if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0 else None
+            return read_stereodemo_json(path), None, size
     elif suffix == ".txt" or "cam0=" in head:
-        return read_middlebury_calib(path).calibration, None
+        meta = read_middlebury_calib(path)
+        size = (meta.width, meta.height) if meta.width and meta.height else None
+        return meta.calibration, None, size
     if _is_ros(_storage(path)):
         if second is None:
             raise UserError(f"{path} is one camera's ROS camera_info; give the right camera's file as well")
-        return read_ros_camera_info_pair(path, second)
-    return _read_opencv(path, second, image_size)
+        calibration, rig = read_ros_camera_info_pair(path, second)
+    else:
+        calibration, rig = _read_opencv(path, second, image_size)
+    return calibration, rig, rig.image_size if rig is not None else None

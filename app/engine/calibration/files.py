@@ -3,8 +3,9 @@
 A rectified pair is described by a `Calibration` (focal length, baseline, principal point,
 ``doffs``); a raw rig by a `StereoRig` (both cameras' intrinsics, distortion and the pose of
 the right camera). Files: OpenCV FileStorage YAML/XML as OpenCV's ``stereo_calib`` sample
-writes it, a pair of ROS ``camera_info`` files, Middlebury ``calib.txt`` and stereodemo JSON;
-`load_calibration` tells them apart by name and content. The rig and rectification live in
+writes it, a pair of ROS ``camera_info`` files (read in ``app.engine.calibration.ros`` with
+PyYAML), Middlebury ``calib.txt`` and stereodemo JSON; `load_calibration` tells them apart
+by name and content. The rig and rectification live in
 ``app.engine.calibration.rig``.
 """
 
@@ -20,6 +21,7 @@ import cv2
 import numpy as np
 
 from app.engine.calibration.rig import FIELD_SHAPES, StereoRig, calibration_from_projections, shape_text
+from app.engine.calibration.ros import is_camera_info, read_ros_camera_info_pair, read_yaml
 from app.engine.calibration.validate import check_rig, check_values, fit_to_frames
 from app.engine.errors import UserError
 from app.engine.types import Calibration
@@ -134,7 +136,7 @@ def _json(path: Path) -> dict[str, object]:
     return data
 
 
-# --- OpenCV FileStorage and ROS camera_info ---------------------------------------------------
+# --- OpenCV FileStorage ---------------------------------------------------------------------
 
 _OPENCV_KEYS: dict[str, tuple[str, ...]] = {  # our name -> names in files, the sample's first
     "K1": ("M1", "K1"),
@@ -150,12 +152,6 @@ _OPENCV_KEYS: dict[str, tuple[str, ...]] = {  # our name -> names in files, the 
     "Q": ("Q",),
 }
 _REQUIRED = ("K1", "D1", "K2", "D2", "R", "T")
-_ROS = {  # calibration-file key, then ROS 1 and ROS 2 message keys
-    "K": ("camera_matrix", "K", "k"),
-    "D": ("distortion_coefficients", "D", "d"),
-    "R": ("rectification_matrix", "R", "r"),
-    "P": ("projection_matrix", "P", "p"),
-}
 
 
 def _storage(path: Path) -> cv2.FileStorage:
@@ -165,11 +161,8 @@ def _storage(path: Path) -> cv2.FileStorage:
     except (OSError, UnicodeDecodeError) as exc:
         why = getattr(exc, "strerror", None) or "not a text file"
         raise UserError(f"cannot read calibration {path}: {why}; check the path") from exc
-    if not text.lstrip().startswith(("<", "{")):  # XML and JSON go in as they are
-        # ROS files have no %YAML directive and `rostopic echo` ends documents with '---';
-        # OpenCV's parser wants the directive and one document.
-        body = [ln for ln in text.splitlines() if ln.strip() not in ("---", "...") and ln[:5] != "%YAML"]
-        text = "%YAML:1.0\n" + "\n".join(body) + "\n"
+    if not text.lstrip().startswith(("<", "{", "%YAML:")):  # OpenCV's parser wants its directive
+        text = "%YAML:1.0\n" + text
     try:
         fs = cv2.FileStorage(text, cv2.FILE_STORAGE_READ | cv2.FILE_STORAGE_MEMORY)
         ok = fs.isOpened() and fs.root().isMap()
@@ -276,57 +269,6 @@ def _checked_rig(rig: StereoRig, path: Path) -> Calibration:
     return check_values(rectified, where, "P1[0,0]", "baseline (-P2[0,3] / P2[0,0])")
 
 
-def _is_ros(fs: cv2.FileStorage) -> bool:
-    keys = set(fs.root().keys())
-    return bool(keys & {"camera_matrix", "projection_matrix", "K", "k", "P", "p"}) and not keys & {"M1", "K1"}
-
-
-def _camera_info(path: Path) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
-    """One ROS camera_info (calibration file or message dump): K 3x3, D 1xN, R 3x3, P 3x4."""
-    fs = _storage(path)
-    info: dict[str, np.ndarray] = {}
-    for name, keys in _ROS.items():
-        value = _array(fs, keys, path)
-        if value is None and name in ("K", "P"):
-            raise UserError(f"{path}: camera_info has no field {keys[0]!r} ({keys[1]}); check the file")
-        if value is not None and value.size:
-            info[name] = _shaped(value, {"K": "K1", "R": "R1", "P": "P1"}.get(name, "D1"), keys[0], path)
-    return info, _image_size(fs, path)
-
-
-def read_ros_camera_info_pair(left: str | Path, right: str | Path) -> tuple[Calibration, StereoRig | None]:
-    """Left and right ROS camera_info files of a stereo pair -> (geometry, raw rig or None).
-
-    The projection matrices describe the rectified pair: B = -P_right[0,3] / P_right[0,0].
-    The raw rig comes back when both files carry image sizes and proper rectification
-    rotations R: then R_rig = R_right^T R_left and T = R_right^T t, t the rectified offset.
-    """
-    (li, lsize), (ri, rsize) = _camera_info(Path(left)), _camera_info(Path(right))
-    if ri["P"][0, 3] == 0:
-        raise UserError(
-            f"{right}: P[0,3] is 0, so it gives no baseline; give the right camera's camera_info second"
-        )
-    if lsize and rsize and lsize != rsize:
-        raise UserError(
-            f"camera_info sizes differ: {left} is {lsize[0]}x{lsize[1]}, {right} {rsize[0]}x{rsize[1]}"
-        )
-    calibration = check_values(
-        calibration_from_projections(li["P"], ri["P"]), f"{right}", "P[0,0]", "baseline (-P[0,3] / P[0,0])"
-    )
-    r1, r2 = li.get("R", np.eye(3)), ri.get("R", np.eye(3))
-    proper = all(np.allclose(r @ r.T, np.eye(3), atol=1e-4) and np.linalg.det(r) > 0 for r in (r1, r2))
-    if lsize is None or not proper:
-        return calibration, None
-    p2 = ri["P"]
-    t_rect = np.array([p2[0, 3] / p2[0, 0], p2[1, 3] / p2[1, 1], p2[2, 3]])
-    zeros = np.zeros((1, 5))
-    rig = StereoRig(
-        lsize, li["K"], li.get("D", zeros), ri["K"], ri.get("D", zeros), r2.T @ r1, r2.T @ t_rect,
-        r1, r2, li["P"], p2,
-    )  # fmt: skip
-    return calibration, rig
-
-
 # --- writing and loading ----------------------------------------------------------------------
 
 
@@ -392,7 +334,7 @@ def _load(
         meta = read_middlebury_calib(path)
         size = (meta.width, meta.height) if meta.width and meta.height else None
         return meta.calibration, None, size
-    if _is_ros(_storage(path)):
+    if is_camera_info(read_yaml(path)):
         if second is None:
             raise UserError(f"{path} is one camera's ROS camera_info; give the right camera's file as well")
         calibration, rig = read_ros_camera_info_pair(path, second)

@@ -20,7 +20,10 @@ class Detection:
 class Target(Protocol):
     """A calibration target: a chessboard (`ChessboardTarget`) or a ChArUco board."""
 
-    inner: tuple[int, int]  # inner corners (cols, rows) of the full board
+    @property
+    def inner(self) -> tuple[int, int]:
+        """Inner corners (cols, rows) of the full board."""
+        ...
 
     def describe(self) -> str:
         """'9x6 chessboard', for messages."""

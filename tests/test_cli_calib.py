@@ -315,3 +315,24 @@ def test_calibration_of_another_size(
     assert "is for 900x500 images but the frames are 741x500" in _bad(
         capsys, "calib", "check", *pair, "--calib", str(path)
     )
+
+
+def test_boards_in_one_camera_only_and_nothing_overwritten(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = write_views(tmp_path / "views", POSES[:4])
+    blank = np.full((480, 640, 3), 200, np.uint8)
+    for i in range(4):
+        cv2.imwrite(str(folder / f"right_{i:02d}.png"), blank)
+    out = tmp_path / "stereo.yaml"
+    out.write_text("the old calibration")
+    argv = ["calib", "chessboard", str(folder), "--pattern", "8x6", "--square", "0.03", "--out", str(out)]
+    msg = _bad(capsys, *argv)
+    assert "found in both images of 0 of 4 pairs" in msg and "(found 4 in the left image only)" in msg
+    assert out.read_text() == "the old calibration"
+    write_views(folder, POSES[:3])  # three good pairs, one left-only: too few views
+    msg = _bad(capsys, *argv)
+    assert "of 3 of 4 pairs" in msg and "need 4" in msg and out.read_text() == "the old calibration"
+    write_views(folder, POSES[:4])  # four good pairs, one of them dropped
+    msg = _bad(capsys, *argv, "--drop", "left_00.png")
+    assert "only 3 views are left after dropping; need 4" in msg and out.read_text() == "the old calibration"

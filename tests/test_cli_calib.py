@@ -38,10 +38,12 @@ def test_check_demo_pair(
 ) -> None:
     out = tmp_path / "check.json"
     code, stdout, _ = run(capsys, "calib", "check", *demo_pair, "--json", str(out))
-    assert code == 0 and "verdict: good" in stdout
+    assert code == 0 and "verdict: rectified" in stdout
     figures = json.loads(out.read_text())
     assert {"vertical_rms_px", "vertical_mean_px", "vertical_p95_px", "matches", "verdict"} <= set(figures)
-    assert figures["verdict"] == "good" and figures["matches"] >= 200 and figures["vertical_rms_px"] < 0.6
+    assert (
+        figures["verdict"] == "rectified" and figures["matches"] >= 200 and figures["vertical_rms_px"] < 0.6
+    )
 
 
 def test_check_of_a_rotated_pair_is_bad_and_exits_1(
@@ -53,7 +55,7 @@ def test_check_of_a_rotated_pair_is_bad_and_exits_1(
     path = tmp_path / "rotated.png"
     cv2.imwrite(str(path), rotated)
     code, stdout, _ = run(capsys, "calib", "check", demo_pair[0], str(path))
-    assert code == 1 and "verdict: bad" in stdout
+    assert code == 1 and "verdict: not rectified" in stdout
 
 
 def test_check_raw_rig_with_chessboard(
@@ -75,7 +77,13 @@ def test_chessboard_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Pa
         capsys, "calib", "chessboard", str(folder), "--pattern", "8x6", "--square", "0.03", "--out", str(out)
     )
     assert code == 0
-    for needle in ("rms reprojection error:", "epipolar error:", "coverage: X"):
+    for needle in (
+        "rms reprojection error:",
+        "epipolar error:",
+        "coverage: X",
+        "per-view rms",
+        "left_00.png: 0.",
+    ):
         assert needle in stdout
     baseline = float(next(line for line in stdout.splitlines() if line.startswith("baseline:")).split()[1])
     assert baseline == pytest.approx(BASELINE_M, rel=0.01)
@@ -107,7 +115,7 @@ def test_frames_of_another_size(
     rig = tmp_path / "rig.yaml"
     write_opencv_yaml(rig, true_rig())
     msg = _bad(capsys, "calib", "check", *demo_pair, "--calib", str(rig))
-    assert "calibration is for 640x480 but frames are 741x500" in msg
+    assert "rig.yaml is for 640x480 images but the frames are 741x500 (another aspect ratio)" in msg
 
 
 def test_pair_of_different_sizes(
@@ -207,9 +215,124 @@ def test_depth_rectifies_a_raw_rig_first(
     )
     assert code == 0 and len(calls) == 1
     assert (tmp_path / "d" / "result.npz").is_file()
+    # Half the size, one aspect ratio: the intrinsics are scaled, with a note.
     small = tmp_path / "small.png"
     cv2.imwrite(str(small), cv2.resize(cv2.imread(left), (320, 240)))
-    msg = _bad(
-        capsys, "depth", str(small), str(small), "--calib", rig, "--engine", "sgbm", "--out", str(tmp_path)
+    argv = ["depth", str(small), str(small), "--calib", rig, "--engine", "sgbm", "--max-disparity", "32"]
+    code, stdout, _ = run(capsys, *argv, "--out", str(tmp_path / "s"))
+    assert code == 0 and "scaled its intrinsics by 0.5 to the 320x240 frames" in stdout
+    # Another aspect ratio is refused.
+    cv2.imwrite(str(small), cv2.resize(cv2.imread(left), (320, 200)))
+    msg = _bad(capsys, *argv, "--out", str(tmp_path / "t"))
+    assert "640x480" in msg and "320x200" in msg
+
+
+def test_opencv_sample_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "c.yaml"
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    argv = ["calib", "chessboard", str(sample), "--pattern", "9x6", "--square", "0.025", "--out", str(out)]
+    code, stdout, _ = run(capsys, *argv, "--drop", "left01.jpg")
+    assert code == 0 and "views: 12 used, 0 skipped, 1 dropped" in stdout
+    baseline = float(next(line for line in stdout.splitlines() if line.startswith("baseline:")).split()[1])
+    assert baseline == pytest.approx(0.0836, rel=0.02)
+    assert load_calibration(out)[1] is not None
+
+
+def test_charuco_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from app.engine.calibration.charuco import CharucoTarget
+    from tests.engine.calibration.test_charuco import MARKER_M, SQUARE_M, SQUARES, _write
+
+    folder = tmp_path / "views"
+    folder.mkdir()
+    _write(folder, CharucoTarget(SQUARES, SQUARE_M, MARKER_M))
+    out = tmp_path / "c.yaml"
+    argv = ["calib", "charuco", str(folder), "--squares", "8x6", "--square", "0.03", "--marker", "0.022"]
+    code, stdout, _ = run(capsys, *argv, "--out", str(out))
+    assert code == 0 and "ChArUco" not in stdout and out.exists()
+    msg = _bad(capsys, *argv, "--dictionary", "5X5_50", "--out", str(tmp_path / "d.yaml"))
+    assert "ChArUco board (5X5_50) was found in both images of 0 of" in msg
+
+
+HANDHELD = Path(__file__).parent / "data" / "opencv_handheld"
+
+
+def test_hand_held_pair_is_not_rectified_then_self_rectified(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pair = [str(HANDHELD / "left.jpg"), str(HANDHELD / "right.jpg")]
+    code, stdout, _ = run(capsys, "calib", "check", *pair)
+    assert code == 1 and "verdict: not rectified" in stdout and "misalignment: shift" in stdout
+    out = tmp_path / "self.yaml"
+    code, stdout, _ = run(capsys, "calib", "rectify", *pair, "--out", str(out))
+    line = next(x for x in stdout.splitlines() if x.startswith("vertical rms of the matches"))
+    after = float(line.split(",")[1].split()[0])
+    assert code == 0 and after <= 1.0 and "baseline: unknown" in stdout and out.exists()
+    code, stdout, _ = run(capsys, "calib", "check", *pair, "--calib", str(out))
+    assert code == 0 and "verdict: rectified" in stdout
+    # the same as one source, LEFT,RIGHT
+    code, stdout, _ = run(capsys, "calib", "rectify", ",".join(pair), "--out", str(tmp_path / "b.yaml"))
+    assert code == 0 and "frames: 1," in stdout
+
+
+def test_rectify_without_overlap_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    flat = tmp_path / "flat.png"
+    cv2.imwrite(str(flat), np.full((459, 612, 3), 128, np.uint8))
+    out = tmp_path / "c.yaml"
+    out.write_text("keep me")
+    msg = _bad(capsys, "calib", "rectify", str(HANDHELD / "left.jpg"), str(flat), "--out", str(out))
+    assert "consistent matches" in msg and out.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("baseline", "focal", "needle"),
+    [
+        ("-193", "994.978", "is -193 mm"),
+        ("0", "994.978", "baseline 'baseline' is 0"),
+        ("193", "0", "'cam0' is 0"),
+    ],
+)
+def test_malformed_middlebury_values_exit_2(
+    capsys: pytest.CaptureFixture[str], demo_dir: Path, tmp_path: Path, baseline: str, focal: str, needle: str
+) -> None:
+    text = (demo_dir / "calib.txt").read_text()
+    text = text.replace("baseline=193.001", f"baseline={baseline}").replace("cam0=[994.978", f"cam0=[{focal}")
+    path = tmp_path / "calib.txt"
+    path.write_text(text)
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    assert needle in _bad(capsys, "calib", "check", *pair, "--calib", str(path))
+    assert needle in _bad(
+        capsys, "depth", *pair, "--calib", str(path), "--engine", "sgbm", "--out", str(tmp_path)
     )
-    assert "640x480" in msg and "320x240" in msg
+
+
+def test_calibration_of_another_size(
+    capsys: pytest.CaptureFixture[str], demo_dir: Path, tmp_path: Path
+) -> None:
+    text = (demo_dir / "calib.txt").read_text().replace("width=741", "width=900")
+    path = tmp_path / "calib.txt"
+    path.write_text(text)
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    assert "is for 900x500 images but the frames are 741x500" in _bad(
+        capsys, "calib", "check", *pair, "--calib", str(path)
+    )
+
+
+def test_boards_in_one_camera_only_and_nothing_overwritten(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = write_views(tmp_path / "views", POSES[:4])
+    blank = np.full((480, 640, 3), 200, np.uint8)
+    for i in range(4):
+        cv2.imwrite(str(folder / f"right_{i:02d}.png"), blank)
+    out = tmp_path / "stereo.yaml"
+    out.write_text("the old calibration")
+    argv = ["calib", "chessboard", str(folder), "--pattern", "8x6", "--square", "0.03", "--out", str(out)]
+    msg = _bad(capsys, *argv)
+    assert "found in both images of 0 of 4 pairs" in msg and "(found 4 in the left image only)" in msg
+    assert out.read_text() == "the old calibration"
+    write_views(folder, POSES[:3])  # three good pairs, one left-only: too few views
+    msg = _bad(capsys, *argv)
+    assert "of 3 of 4 pairs" in msg and "need 4" in msg and out.read_text() == "the old calibration"
+    write_views(folder, POSES[:4])  # four good pairs, one of them dropped
+    msg = _bad(capsys, *argv, "--drop", "left_00.png")
+    assert "only 3 views are left after dropping; need 4" in msg and out.read_text() == "the old calibration"

@@ -32,7 +32,7 @@ def positive_metres(text: str) -> float:
 
 def run_check(args: argparse.Namespace) -> int:
     from app.engine.calibration.check import check_board, check_epipolar
-    from app.engine.calibration.files import load_calibration
+    from app.engine.calibration.files import load_for_frames
     from app.engine.calibration.rig import Rectifier
     from app.engine.errors import UserError
     from app.engine.formats import atomic_write, read_image_rgb
@@ -44,19 +44,22 @@ def run_check(args: argparse.Namespace) -> int:
     check_pair(left, right)
     calibration = None
     if args.calib:
-        size = (left.shape[1], left.shape[0])  # only used when the file does not record its size
-        calibration, rig = load_calibration(args.calib, args.calib2, image_size=size)
+        size = (left.shape[1], left.shape[0])
+        calibration, rig, note = load_for_frames(args.calib, args.calib2, size)
+        if note:
+            print(f"note: {note}")
         if rig is not None:
             left, right = Rectifier(rig).rectify(left, right)
             print(f"rectified with {args.calib} (raw rig, {rig.image_size[0]}x{rig.image_size[1]})")
     report = check_epipolar(left, right, args.detector, args.max_features)
     figures: dict[str, Any] = report.summary()
-    print(f"matches: {report.matches} ({args.detector})")
-    if report.verdict != "unknown":
+    print(f"matches: {report.matches} ({args.detector}, consistent with one epipolar geometry)")
+    if report.misalignment is not None:
         print(
             f"vertical offset: mean {report.vertical_mean_px:+.3f} px, rms {report.vertical_rms_px:.3f} px, "
             f"p95 {report.vertical_p95_px:.3f} px"
         )
+        print(f"misalignment: {report.misalignment}")
     print(f"verdict: {report.verdict} ({report.reason})")
     if args.pattern:
         board = check_board(left, right, args.pattern, args.square, calibration)
@@ -78,32 +81,119 @@ def run_check(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write(args.json, (json.dumps(figures, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
-    return 1 if report.verdict == "bad" else 0  # scripts can gate on a rig gone out of calibration
+    return 1 if report.verdict == "not rectified" else 0  # scripts can gate on a rig out of calibration
 
 
 def run_chessboard(args: argparse.Namespace) -> int:
-    from app.engine.calibration.chessboard import calibrate_folder
+    from app.engine.calibration.chessboard import ChessboardTarget
+
+    return _calibrate(args, ChessboardTarget(args.pattern, args.square))
+
+
+def run_charuco(args: argparse.Namespace) -> int:
+    from app.engine.calibration.charuco import CharucoTarget
+
+    target = CharucoTarget(args.squares, args.square, args.marker, args.dictionary, args.legacy)
+    return _calibrate(args, target)
+
+
+def _calibrate(args: argparse.Namespace, target: Any) -> int:
     from app.engine.calibration.files import write_opencv_yaml
+    from app.engine.calibration.folder import calibrate_folder
 
     def progress(name: str, found: bool) -> None:
         print(f"{name}: {'board found' if found else 'no board in both images, skipped'}")
 
-    result = calibrate_folder(args.folder, args.pattern, args.square, on_view=progress)
-    write_opencv_yaml(args.out, result.rig)
-    print(f"views: {len(result.views)} used, {len(result.skipped)} skipped")
+    drop = [n for item in args.drop for n in item.split(",") if n]
+    result = calibrate_folder(args.folder, target, progress, drop, args.drop_outliers)
+    print("per-view rms reprojection error (left, right):")
+    for name, (el, er) in zip(result.views, result.view_errors_px, strict=True):
+        flag = "  <- outlier (--drop " + name + ")" if name in result.outliers else ""
+        print(f"  {name}: {el:.3f} px, {er:.3f} px{flag}")
+    print(f"views: {len(result.views)} used, {len(result.skipped)} skipped, {len(result.dropped)} dropped")
+    if result.dropped:
+        print(f"dropped: {', '.join(result.dropped)}")
+    if result.outliers:
+        print(f"outlier views: {', '.join(result.outliers)} (drop them with --drop-outliers)")
     print(f"rms reprojection error: {result.rms_px:.3f} px")
     print(f"epipolar error: {result.epipolar_rms_px:.3f} px")
     print(f"baseline: {result.baseline_m:.4f} m")
     print(f"coverage: {result.coverage}")
+    write_opencv_yaml(args.out, result.rig)
     print(f"wrote {args.out}")
     return 0
+
+
+def run_rectify(args: argparse.Namespace) -> int:
+    import itertools
+
+    from app.engine.calibration.check import check_epipolar
+    from app.engine.calibration.files import load_for_frames, write_opencv_yaml
+    from app.engine.calibration.rig import Rectifier
+    from app.engine.calibration.selfrect import rectify_frames
+    from app.engine.errors import UserError
+    from app.engine.formats import read_image_rgb
+    from app.engine.sources.spec import open_source
+
+    if args.frames < 1:
+        raise UserError(f"--frames must be at least 1, got {args.frames}")
+    if args.right is not None:
+        pairs = [(read_image_rgb(args.source), read_image_rgb(args.right))]
+    else:
+        with open_source(args.source) as source:
+            pairs = [(f.left, f.right) for f in itertools.islice(source, args.frames)]
+    if not pairs:
+        raise UserError(f"{args.source} gave no frames; check the source")
+    known = None
+    if args.calib:
+        _, known, note = load_for_frames(
+            args.calib, args.calib2, (pairs[0][0].shape[1], pairs[0][0].shape[0])
+        )
+        if note:
+            print(f"note: {note}")
+        if known is None:
+            raise UserError(
+                f"{args.calib} describes a rectified pair, not a raw rig; self-rectify without --calib"
+            )
+    result = rectify_frames(pairs, known, args.baseline, args.detector)
+    how = (
+        "intrinsics of " + str(args.calib) + ", relative pose re-estimated"
+        if result.method == "pose"
+        else "projective (no intrinsics known)"
+    )
+    print(f"frames: {result.frames}, matches: {result.matches} ({args.detector})")
+    print(f"method: {how}")
+    print(
+        f"vertical rms of the matches: {result.before_rms_px:.3f} px before, "
+        f"{result.after_rms_px:.3f} px after"
+    )
+    check = check_epipolar(*Rectifier(result.rig).rectify(*pairs[0]), args.detector)
+    print(f"check of the first rectified frame: {check.verdict} ({check.reason})")
+    if not result.baseline_known:
+        print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")
+    write_opencv_yaml(args.out, result.rig)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _calibrate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    p.add_argument(
+        "--drop", action="append", default=[], metavar="VIEW", help="leave out this view (left image name)"
+    )
+    p.add_argument(
+        "--drop-outliers", action="store_true", help="fit again without the views flagged as outliers"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calib",
-        help="check a pair's rectification or calibrate a rig from chessboard views",
-        description="Stereo calibration tools: 'check' measures a pair, 'chessboard' calibrates.",
+        help="check a pair's rectification, calibrate a rig from board views, or self-rectify it",
+        description=(
+            "Stereo calibration tools: 'check' measures a pair, 'chessboard' and 'charuco' calibrate "
+            "from board views, 'rectify' self-rectifies from ordinary frames."
+        ),
     )
     tools = p.add_subparsers(dest="calib_command", required=True)
 
@@ -111,8 +201,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check",
         help="how well is a pair rectified?",
         description=(
-            "Match features across a pair and report the vertical offsets of the matches (good <= "
-            "0.6 px RMS, marginal <= 1 px; exit status 1 when bad). With --calib of a raw rig the "
+            "Match features over the whole pair (ratio test, RANSAC fundamental matrix) and report the "
+            "vertical offsets of the inliers, and the shift, roll and vertical scale between the views: "
+            "rectified <= 0.6 px RMS, marginal <= 1 px, else not rectified (exit status 1); unknown "
+            "when the scene lacks texture. With --calib of a raw rig the "
             "pair is rectified first. "
             "With a chessboard in view (--pattern, --square) also the epipolar RMS over its corners "
             "and, given --calib, the measured square size against the true one."
@@ -144,5 +236,43 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("folder")
     b.add_argument("--pattern", type=parse_pattern, required=True, help="inner corners COLSxROWS, e.g. 9x6")
     b.add_argument("--square", type=positive_metres, required=True, help="square size in metres")
-    b.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    _calibrate_options(b)
     b.set_defaults(func=run_chessboard)
+
+    a = tools.add_parser(
+        "charuco",
+        help="calibrate a stereo rig from a folder of ChArUco board pairs",
+        description=(
+            "As 'chessboard', with a ChArUco board: its corners carry ids, so a board seen in part "
+            "or at any orientation still pairs up. Give the board by its squares (e.g. 7x5)."
+        ),
+    )
+    a.add_argument("folder")
+    a.add_argument("--squares", type=parse_pattern, required=True, help="squares COLSxROWS, e.g. 7x5")
+    a.add_argument("--square", type=positive_metres, required=True, help="square size in metres")
+    a.add_argument("--marker", type=positive_metres, required=True, help="marker size in metres")
+    a.add_argument("--dictionary", default="4X4_50", help="ArUco dictionary (default 4X4_50)")
+    a.add_argument("--legacy", action="store_true", help="board made before OpenCV 4.6 (even rows)")
+    _calibrate_options(a)
+    a.set_defaults(func=run_charuco)
+
+    r = tools.add_parser(
+        "rectify",
+        help="self-rectify a rig from its frames, without a target",
+        description=(
+            "Estimate a rectification from feature matches over frames of SOURCE (a folder of pairs, "
+            "LEFT,RIGHT, a video, a camera), or of one pair LEFT RIGHT: with --calib (a raw rig whose "
+            "calibration drifted) its intrinsics are kept and the relative pose re-estimated; without, "
+            "the rectification is projective. Prints the vertical error before and after and writes "
+            "OpenCV YAML that --calib and the window read."
+        ),
+    )
+    r.add_argument("source", help="source, or the left image of one pair")
+    r.add_argument("right", nargs="?", help="right image, when SOURCE is a left image")
+    r.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    r.add_argument("--calib", help="a raw rig's calibration whose intrinsics to keep")
+    r.add_argument("--calib2", help="right camera_info of a ROS pair, or extrinsics.yml")
+    r.add_argument("--baseline", type=positive_metres, help="baseline in metres (default: the rig's, else 1)")
+    r.add_argument("--frames", type=int, default=10, help="frames to pool matches over (default 10)")
+    r.add_argument("--detector", default="orb", choices=["orb", "sift"])
+    r.set_defaults(func=run_rectify)

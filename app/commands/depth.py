@@ -17,21 +17,20 @@ from app.engine.types import Calibration
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.calibration.files import load_calibration
     from app.engine.depth.engines import build_engine
     from app.engine.formats import read_image_rgb
     from app.engine.outputs import format_summary, write_result
 
-    calibration, rig = load_calibration(args.calib) if args.calib else (None, None)
-    rectify = _rectifier(rig)
     if args.right is None:
-        return run_source(args, calibration, rectify)
+        return run_source(args)
     if args.frames is not None:
         raise UserError(
             "--frames needs a source given alone (e.g. a folder or video); LEFT RIGHT is one pair"
         )
+    left, right = read_image_rgb(args.left), read_image_rgb(args.right)
+    calibration, rig = _calibration(args.calib, left)
     request = depth_request(args, calibration)
-    left, right = rectify(read_image_rgb(args.left), read_image_rgb(args.right))
+    left, right = _rectifier(rig)(left, right)
     engine, reason = build_engine(engine_options(args), "binary")
     print(f"engine: {engine.name} ({reason})")
     result = engine.compute(left, right, request)
@@ -44,6 +43,18 @@ def run(args: argparse.Namespace) -> int:
 Rectify = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
+def _calibration(path: str | None, frame: np.ndarray) -> tuple[Calibration | None, Any]:
+    """--calib for frames like ``frame`` (H x W x 3): range-checked, fitted to their size."""
+    if not path:
+        return None, None
+    from app.engine.calibration.files import load_for_frames
+
+    calibration, rig, note = load_for_frames(path, None, (frame.shape[1], frame.shape[0]))
+    if note:
+        print(f"note: {note}")
+    return calibration, rig
+
+
 def _rectifier(rig: Any) -> Rectify:
     """Raw rigs (an OpenCV stereo calibration) are rectified before depth; others pass through."""
     if rig is None:
@@ -53,7 +64,7 @@ def _rectifier(rig: Any) -> Rectify:
     return Rectifier(rig).rectify
 
 
-def run_source(args: argparse.Namespace, calibration: Calibration | None, rectify: Rectify) -> int:
+def run_source(args: argparse.Namespace) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.depth.engines import build_engine
     from app.engine.outputs import format_summary, write_result
@@ -70,7 +81,9 @@ def run_source(args: argparse.Namespace, calibration: Calibration | None, rectif
         first = next(pairs, None)
         if first is None:
             raise UserError(f"{source.describe()} gave no frames; check the source")
+        calibration, rig = _calibration(args.calib, first.left)
         calibration = calibration or first.calibration  # --calib wins over the source's own
+        rectify = _rectifier(rig)
         request = depth_request(args, calibration)
         engine, reason = build_engine(engine_options(args), "binary")
         print(f"engine: {engine.name} ({reason}); source: {source.describe()}")

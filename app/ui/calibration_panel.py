@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
@@ -22,22 +23,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.engine.calibration.charuco import DICTIONARIES, CharucoTarget
 from app.engine.calibration.check import EpipolarReport, check_epipolar
-from app.engine.calibration.chessboard import (
-    MIN_VIEWS,
-    Coverage,
-    calibrate_stereo,
-    detect_corners,
-    view_parameters,
-)
-from app.engine.calibration.files import load_calibration, write_opencv_yaml
+from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
+from app.engine.calibration.files import load_calibration, load_for_frames, write_opencv_yaml
+from app.engine.calibration.fit import StereoFit, fit_stereo
 from app.engine.calibration.rig import Rectifier, StereoRig
+from app.engine.calibration.selfrect import SelfRectification, rectify_frames
+from app.engine.calibration.target import Target
 from app.engine.errors import UserError
 from app.engine.types import Calibration
 from app.ui.controller import SessionController
 
-VERDICT_COLOURS = {"good": "#2e7d32", "marginal": "#f9a825", "bad": "#c62828", "unknown": "#777777"}
+VERDICT_COLOURS = {
+    "rectified": "#2e7d32",
+    "marginal": "#f9a825",
+    "not rectified": "#c62828",
+    "unknown": "#777777",
+}
 LINE_GAIN = 10.0  # vertical offsets are drawn this many times larger, so sub-pixel errors show
+BOARDS = ("Chessboard", "ChArUco")
+MAX_SELF_FRAMES = 10
 
 
 def match_segments(report: EpipolarReport, gain: float = LINE_GAIN) -> np.ndarray:
@@ -58,14 +64,17 @@ class CalibrationPanel(QWidget):
     def __init__(self, controller: SessionController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
-        self.corners: list[tuple[np.ndarray, np.ndarray]] = []
+        self.views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # board points, left, right
         self.params: list[np.ndarray] = []
         self.image_size: tuple[int, int] | None = None
+        self.target_key: tuple[object, ...] | None = None
+        self.self_frames: list[tuple[np.ndarray, np.ndarray]] = []
         self.rig: StereoRig | None = None
         layout = QVBoxLayout(self)
         layout.addWidget(self._file_group())
         layout.addWidget(self._check_group())
         layout.addWidget(self._board_group())
+        layout.addWidget(self._self_group())
         layout.addStretch(1)
 
     # ---- groups --------------------------------------------------------------------------
@@ -93,21 +102,52 @@ class CalibrationPanel(QWidget):
         return box
 
     def _board_group(self) -> QGroupBox:
-        box = QGroupBox("Chessboard calibration")
+        box = QGroupBox("Board calibration")
         form = QFormLayout(box)
+        self.board = QComboBox()
+        self.board.addItems(BOARDS)
         self.pattern = QLineEdit("9x6")
         self.square = QDoubleSpinBox(decimals=4, minimum=0.001, maximum=1.0, value=0.025, suffix=" m")
+        self.marker = QDoubleSpinBox(decimals=4, minimum=0.001, maximum=1.0, value=0.018, suffix=" m")
+        self.dictionary = QComboBox()
+        self.dictionary.addItems(DICTIONARIES)
+        self.dictionary.setCurrentText("4X4_50")
         capture = QPushButton("Capture view")
         capture.clicked.connect(self.capture_view)
         self.calibrate_button = QPushButton("Calibrate")
         self.calibrate_button.clicked.connect(self.calibrate)
         self.calibrate_button.setEnabled(False)
-        self.board_status = QLabel("inner corners COLSxROWS; capture varied views")
+        self.drop_button = QPushButton("Drop outlier views")
+        self.drop_button.clicked.connect(self.drop_outliers)
+        self.drop_button.setEnabled(False)
+        self.outliers: list[int] = []
+        self.board_status = QLabel(
+            "chessboard: inner corners COLSxROWS; ChArUco: squares; capture varied views"
+        )
         self.board_status.setWordWrap(True)
+        self.board.currentTextChanged.connect(self._board_changed)
+        form.addRow("Board", self.board)
         form.addRow("Pattern", self.pattern)
         form.addRow("Square", self.square)
+        form.addRow("Marker", self.marker)
+        form.addRow("Dictionary", self.dictionary)
         form.addRow(capture, self.calibrate_button)
+        form.addRow(self.drop_button)
         form.addRow(self.board_status)
+        self._board_changed(self.board.currentText())
+        return box
+
+    def _self_group(self) -> QGroupBox:
+        box = QGroupBox("Self-rectification (no target)")
+        v = QVBoxLayout(box)
+        add = QPushButton("Add frame")
+        add.clicked.connect(self.add_self_frame)
+        self.self_button = QPushButton("Self-rectify")
+        self.self_button.clicked.connect(self.self_rectify)
+        self.self_status = QLabel("uses the current frame and those added; keeps a loaded rig's intrinsics")
+        self.self_status.setWordWrap(True)
+        for w in (add, self.self_button, self.self_status):
+            v.addWidget(w)
         return box
 
     # ---- file ----------------------------------------------------------------------------
@@ -119,12 +159,19 @@ class CalibrationPanel(QWidget):
             self.load(Path(path))
 
     def load(self, path: Path) -> None:
+        last = self.controller.last
+        frame = (last.raw or last.pair).left if last is not None else None
         try:
-            calibration, rig = load_calibration(path)
+            if frame is None:
+                calibration, rig, note = *load_calibration(path), None
+            else:
+                calibration, rig, note = load_for_frames(path, None, (frame.shape[1], frame.shape[0]))
         except UserError as exc:
             self.controller.view.show_error(str(exc))
             return
         self.apply(calibration, rig, path.name)
+        if note:
+            self.file_label.setText(f"{self.file_label.text()}; {note}")
 
     def apply(self, calibration: Calibration, rig: StereoRig | None, name: str) -> None:
         self.rig = rig
@@ -155,69 +202,144 @@ class CalibrationPanel(QWidget):
             colour = VERDICT_COLOURS.get(report.verdict, "#777777")
             self.verdict.setText(f"<b style='color:{colour}'>{report.verdict.upper()}</b>")
             r = report
-            self.figures.setText(
-                f"vertical offset: mean {r.vertical_mean_px:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
-                f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches. {r.reason}"
-            )
+            if r.misalignment is None:
+                self.figures.setText(f"{r.matches} matches. {r.reason}")
+            else:
+                self.figures.setText(
+                    f"vertical offset: mean {r.vertical_mean_px:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
+                    f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches; {r.misalignment}. {r.reason}"
+                )
             self.linesReady.emit(match_segments(report))
 
         self.controller.run_task(lambda: check_epipolar(pair.left, pair.right), done)
 
-    # ---- chessboard ----------------------------------------------------------------------
-    def _pattern(self) -> tuple[int, int] | None:
+    # ---- board calibration ---------------------------------------------------------------
+    def _board_changed(self, board: str) -> None:
+        charuco = board == "ChArUco"
+        self.marker.setEnabled(charuco)
+        self.dictionary.setEnabled(charuco)
+        if charuco and self.pattern.text() == "9x6":
+            self.pattern.setText("7x5")
+        elif not charuco and self.pattern.text() == "7x5":
+            self.pattern.setText("9x6")
+
+    def _target(self) -> Target | None:
         try:
             cols, rows = (int(v) for v in self.pattern.text().lower().split("x"))
+            if self.board.currentText() == "ChArUco":
+                return CharucoTarget(
+                    (cols, rows), self.square.value(), self.marker.value(), self.dictionary.currentText()
+                )
+            return ChessboardTarget((cols, rows), self.square.value())
         except ValueError:
-            self.controller.view.show_error("pattern must be COLSxROWS inner corners, e.g. 9x6")
-            return None
-        return cols, rows
+            self.controller.view.show_error(
+                "pattern must be COLSxROWS (chessboard: inner corners; ChArUco: squares)"
+            )
+        except UserError as exc:
+            self.controller.view.show_error(str(exc))
+        return None
 
     def capture_view(self) -> None:
-        last, pattern = self.controller.last, self._pattern()
-        if last is None or pattern is None:
+        last, target = self.controller.last, self._target()
+        if last is None or target is None:
             return
         raw = last.raw or last.pair
+        key = (target.describe(), self.square.value(), self.marker.value())
 
         def find() -> Any:
             import cv2
 
             grays = [cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (raw.left, raw.right)]
-            return [detect_corners(g, pattern) for g in grays], (raw.left.shape[1], raw.left.shape[0])
+            dl, dr = (target.detect(g) for g in grays)
+            size = (raw.left.shape[1], raw.left.shape[0])
+            matched = target.match(dl, dr) if dl is not None and dr is not None else None
+            params = view_parameters(target.full_view(dl), target.inner, size) if matched and dl else None
+            return matched, params, size
 
         def done(value: Any) -> None:
-            (cl, cr), size = value
-            if cl is None or cr is None:
-                self.board_status.setText(
-                    f"no {pattern[0]}x{pattern[1]} board in both views; move it into view"
-                )
+            matched, params, size = value
+            if matched is None:
+                self.board_status.setText(f"no {target.describe()} in both views; move it into view")
                 return
-            if self.image_size not in (None, size):
-                self.corners, self.params = [], []
-            self.image_size = size
-            self.corners.append((cl, cr))
-            self.params.append(view_parameters(cl, pattern, size))
+            if self.image_size not in (None, size) or self.target_key not in (None, key):
+                self.views, self.params = [], []
+            self.image_size, self.target_key = size, key
+            self.views.append(matched)
+            self.params.append(params)
             cov = Coverage.of(self.params)
-            self.board_status.setText(f"{len(self.corners)} views (need {MIN_VIEWS}); coverage {cov}")
-            self.calibrate_button.setEnabled(len(self.corners) >= MIN_VIEWS)
+            self.board_status.setText(f"{len(self.views)} views (need {MIN_VIEWS}); coverage {cov}")
+            self.calibrate_button.setEnabled(len(self.views) >= MIN_VIEWS)
 
         self.controller.run_task(find, done)
 
     def calibrate(self) -> None:
-        pattern = self._pattern()
-        if pattern is None or self.image_size is None:
+        if self.image_size is None or len(self.views) < MIN_VIEWS:
             return
-        left = [c[0] for c in self.corners]
-        right = [c[1] for c in self.corners]
-        square, size = self.square.value(), self.image_size
+        objects, left, right = ([v[i] for v in self.views] for i in range(3))
+        size = self.image_size
 
-        def done(value: tuple[StereoRig, float]) -> None:
-            rig, rms = value
-            self.board_status.setText(f"RMS {rms:.3f} px, baseline {rig.rectified().baseline_m:.4f} m")
-            path, _ = QFileDialog.getSaveFileName(
-                self, "Save calibration", "stereo.yaml", "OpenCV YAML (*.yaml)"
+        def done(fit: StereoFit) -> None:
+            rig = fit.rig
+            worst = fit.view_errors_px.max(axis=1)
+            self.outliers = [int(i) for i in np.flatnonzero(fit.outliers())]
+            flagged = ", ".join(f"{i + 1} ({worst[i]:.2f} px)" for i in self.outliers) or "none"
+            self.board_status.setText(
+                f"RMS {fit.rms_px:.3f} px, baseline {rig.rectified().baseline_m:.4f} m; per view "
+                f"{worst.min():.2f}-{worst.max():.2f} px; outlier views: {flagged}"
             )
-            if path:
-                write_opencv_yaml(path, rig)
-            self.apply(rig.rectified(), rig, Path(path).name if path else "chessboard calibration")
+            self.drop_button.setEnabled(
+                bool(self.outliers) and len(self.views) - len(self.outliers) >= MIN_VIEWS
+            )
+            self._save_and_apply(rig, "board calibration")
 
-        self.controller.run_task(lambda: calibrate_stereo(left, right, pattern, square, size), done)
+        self.controller.run_task(lambda: fit_stereo(objects, left, right, size), done)
+
+    def drop_outliers(self) -> None:
+        """Forget the views the last calibration flagged, then calibrate again."""
+        keep = [i for i in range(len(self.views)) if i not in set(self.outliers)]
+        self.views = [self.views[i] for i in keep]
+        self.params = [self.params[i] for i in keep]
+        self.outliers = []
+        self.drop_button.setEnabled(False)
+        self.calibrate()
+
+    def _save_and_apply(self, rig: StereoRig, name: str) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save calibration", "stereo.yaml", "OpenCV YAML (*.yaml)")
+        if path:
+            write_opencv_yaml(path, rig)
+        self.apply(rig.rectified(), rig, Path(path).name if path else name)
+
+    # ---- self-rectification ----------------------------------------------------------------
+    def _raw_frame(self) -> tuple[np.ndarray, np.ndarray] | None:
+        last = self.controller.last
+        if last is None:
+            self.controller.view.show_error("open a source first: self-rectification needs stereo frames")
+            return None
+        raw = last.raw or last.pair
+        return raw.left, raw.right
+
+    def add_self_frame(self) -> None:
+        frame = self._raw_frame()
+        if frame is None:
+            return
+        self.self_frames = [*self.self_frames, frame][-MAX_SELF_FRAMES:]
+        self.self_status.setText(f"{len(self.self_frames)} frames added; move the rig between them")
+
+    def self_rectify(self) -> None:
+        frame = self._raw_frame()
+        if frame is None:
+            return
+        frames = [*self.self_frames, frame][-MAX_SELF_FRAMES:]
+        known = self.rig
+
+        def done(result: SelfRectification) -> None:
+            how = "pose re-fitted" if result.method == "pose" else "projective"
+            self.self_status.setText(
+                f"vertical RMS {result.before_rms_px:.2f} px before, {result.after_rms_px:.2f} px after "
+                f"({result.matches} matches, {result.frames} frames, {how})"
+                + ("" if result.baseline_known else "; baseline unknown: depths in baselines")
+            )
+            self.self_frames = []
+            self._save_and_apply(result.rig, "self-rectification")
+
+        self.controller.run_task(lambda: rectify_frames(frames, known), done)  # errors: show_error

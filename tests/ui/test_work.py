@@ -53,7 +53,7 @@ def test_calibration_panel_loads_checks_and_draws(qtbot, demo_dir: Path) -> None
     assert window.controller.last is not None and window.controller.last.calibration is not None
     with qtbot.waitSignal(panel.linesReady, timeout=20_000):
         panel.run_check()
-    assert "GOOD" in panel.verdict.text() and "matches" in panel.figures.text()
+    assert "RECTIFIED" in panel.verdict.text() and "matches" in panel.figures.text()
     assert window.left_view.lines.xData is not None and len(window.left_view.lines.xData) > 40
 
 

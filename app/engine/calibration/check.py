@@ -2,8 +2,9 @@
 
 On a well rectified pair a scene point lies on the same row in both images, so the vertical
 offset y_left - y_right of true matches is zero up to localisation noise (about 0.3 px RMS
-with ORB on the bundled demo pair). Images are RGB uint8 H x W x 3; point arrays are N x 2
-float32 (x, y).
+with ORB on the bundled demo pair). Verdicts: 'rectified', 'marginal', 'not rectified', and
+'unknown' when too few matches are consistent with any epipolar geometry. Images are RGB
+uint8 H x W x 3; point arrays are N x 2 float32 (x, y).
 """
 
 from __future__ import annotations
@@ -22,16 +23,49 @@ GOOD_RMS_PX = 0.6
 MARGINAL_RMS_PX = 1.0
 MIN_MATCHES = 20
 DETECTORS = ("orb", "sift")
+VERDICTS = ("rectified", "marginal", "not rectified", "unknown")
+RATIO = 0.8  # Lowe's ratio test: best match clearly better than the second best
+RANSAC_PX = 1.5  # distance to the epipolar line that counts as an inlier of F
+PLANAR_FRACTION = 0.6  # F inliers one homography explains, above which the scene counts as flat
 _HALF = 7  # refinement patch is 15 x 15 px
 _SEARCH = 3  # px around the descriptor match
 _MIN_NCC = 0.9
 
 
 def verdict_for(vertical_rms_px: float) -> str:
-    """'good' up to 0.6 px RMS, 'marginal' up to 1 px, else 'bad'."""
+    """'rectified' up to 0.6 px RMS, 'marginal' up to 1 px, else 'not rectified'."""
     if vertical_rms_px <= GOOD_RMS_PX:
-        return "good"
-    return "marginal" if vertical_rms_px <= MARGINAL_RMS_PX else "bad"
+        return "rectified"
+    return "marginal" if vertical_rms_px <= MARGINAL_RMS_PX else "not rectified"
+
+
+@dataclass(frozen=True)
+class Misalignment:
+    """The vertical offset dy = y_left - y_right as a plane over the image, fitted to the matches.
+
+    ``shift_px``: dy at the image centre (a pitch or a vertical offset of one camera);
+    ``roll_deg``: rotation of the right image against the left about the optical axis, positive
+    when the right image is turned anticlockwise as displayed (dy growing along x);
+    ``scale_percent``: vertical scale of the right image against the left (dy growing along
+    y: unequal focal lengths, or a tilt).
+    """
+
+    shift_px: float
+    roll_deg: float
+    scale_percent: float
+
+    @classmethod
+    def fit(cls, pl: np.ndarray, pr: np.ndarray, image_size: tuple[int, int]) -> Misalignment:
+        w, h = image_size
+        dy = (pl[:, 1] - pr[:, 1]).astype(np.float64)
+        a = np.column_stack([np.ones(len(pl)), pl[:, 0] - (w - 1) / 2, pl[:, 1] - (h - 1) / 2])
+        (shift, along_x, along_y), *_ = np.linalg.lstsq(a, dy, rcond=None)
+        return cls(float(shift), float(np.degrees(np.arctan(along_x))), float(-100.0 * along_y))
+
+    def __str__(self) -> str:
+        return (
+            f"shift {self.shift_px:+.2f} px, roll {self.roll_deg:+.3f} deg, scale {self.scale_percent:+.2f} %"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,7 +73,9 @@ class EpipolarReport:
     """Vertical offsets of matches (px); figures are NaN when the verdict is 'unknown'.
 
     ``points_left``/``points_right`` (N x 2) are the matches the figures come from, for
-    drawing match or epipolar lines.
+    drawing match or epipolar lines; ``misalignment`` is None when the verdict is 'unknown'.
+    ``subpixel``: the points were refined by correlation (else they are keypoint positions,
+    good to about half a pixel, which happens when the views differ too much to correlate).
     """
 
     vertical_mean_px: float
@@ -50,12 +86,22 @@ class EpipolarReport:
     reason: str
     points_left: np.ndarray
     points_right: np.ndarray
+    misalignment: Misalignment | None = None
+    subpixel: bool = True
 
     def summary(self) -> dict[str, float | int | str | None]:
         """The figures as JSON-ready values (None for NaN)."""
         out: dict[str, float | int | str | None] = {"matches": self.matches, "verdict": self.verdict}
-        for key in ("vertical_mean_px", "vertical_rms_px", "vertical_p95_px"):
-            value = getattr(self, key)
+        m = self.misalignment
+        values = {
+            "vertical_mean_px": self.vertical_mean_px,
+            "vertical_rms_px": self.vertical_rms_px,
+            "vertical_p95_px": self.vertical_p95_px,
+            "vertical_shift_px": m.shift_px if m else float("nan"),
+            "roll_deg": m.roll_deg if m else float("nan"),
+            "vertical_scale_percent": m.scale_percent if m else float("nan"),
+        }
+        for key, value in values.items():
             out[key] = round(value, 4) if math.isfinite(value) else None
         out["reason"] = self.reason
         return out
@@ -75,33 +121,51 @@ class BoardReport:
 def check_epipolar(
     left: np.ndarray, right: np.ndarray, detector: str = "orb", max_features: int = 3000
 ) -> EpipolarReport:
-    """Match features across a rectified pair and measure their vertical offsets."""
+    """Match features over the whole of a pair and measure the vertical offsets of the inliers.
+
+    Matches pass a ratio test and a RANSAC fundamental matrix, never a row filter: a row
+    threshold would hide the very misalignment we measure, while F fits whatever geometry
+    the rig really has. 'unknown' only when fewer than MIN_MATCHES matches survive.
+    """
     check_pair(left, right)
     gl = cv2.cvtColor(left, cv2.COLOR_RGB2GRAY)
     gr = cv2.cvtColor(right, cv2.COLOR_RGB2GRAY)
-    pl, pr = _match(gl, gr, detector, max_features)
-    if len(pl) >= 8:
-        # Outliers go by the fundamental matrix, not by row: a row threshold would hide the
-        # very misalignment we measure, while F fits whatever geometry the rig really has.
-        _, mask = cv2.findFundamentalMat(pl, pr, cv2.FM_RANSAC, 1.0, 0.999)
-        keep = mask.ravel().astype(bool) if mask is not None else np.zeros(len(pl), bool)
-        pl, pr = pl[keep], pr[keep]
-    pl, pr = _refine(gl, gr, pl, pr)
-    n = len(pl)
-    if n < MIN_MATCHES:
+    pl, pr = epipolar_inliers(*match_features(gl, gr, detector, max_features))
+    if len(pl) < MIN_MATCHES:
         nan = float("nan")
-        reason = f"only {n} reliable matches (need {MIN_MATCHES}); point the cameras at a textured scene"
-        return EpipolarReport(nan, nan, nan, n, "unknown", reason, pl, pr)
+        reason = (
+            f"only {len(pl)} consistent matches (need {MIN_MATCHES}); the scene lacks texture "
+            "or the views do not overlap: point the cameras at a textured scene"
+        )
+        return EpipolarReport(nan, nan, nan, len(pl), "unknown", reason, pl, pr, None, False)
+    rl, rr = refine_matches(gl, gr, pl, pr)
+    subpixel = len(rl) >= MIN_MATCHES
+    if subpixel:
+        pl, pr = rl, rr
     dy = (pl[:, 1] - pr[:, 1]).astype(np.float64)
     rms = float(np.sqrt(np.mean(dy**2)))
     verdict = verdict_for(rms)
-    reason = f"vertical RMS {rms:.2f} px; good is <= {GOOD_RMS_PX} px, marginal <= {MARGINAL_RMS_PX} px"
+    misalignment = Misalignment.fit(pl, pr, (gl.shape[1], gl.shape[0]))
+    limits = f"rectified is <= {GOOD_RMS_PX} px, marginal <= {MARGINAL_RMS_PX} px"
+    if verdict == "not rectified":
+        reason = (
+            f"vertical RMS {rms:.2f} px, {rms / GOOD_RMS_PX:.1f} times the {GOOD_RMS_PX} px of a rectified "
+            f"pair ({misalignment}); recalibrate, or self-rectify with 'calib rectify'"
+        )
+    else:
+        reason = f"vertical RMS {rms:.2f} px; {limits}"
+    if not subpixel:
+        reason += "; keypoint positions (views too different to refine)"
     p95 = float(np.percentile(np.abs(dy), 95))
-    return EpipolarReport(float(dy.mean()), rms, p95, n, verdict, reason, pl, pr)
+    return EpipolarReport(
+        float(dy.mean()), rms, p95, len(pl), verdict, reason, pl, pr, misalignment, subpixel
+    )
 
 
-def _match(gl: np.ndarray, gr: np.ndarray, detector: str, max_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """Cross-checked brute-force matches: two N x 2 float32 arrays."""
+def match_features(
+    gl: np.ndarray, gr: np.ndarray, detector: str = "orb", max_features: int = 3000
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ratio-tested matches between two H x W uint8 images: two N x 2 float32 arrays."""
     features: cv2.Feature2D
     if detector == "sift":
         if not hasattr(cv2, "SIFT"):
@@ -113,15 +177,44 @@ def _match(gl: np.ndarray, gr: np.ndarray, detector: str, max_features: int) -> 
         raise UserError(f"unknown detector {detector!r}; use one of: {', '.join(DETECTORS)}")
     kl, dl = features.detectAndCompute(gl, None)
     kr, dr = features.detectAndCompute(gr, None)
-    if dl is None or dr is None:
-        return np.zeros((0, 2), np.float32), np.zeros((0, 2), np.float32)
-    matches = cv2.BFMatcher(norm, crossCheck=True).match(dl, dr)
-    pl = np.array([kl[m.queryIdx].pt for m in matches], np.float32).reshape(-1, 2)
-    pr = np.array([kr[m.trainIdx].pt for m in matches], np.float32).reshape(-1, 2)
+    empty = np.zeros((0, 2), np.float32)
+    if dl is None or dr is None or len(kl) < 2 or len(kr) < 2:
+        return empty, empty
+    matcher = cv2.BFMatcher(norm)
+    pairs = matcher.knnMatch(dl, dr, k=2)
+    back = {m.queryIdx: m.trainIdx for m in matcher.match(dr, dl)}  # each right point's best left
+    # Ratio test, and mutual: the right point's best match is this left point, too.
+    unique = [
+        p[0]
+        for p in pairs
+        if len(p) == 2 and p[0].distance < RATIO * p[1].distance and back.get(p[0].trainIdx) == p[0].queryIdx
+    ]
+    pl = np.array([kl[m.queryIdx].pt for m in unique], np.float32).reshape(-1, 2)
+    pr = np.array([kr[m.trainIdx].pt for m in unique], np.float32).reshape(-1, 2)
     return pl, pr
 
 
-def _refine(gl: np.ndarray, gr: np.ndarray, pl: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def epipolar_inliers(pl: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The N x 2 matches consistent with one RANSAC fundamental matrix (none below 8)."""
+    if len(pl) < 8:
+        return pl[:0], pr[:0]
+    _, mask = cv2.findFundamentalMat(pl, pr, cv2.FM_RANSAC, RANSAC_PX, 0.999, 5000)
+    keep = mask.ravel().astype(bool) if mask is not None and len(mask) == len(pl) else np.zeros(len(pl), bool)
+    pl, pr = pl[keep], pr[keep]
+    if len(pl) >= 8:
+        # A flat scene (a wall, a board) leaves F undetermined: one homography then explains
+        # most inliers, and the matches it does not explain are the wrong ones that fit
+        # some F of the family.
+        _, hmask = cv2.findHomography(pl, pr, cv2.RANSAC, RANSAC_PX)
+        if hmask is not None and hmask.mean() >= PLANAR_FRACTION:
+            flat = hmask.ravel().astype(bool)
+            pl, pr = pl[flat], pr[flat]
+    return pl, pr
+
+
+def refine_matches(
+    gl: np.ndarray, gr: np.ndarray, pl: np.ndarray, pr: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Move each right point to the sub-pixel best match of the patch around its left point.
 
     Keypoint positions are quantised to the detector's pyramid grid (up to a pixel), which is

@@ -1,21 +1,24 @@
 """Stereo calibration from chessboard views: pairing files, corners, coverage, calibration.
 
 A pattern is (cols, rows) inner corners. Corners are N x 2 float32 (x, y) pixel arrays,
-N = cols * rows, row after row, starting at the corner nearest the image's top left.
+N = cols * rows, row after row, in an order read off the board itself (see `board_order`),
+so that the left and right views of one pair list the same physical corners in the same order.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from app.engine.calibration.fit import fit_stereo
 from app.engine.calibration.rig import StereoRig
+from app.engine.calibration.target import Detection
 from app.engine.errors import UserError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".pgm", ".ppm")
@@ -81,11 +84,66 @@ def detect_corners(gray: np.ndarray, pattern: tuple[int, int]) -> np.ndarray | N
     win = int(np.clip(spacing * 0.4, 2, 11))
     criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 50, 1e-3)
     corners = cv2.cornerSubPix(gray, np.asarray(corners, np.float32), (win, win), (-1, -1), criteria)
-    pts = np.asarray(corners, np.float32).reshape(-1, 2)
-    # The detectors may start at either end of the board; fix one so both cameras agree.
-    if float((pts[-1] - pts[0]).sum()) < 0:
-        pts = pts[::-1]
-    return np.ascontiguousarray(pts)
+    return board_order(gray, np.asarray(corners, np.float32).reshape(-1, 2), pattern)
+
+
+def is_symmetric(pattern: tuple[int, int]) -> bool:
+    """True when a half turn maps the board onto itself: cols + rows inner corners even."""
+    return (pattern[0] + pattern[1]) % 2 == 0
+
+
+def board_order(gray: np.ndarray, pts: np.ndarray, pattern: tuple[int, int]) -> np.ndarray:
+    """The detector's N x 2 corners of an H x W image put in an order fixed by the board.
+
+    The detectors may start at any end of the board. Two rules make the order the same in
+    every camera that sees the board's printed side: rows run so that the first row and the
+    first column turn like the image axes (x right, y down), which leaves a half turn open;
+    a board with cols + rows odd is not symmetric under a half turn (its corner squares
+    differ in colour), so the order is the one whose first square is dark. A symmetric board
+    starts at the corner nearest the image's top left, and `align_pair` settles a pair.
+    """
+    cols, rows = pattern
+    grid = pts.reshape(rows, cols, 2)
+    across, down = grid[0, -1] - grid[0, 0], grid[-1, 0] - grid[0, 0]
+    if float(across[0] * down[1] - across[1] * down[0]) < 0:  # mirrored: reverse the rows
+        grid = grid[::-1]
+    if is_symmetric(pattern):
+        flip = float((grid[-1, -1] - grid[0, 0]).sum()) < 0
+    else:
+        flip = _first_square_is_light(gray, grid)
+    if flip:
+        grid = grid[::-1, ::-1]
+    return np.ascontiguousarray(grid.reshape(-1, 2), dtype=np.float32)
+
+
+def _first_square_is_light(gray: np.ndarray, grid: np.ndarray) -> bool:
+    """Are the squares of the first one's colour lighter than the others? ``grid`` rows x cols x 2."""
+    centres = (grid[:-1, :-1] + grid[:-1, 1:] + grid[1:, :-1] + grid[1:, 1:]) / 4.0
+    blurred = cv2.blur(gray, (3, 3))
+    h, w = gray.shape
+    x = np.clip(np.round(centres[..., 0]).astype(int), 0, w - 1)
+    y = np.clip(np.round(centres[..., 1]).astype(int), 0, h - 1)
+    values = blurred[y, x].astype(np.float64)
+    i, j = np.indices(values.shape)
+    even = (i + j) % 2 == 0
+    return float(values[even].mean()) > float(values[~even].mean())
+
+
+def align_pair(left: np.ndarray, right: np.ndarray, pattern: tuple[int, int]) -> np.ndarray:
+    """The right view's N x 2 corners in the left view's order.
+
+    The cameras of a rig look the same way, so the board's rows point the same way in both
+    images (within far less than a quarter turn); when they point opposite ways, one view
+    started at the other end (a symmetric board, or a first square misjudged) and the right
+    view is turned round to match.
+    """
+    cols, rows = pattern
+    gl, gr = left.reshape(rows, cols, 2), right.reshape(rows, cols, 2)
+    along = float((gl[0, -1] - gl[0, 0]) @ (gr[0, -1] - gr[0, 0]))
+    across = float((gl[-1, 0] - gl[0, 0]) @ (gr[-1, 0] - gr[0, 0]))
+    if along < 0 and across < 0:
+        return np.ascontiguousarray(right[::-1])
+    return right
 
 
 def view_parameters(corners: np.ndarray, pattern: tuple[int, int], image_size: tuple[int, int]) -> np.ndarray:
@@ -131,28 +189,29 @@ class Coverage:
         return f"X {self.x:.2f}, Y {self.y:.2f}, size {self.size:.2f}, skew {self.skew:.2f}"
 
 
-@dataclass(frozen=True, eq=False)
-class ChessboardResult:
-    """A stereo calibration and its quality figures (pixels; baseline in metres)."""
+@dataclass(frozen=True)
+class ChessboardTarget:
+    """A plain chessboard of ``inner`` = (cols, rows) inner corners and ``square_m`` squares."""
 
-    rig: StereoRig
-    rms_px: float  # stereo reprojection error, from cv2.stereoCalibrate
-    epipolar_rms_px: float  # RMS vertical gap of the corners after rectification
-    baseline_m: float
-    coverage: Coverage
-    views: tuple[str, ...]
-    skipped: tuple[str, ...]
+    inner: tuple[int, int]
+    square_m: float
 
+    def describe(self) -> str:
+        return f"{self.inner[0]}x{self.inner[1]} chessboard"
 
-def epipolar_rms(rig: StereoRig, left: Sequence[np.ndarray], right: Sequence[np.ndarray]) -> float:
-    """Rectify the N x 2 corner sets with the rig and take the RMS of their y differences."""
-    rig = rig.with_rectification()
-    gaps = []
-    for pl, pr in zip(left, right, strict=True):
-        yl = cv2.undistortPoints(pl.reshape(-1, 1, 2), rig.K1, rig.D1, R=rig.R1, P=rig.P1)[:, 0, 1]
-        yr = cv2.undistortPoints(pr.reshape(-1, 1, 2), rig.K2, rig.D2, R=rig.R2, P=rig.P2)[:, 0, 1]
-        gaps.append(yl - yr)
-    return float(np.sqrt(np.mean(np.concatenate(gaps) ** 2)))
+    def hint(self) -> str:
+        return "check --pattern (inner corners, COLSxROWS)"
+
+    def detect(self, gray: np.ndarray) -> Detection | None:
+        pts = detect_corners(gray, self.inner)
+        return None if pts is None else Detection(np.arange(len(pts)), pts)
+
+    def match(self, left: Detection, right: Detection) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        right_pts = align_pair(left.points, right.points, self.inner)
+        return board_points(self.inner, self.square_m), left.points, right_pts
+
+    def full_view(self, found: Detection) -> np.ndarray:
+        return found.points
 
 
 def calibrate_stereo(
@@ -162,77 +221,9 @@ def calibrate_stereo(
     square_m: float,
     image_size: tuple[int, int],
 ) -> tuple[StereoRig, float]:
-    """Per-camera `cv2.calibrateCamera`, then `cv2.stereoCalibrate` with those intrinsics fixed.
+    """`fit_stereo` of full chessboard views (one N x 2 corner array per view, same order).
 
-    ``left``/``right``: one N x 2 corner array per view. Returns the rig (rectified) and the
-    stereo RMS reprojection error in pixels.
+    Returns the rig (rectified) and the stereo RMS reprojection error in pixels.
     """
-    objects = [board_points(pattern, square_m)] * len(left)
-    # k3 stays 0: with a dozen views of an ordinary lens it only fits noise (as ROS does).
-    flags = cv2.CALIB_FIX_K3
-    criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 100, 1e-6)
-    try:
-        _, k1, d1, _, _ = cv2.calibrateCamera(objects, list(left), image_size, None, None, flags=flags)
-        _, k2, d2, _, _ = cv2.calibrateCamera(objects, list(right), image_size, None, None, flags=flags)
-        rms, k1, d1, k2, d2, r, t, _, _ = cv2.stereoCalibrate(
-            objects, list(left), list(right), k1, d1, k2, d2, image_size,
-            flags=cv2.CALIB_FIX_INTRINSIC, criteria=criteria,
-        )  # fmt: skip
-    except cv2.error as exc:  # degenerate input makes OpenCV assert; report it in one line
-        why = str(exc).strip().splitlines()[-1]
-        raise UserError(
-            f"calibration failed ({why}); use more varied board views (tilts, distances)"
-        ) from None
-    return StereoRig(image_size, k1, d1, k2, d2, r, t.ravel()).with_rectification(), float(rms)
-
-
-def calibrate_folder(
-    folder: str | Path,
-    pattern: tuple[int, int],
-    square_m: float,
-    on_view: Callable[[str, bool], None] | None = None,
-) -> ChessboardResult:
-    """Detect the board in every pair of ``folder`` and calibrate the rig from the good ones.
-
-    ``on_view(name, found)`` is called after each pair, for progress output.
-    """
-    from app.engine.formats import read_image_rgb
-
-    cols, rows = pattern
-    size: tuple[int, int] | None = None
-    left: list[np.ndarray] = []
-    right: list[np.ndarray] = []
-    views: list[str] = []
-    skipped: list[str] = []
-    pairs = find_stereo_pairs(folder)
-    for lpath, rpath in pairs:
-        found = []
-        for path in (lpath, rpath):
-            gray = cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY)
-            h, w = gray.shape
-            size = size or (w, h)
-            if size != (w, h):
-                raise UserError(f"{path} is {w}x{h} but earlier images are {size[0]}x{size[1]}; use one size")
-            found.append(detect_corners(gray, pattern))
-        ok = found[0] is not None and found[1] is not None
-        (views if ok else skipped).append(lpath.name)
-        if found[0] is not None and found[1] is not None:
-            left.append(found[0])
-            right.append(found[1])
-        if on_view is not None:
-            on_view(lpath.name, ok)
-    if len(views) < MIN_VIEWS or size is None:
-        raise UserError(
-            f"a {cols}x{rows} chessboard was found in both images of {len(views)} of {len(pairs)} pairs "
-            f"in {folder}; need {MIN_VIEWS}; check --pattern (inner corners, COLSxROWS)"
-        )
-    rig, rms = calibrate_stereo(left, right, pattern, square_m, size)
-    return ChessboardResult(
-        rig=rig,
-        rms_px=rms,
-        epipolar_rms_px=epipolar_rms(rig, left, right),
-        baseline_m=rig.rectified().baseline_m,
-        coverage=Coverage.of([view_parameters(c, pattern, size) for c in left]),
-        views=tuple(views),
-        skipped=tuple(skipped),
-    )
+    fit = fit_stereo([board_points(pattern, square_m)] * len(left), left, right, image_size)
+    return fit.rig, fit.rms_px

@@ -3,14 +3,16 @@
 A rectified pair is described by a `Calibration` (focal length, baseline, principal point,
 ``doffs``); a raw rig by a `StereoRig` (both cameras' intrinsics, distortion and the pose of
 the right camera). Files: OpenCV FileStorage YAML/XML as OpenCV's ``stereo_calib`` sample
-writes it, a pair of ROS ``camera_info`` files, Middlebury ``calib.txt`` and stereodemo JSON;
-`load_calibration` tells them apart by name and content. The rig and rectification live in
+writes it, a pair of ROS ``camera_info`` files (read in ``app.engine.calibration.ros`` with
+PyYAML), Middlebury ``calib.txt`` and stereodemo JSON; `load_calibration` tells them apart
+by name and content. The rig and rectification live in
 ``app.engine.calibration.rig``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,8 @@ import cv2
 import numpy as np
 
 from app.engine.calibration.rig import FIELD_SHAPES, StereoRig, calibration_from_projections, shape_text
+from app.engine.calibration.ros import is_camera_info, read_ros_camera_info_pair, read_yaml
+from app.engine.calibration.validate import check_rig, check_values, fit_to_frames
 from app.engine.errors import UserError
 from app.engine.types import Calibration
 
@@ -80,10 +84,14 @@ def read_middlebury_calib(path: str | Path) -> MiddleburyCalib:
 
     def opt_int(key: str) -> int | None:
         try:
-            return round(float(fields[key]))
+            value = float(fields[key])
         except (KeyError, ValueError):
             return None
+        if not math.isfinite(value) or value <= 0:
+            raise UserError(f"{path}: field {key!r} is {fields[key]!r}; it must be a positive number")
+        return round(value)
 
+    check_values(calibration, str(path), "cam0", "baseline", "mm")
     return MiddleburyCalib(calibration, opt_int("width"), opt_int("height"), opt_int("ndisp"))
 
 
@@ -108,13 +116,14 @@ def read_stereodemo_json(path: str | Path) -> Calibration:
         raise UserError(f"{path}: stereodemo calibration has no field {keys[0]!r}; add it")
 
     cx0 = number("cx0", "cx")
-    return Calibration(
+    calibration = Calibration(
         focal_px=number("fx"),
         baseline_m=number("baseline_meters"),
         cx=cx0,
         cy=number("cy"),
         doffs=number("cx1", "cx0", "cx") - cx0,
     )
+    return check_values(calibration, str(path), "fx", "baseline_meters")
 
 
 def _json(path: Path) -> dict[str, object]:
@@ -127,7 +136,7 @@ def _json(path: Path) -> dict[str, object]:
     return data
 
 
-# --- OpenCV FileStorage and ROS camera_info ---------------------------------------------------
+# --- OpenCV FileStorage ---------------------------------------------------------------------
 
 _OPENCV_KEYS: dict[str, tuple[str, ...]] = {  # our name -> names in files, the sample's first
     "K1": ("M1", "K1"),
@@ -143,12 +152,6 @@ _OPENCV_KEYS: dict[str, tuple[str, ...]] = {  # our name -> names in files, the 
     "Q": ("Q",),
 }
 _REQUIRED = ("K1", "D1", "K2", "D2", "R", "T")
-_ROS = {  # calibration-file key, then ROS 1 and ROS 2 message keys
-    "K": ("camera_matrix", "K", "k"),
-    "D": ("distortion_coefficients", "D", "d"),
-    "R": ("rectification_matrix", "R", "r"),
-    "P": ("projection_matrix", "P", "p"),
-}
 
 
 def _storage(path: Path) -> cv2.FileStorage:
@@ -158,11 +161,8 @@ def _storage(path: Path) -> cv2.FileStorage:
     except (OSError, UnicodeDecodeError) as exc:
         why = getattr(exc, "strerror", None) or "not a text file"
         raise UserError(f"cannot read calibration {path}: {why}; check the path") from exc
-    if not text.lstrip().startswith(("<", "{")):  # XML and JSON go in as they are
-        # ROS files have no %YAML directive and `rostopic echo` ends documents with '---';
-        # OpenCV's parser wants the directive and one document.
-        body = [ln for ln in text.splitlines() if ln.strip() not in ("---", "...") and ln[:5] != "%YAML"]
-        text = "%YAML:1.0\n" + "\n".join(body) + "\n"
+    if not text.lstrip().startswith(("<", "{", "%YAML:")):  # OpenCV's parser wants its directive
+        text = "%YAML:1.0\n" + text
     try:
         fs = cv2.FileStorage(text, cv2.FILE_STORAGE_READ | cv2.FILE_STORAGE_MEMORY)
         ok = fs.isOpened() and fs.root().isMap()
@@ -250,59 +250,23 @@ def _read_opencv(
     size = size or image_size
     if size is None:
         if "P1" in fields and "P2" in fields:
-            return calibration_from_projections(fields["P1"], fields["P2"]), None
+            calibration = calibration_from_projections(fields["P1"], fields["P2"])
+            return check_values(calibration, str(path), "P1[0,0]", "baseline (-P2[0,3] / P2[0,0])"), None
         raise UserError(f"{path} has no image size (image_width, image_height); add them to the file")
-    rig = StereoRig(size, **fields)
-    return rig.rectified(), rig
+    rig = check_rig(StereoRig(size, **fields), str(path))
+    return _checked_rig(rig, path), rig
 
 
-def _is_ros(fs: cv2.FileStorage) -> bool:
-    keys = set(fs.root().keys())
-    return bool(keys & {"camera_matrix", "projection_matrix", "K", "k", "P", "p"}) and not keys & {"M1", "K1"}
-
-
-def _camera_info(path: Path) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
-    """One ROS camera_info (calibration file or message dump): K 3x3, D 1xN, R 3x3, P 3x4."""
-    fs = _storage(path)
-    info: dict[str, np.ndarray] = {}
-    for name, keys in _ROS.items():
-        value = _array(fs, keys, path)
-        if value is None and name in ("K", "P"):
-            raise UserError(f"{path}: camera_info has no field {keys[0]!r} ({keys[1]}); check the file")
-        if value is not None and value.size:
-            info[name] = _shaped(value, {"K": "K1", "R": "R1", "P": "P1"}.get(name, "D1"), keys[0], path)
-    return info, _image_size(fs, path)
-
-
-def read_ros_camera_info_pair(left: str | Path, right: str | Path) -> tuple[Calibration, StereoRig | None]:
-    """Left and right ROS camera_info files of a stereo pair -> (geometry, raw rig or None).
-
-    The projection matrices describe the rectified pair: B = -P_right[0,3] / P_right[0,0].
-    The raw rig comes back when both files carry image sizes and proper rectification
-    rotations R: then R_rig = R_right^T R_left and T = R_right^T t, t the rectified offset.
-    """
-    (li, lsize), (ri, rsize) = _camera_info(Path(left)), _camera_info(Path(right))
-    if ri["P"][0, 3] == 0:
+def _checked_rig(rig: StereoRig, path: Path) -> Calibration:
+    """The rig's rectified geometry, range-checked; a swapped rig is named by its T."""
+    rectified = rig.rectified()
+    where = str(path)
+    if rectified.baseline_m < 0:
         raise UserError(
-            f"{right}: P[0,3] is 0, so it gives no baseline; give the right camera's camera_info second"
+            f"{where}: T = {np.round(rig.T, 4).tolist()} puts the right camera left of the left one "
+            f"(baseline {rectified.baseline_m:g} m); swap the left and right images (or M1/M2, D1/D2)"
         )
-    if lsize and rsize and lsize != rsize:
-        raise UserError(
-            f"camera_info sizes differ: {left} is {lsize[0]}x{lsize[1]}, {right} {rsize[0]}x{rsize[1]}"
-        )
-    calibration = calibration_from_projections(li["P"], ri["P"])
-    r1, r2 = li.get("R", np.eye(3)), ri.get("R", np.eye(3))
-    proper = all(np.allclose(r @ r.T, np.eye(3), atol=1e-4) and np.linalg.det(r) > 0 for r in (r1, r2))
-    if lsize is None or not proper:
-        return calibration, None
-    p2 = ri["P"]
-    t_rect = np.array([p2[0, 3] / p2[0, 0], p2[1, 3] / p2[1, 1], p2[2, 3]])
-    zeros = np.zeros((1, 5))
-    rig = StereoRig(
-        lsize, li["K"], li.get("D", zeros), ri["K"], ri.get("D", zeros), r2.T @ r1, r2.T @ t_rect,
-        r1, r2, li["P"], p2,
-    )  # fmt: skip
-    return calibration, rig
+    return check_values(rectified, where, "P1[0,0]", "baseline (-P2[0,3] / P2[0,0])")
 
 
 # --- writing and loading ----------------------------------------------------------------------
@@ -335,9 +299,25 @@ def load_calibration(
     OpenCV ``intrinsics.yml``/``extrinsics.yml`` pair (found next to the first if not given).
     ``image_size`` (width, height) is used only when an OpenCV file does not record its size.
     The rig is None for formats that describe only a rectified pair (Middlebury, stereodemo).
+    Every value is range-checked (`app.engine.calibration.validate`).
     """
-    path = Path(path)
-    second = Path(second) if second else None
+    calibration, rig, _ = _load(Path(path), Path(second) if second else None, image_size)
+    return calibration, rig
+
+
+def load_for_frames(
+    path: str | Path, second: str | Path | None, frame_size: tuple[int, int]
+) -> tuple[Calibration, StereoRig | None, str | None]:
+    """`load_calibration` for frames of ``frame_size`` (w, h): a file made for another size
+    is rescaled when the aspect ratio agrees (the note says so) and refused otherwise."""
+    calibration, rig, size = _load(Path(path), Path(second) if second else None, frame_size)
+    return fit_to_frames(calibration, rig, size, frame_size, str(path))
+
+
+def _load(
+    path: Path, second: Path | None, image_size: tuple[int, int] | None
+) -> tuple[Calibration, StereoRig | None, tuple[int, int] | None]:
+    """(geometry, raw rig or None, the image size the file is for or None)."""
     for p in (path, second):
         if p is not None and not p.is_file():
             raise UserError(f"calibration file not found: {p}; check the path")
@@ -347,11 +327,17 @@ def load_calibration(
     if suffix == ".json" or head.lstrip().startswith("{"):
         data = _json(path)
         if not {"M1", "K1"} & data.keys():  # OpenCV can write JSON too
-            return read_stereodemo_json(path), None
+            w, h = data.get("width"), data.get("height")
+            size = (w, h) if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0 else None
+            return read_stereodemo_json(path), None, size
     elif suffix == ".txt" or "cam0=" in head:
-        return read_middlebury_calib(path).calibration, None
-    if _is_ros(_storage(path)):
+        meta = read_middlebury_calib(path)
+        size = (meta.width, meta.height) if meta.width and meta.height else None
+        return meta.calibration, None, size
+    if is_camera_info(read_yaml(path)):
         if second is None:
             raise UserError(f"{path} is one camera's ROS camera_info; give the right camera's file as well")
-        return read_ros_camera_info_pair(path, second)
-    return _read_opencv(path, second, image_size)
+        calibration, rig = read_ros_camera_info_pair(path, second)
+    else:
+        calibration, rig = _read_opencv(path, second, image_size)
+    return calibration, rig, rig.image_size if rig is not None else None

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from app.engine.calibration.files import MiddleburyCalib, read_middlebury_calib
+from app.engine.calibration.validate import fit_to_frames
 from app.engine.errors import UserError
 from app.engine.formats import read_image_rgb, read_kitti_png, read_pfm
 from app.engine.sources.base import Frame, StereoSource, natural_key
@@ -45,6 +46,11 @@ class Scene:
                 f"{left.shape[1]}x{left.shape[0]}; they must match"
             )
         cal = meta.calibration if meta else None
+        if meta is not None and meta.width and meta.height:
+            frame = (left.shape[1], left.shape[0])
+            cal, _, _ = fit_to_frames(
+                meta.calibration, None, (meta.width, meta.height), frame, str(self.calib)
+            )
         return StereoPair(left, right, 0.0, cal, gt), meta
 
 

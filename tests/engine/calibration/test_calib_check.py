@@ -28,17 +28,17 @@ def _warp(img: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 
 def test_verdict_thresholds() -> None:
     assert [verdict_for(v) for v in (0.3, 0.6, 0.61, 1.0, 1.2)] == [
-        "good",
-        "good",
+        "rectified",
+        "rectified",
         "marginal",
         "marginal",
-        "bad",
+        "not rectified",
     ]
 
 
 def test_rectified_demo_pair_is_good(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:
     report = check_epipolar(*demo_pair)
-    assert report.verdict == "good", report.reason
+    assert report.verdict == "rectified", report.reason
     assert report.matches >= 200 and report.points_left.shape == report.points_right.shape == (
         report.matches,
         2,
@@ -46,7 +46,9 @@ def test_rectified_demo_pair_is_good(demo_pair: tuple[np.ndarray, np.ndarray]) -
     assert report.vertical_rms_px < 0.45 and abs(report.vertical_mean_px) < 0.1
     assert report.vertical_p95_px < 1.0
     summary = report.summary()
-    assert summary["verdict"] == "good" and summary["matches"] == report.matches
+    assert summary["verdict"] == "rectified" and summary["matches"] == report.matches
+    assert report.subpixel and report.misalignment is not None
+    assert abs(report.misalignment.roll_deg) < 0.02 and abs(report.misalignment.shift_px) < 0.1
 
 
 def test_small_rotation_is_bad(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:
@@ -54,19 +56,21 @@ def test_small_rotation_is_bad(demo_pair: tuple[np.ndarray, np.ndarray]) -> None
     h, w = right.shape[:2]
     rotated = _warp(right, cv2.getRotationMatrix2D((w / 2, h / 2), 0.75, 1.0))
     report = check_epipolar(left, rotated)
-    assert report.verdict == "bad" and report.vertical_rms_px > 1.2
+    assert report.verdict == "not rectified" and report.vertical_rms_px > 1.2
+    assert report.misalignment is not None and report.misalignment.roll_deg == pytest.approx(0.75, abs=0.1)
 
 
 def test_vertical_shift_is_measured(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:
     left, right = demo_pair
     report = check_epipolar(left, _warp(right, np.array([[1.0, 0, 0], [0, 1, 0.8]])))
     assert report.vertical_mean_px == pytest.approx(-0.8, abs=0.12)
+    assert report.misalignment is not None and report.misalignment.shift_px == pytest.approx(-0.8, abs=0.12)
     assert report.verdict == "marginal"
 
 
 def test_sift_option(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:
     report = check_epipolar(*demo_pair, detector="sift", max_features=1500)
-    assert report.verdict == "good" and report.matches >= 100
+    assert report.verdict == "rectified" and report.matches >= 100
 
 
 def test_textureless_pair_is_unknown() -> None:
@@ -107,3 +111,16 @@ def test_raw_rig_rectified_then_checked() -> None:
 def test_no_chessboard_in_view(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:
     with pytest.raises(UserError, match=r"no 8x6 chessboard found in the left image; check --pattern"):
         check_board(*demo_pair, PATTERN, SQUARE_M)
+
+
+HANDHELD = Path(__file__).resolve().parents[2] / "data" / "opencv_handheld"
+
+
+def test_hand_held_pair_is_not_rectified() -> None:
+    # Two photographs of a textured scene from different places: the check must see the
+    # misalignment, not give up on it (it found 1 match when it filtered by row).
+    left, right = read_image_rgb(HANDHELD / "left.jpg"), read_image_rgb(HANDHELD / "right.jpg")
+    report = check_epipolar(left, right)
+    assert report.verdict == "not rectified" and report.matches >= 50
+    assert report.vertical_rms_px > 5.0 and "times the 0.6 px" in report.reason
+    assert report.misalignment is not None and abs(report.misalignment.roll_deg) > 1.0

@@ -262,3 +262,30 @@ def test_rectifier_makes_rows_agree() -> None:
         np.arange(1280), weights=right[:, :, 0].sum(axis=0).astype(float)
     )
     assert cal.depth_m(np.array([disparity]))[0] == pytest.approx(point[0, 2], rel=0.01)
+
+
+def test_ros2_echo_with_several_messages(tmp_path: Path) -> None:
+    """`ros2 topic echo` of two messages (lowercase keys): the first is read, and a bad list is named."""
+
+    def message(p: np.ndarray, seq: int) -> str:
+        flat = lambda m: "\n".join(f"- {v}" for v in np.ravel(m))  # noqa: E731  block lists
+        return (
+            f"header:\n  stamp:\n    sec: {seq}\n  frame_id: cam\nheight: 480\nwidth: 640\n"
+            f"distortion_model: plumb_bob\nd: []\nk:\n{flat([[700, 0, 320], [0, 700, 240], [0, 0, 1]])}\n"
+            f"r:\n{flat(np.eye(3))}\np:\n{flat(p)}\nbinning_x: 0\n---\n"
+        )
+
+    p1 = np.array([[700.0, 0, 320, 0], [0, 700, 240, 0], [0, 0, 1, 0]])
+    p2 = p1.copy()
+    p2[0, 3] = -700.0 * 0.12
+    other = p2.copy()
+    other[0, 3] = -700.0 * 0.5
+    left, right = tmp_path / "l.yaml", tmp_path / "r.yaml"
+    left.write_text(message(p1, 1) + message(p1, 2))
+    right.write_text(message(p2, 1) + message(other, 2))
+    cal, back = load_calibration(left, right)
+    assert cal.baseline_m == pytest.approx(0.12) and back is not None and back.image_size == (640, 480)
+    right.write_text(message(p2, 1).replace("- -84.0", "- minus"))
+    with pytest.raises(UserError) as exc:
+        load_calibration(left, right)
+    assert "field 'p' is malformed" in _one_line(exc)

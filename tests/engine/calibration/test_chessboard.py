@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 from app.engine.calibration.chessboard import (
+    ChessboardTarget,
     Coverage,
     board_points,
-    calibrate_folder,
     detect_corners,
     find_stereo_pairs,
     view_parameters,
 )
+from app.engine.calibration.folder import calibrate_folder
 from app.engine.calibration.rig import StereoRig
 from app.engine.errors import UserError
 
@@ -128,7 +129,7 @@ def test_rendered_corners_are_subpixel_accurate() -> None:
 
 
 def test_calibration_recovers_the_rig(views: Path) -> None:
-    result = calibrate_folder(views, PATTERN, SQUARE_M)
+    result = calibrate_folder(views, ChessboardTarget(PATTERN, SQUARE_M))
     assert len(result.views) == len(POSES) and result.skipped == ()
     assert result.baseline_m == pytest.approx(BASELINE_M, rel=0.01)
     assert result.epipolar_rms_px < 0.2
@@ -166,7 +167,7 @@ def test_pairs_sort_naturally_and_unmatched_files_fail(tmp_path: Path) -> None:
 def test_too_few_boards_is_a_user_error(tmp_path: Path) -> None:
     write_views(tmp_path, POSES[:1])
     with pytest.raises(UserError, match=r"found in both images of 0 of 1 pairs.*--pattern"):
-        calibrate_folder(tmp_path, (7, 5), SQUARE_M)  # wrong pattern: no board is found
+        calibrate_folder(tmp_path, ChessboardTarget((7, 5), SQUARE_M))  # wrong pattern: no board is found
 
 
 def test_coverage_follows_the_ros_calibrator() -> None:

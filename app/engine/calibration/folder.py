@@ -1,0 +1,149 @@
+"""Calibrating a rig from a folder of target pairs: detection, per-view errors, dropping views.
+
+Views are named by their left image. Pixels are px, board points metres.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from app.engine.calibration.chessboard import MIN_VIEWS, Coverage, find_stereo_pairs, view_parameters
+from app.engine.calibration.fit import StereoFit, epipolar_rms, fit_stereo
+from app.engine.calibration.rig import StereoRig
+from app.engine.calibration.target import Target
+from app.engine.errors import UserError
+
+
+@dataclass(frozen=True, eq=False)
+class ChessboardResult:
+    """A stereo calibration and its quality figures (pixels; baseline in metres).
+
+    ``view_errors_px`` (V x 2) are the (left, right) RMS reprojection errors of ``views``;
+    ``outliers`` names the views whose error stands out, ``dropped`` those left out.
+    """
+
+    rig: StereoRig
+    rms_px: float  # stereo reprojection error, from cv2.stereoCalibrate
+    epipolar_rms_px: float  # RMS vertical gap of the corners after rectification
+    baseline_m: float
+    coverage: Coverage
+    views: tuple[str, ...]
+    skipped: tuple[str, ...]
+    view_errors_px: np.ndarray
+    outliers: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+
+
+@dataclass
+class _Views:
+    names: list[str] = field(default_factory=list)
+    objects: list[np.ndarray] = field(default_factory=list)
+    left: list[np.ndarray] = field(default_factory=list)
+    right: list[np.ndarray] = field(default_factory=list)
+    params: list[np.ndarray] = field(default_factory=list)
+
+    def without(self, drop: set[str]) -> _Views:
+        keep = [i for i, n in enumerate(self.names) if n not in drop]
+        return _Views(
+            [self.names[i] for i in keep],
+            [self.objects[i] for i in keep],
+            [self.left[i] for i in keep],
+            [self.right[i] for i in keep],
+            [self.params[i] for i in keep],
+        )
+
+
+def _detect_folder(
+    folder: str | Path, target: Target, on_view: Callable[[str, bool], None] | None
+) -> tuple[_Views, list[str], tuple[int, int], int]:
+    """Detect the target in every pair: (usable views, skipped names, image size, pairs)."""
+    from app.engine.formats import read_image_rgb
+
+    size: tuple[int, int] | None = None
+    views = _Views()
+    skipped: list[str] = []
+    one_side = {"left": 0, "right": 0}
+    pairs = find_stereo_pairs(folder)
+    for lpath, rpath in pairs:
+        found = []
+        for path in (lpath, rpath):
+            gray = cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY)
+            h, w = gray.shape
+            size = size or (w, h)
+            if size != (w, h):
+                raise UserError(f"{path} is {w}x{h} but earlier images are {size[0]}x{size[1]}; use one size")
+            found.append(target.detect(gray))
+        fl, fr = found
+        matched = target.match(fl, fr) if fl is not None and fr is not None else None
+        if matched is None:
+            skipped.append(lpath.name)
+            if (fl is None) != (fr is None):
+                one_side["left" if fr is None else "right"] += 1
+        else:
+            assert fl is not None and size is not None
+            views.names.append(lpath.name)
+            views.objects.append(matched[0])
+            views.left.append(matched[1])
+            views.right.append(matched[2])
+            views.params.append(view_parameters(target.full_view(fl), target.inner, size))
+        if on_view is not None:
+            on_view(lpath.name, matched is not None)
+    if len(views.names) < MIN_VIEWS or size is None:
+        alone = [f"{n} in the {side} image only" for side, n in one_side.items() if n]
+        more = f" (found {' and '.join(alone)})" if alone else ""
+        raise UserError(
+            f"a {target.describe()} was found in both images of {len(views.names)} of {len(pairs)} pairs "
+            f"in {folder}{more}; need {MIN_VIEWS}; {target.hint()}"
+        )
+    return views, skipped, size, len(pairs)
+
+
+def calibrate_folder(
+    folder: str | Path,
+    target: Target,
+    on_view: Callable[[str, bool], None] | None = None,
+    drop: Sequence[str] = (),
+    drop_outliers: bool = False,
+) -> ChessboardResult:
+    """Detect the target in every pair of ``folder`` and calibrate the rig from the good ones.
+
+    ``on_view(name, found)`` is called after each pair, for progress output. ``drop`` names
+    views (left image names) to leave out; ``drop_outliers`` fits once more without the
+    views whose reprojection error stands out.
+    """
+    views, skipped, size, _ = _detect_folder(folder, target, on_view)
+    unknown = sorted(set(drop) - set(views.names))
+    if unknown:
+        raise UserError(f"--drop {unknown[0]}: no such view; views are named by their left image")
+    dropped = [n for n in views.names if n in set(drop)]
+    kept = views.without(set(dropped))
+    fit = _fit(kept, size)
+    outliers = [n for n, bad in zip(kept.names, fit.outliers(), strict=True) if bad]
+    if drop_outliers and outliers:
+        dropped += outliers
+        kept = views.without(set(dropped))
+        fit = _fit(kept, size)
+        outliers = [n for n, bad in zip(kept.names, fit.outliers(), strict=True) if bad]
+    return ChessboardResult(
+        rig=fit.rig,
+        rms_px=fit.rms_px,
+        epipolar_rms_px=epipolar_rms(fit.rig, kept.left, kept.right),
+        baseline_m=fit.rig.rectified().baseline_m,
+        coverage=Coverage.of(kept.params),
+        views=tuple(kept.names),
+        skipped=tuple(skipped),
+        view_errors_px=fit.view_errors_px,
+        outliers=tuple(outliers),
+        dropped=tuple(dropped),
+    )
+
+
+def _fit(views: _Views, size: tuple[int, int]) -> StereoFit:
+    if len(views.names) < MIN_VIEWS:
+        raise UserError(f"only {len(views.names)} views are left after dropping; need {MIN_VIEWS}")
+    return fit_stereo(views.objects, views.left, views.right, size)

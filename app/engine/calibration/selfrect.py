@@ -1,0 +1,256 @@
+"""Self-rectification without a target, from feature matches pooled over several frames.
+
+Matches pass the check's ratio test and RANSAC per frame. With known intrinsics (a rig whose
+calibration drifted) a small bundle adjustment moves the relative rotation R and the
+direction of t to minimise the Sampson distance to the epipolar lines of E = [t]x R, and
+`cv2.stereoRectify` rectifies (the baseline length is kept, or the one given). Without them
+the fundamental matrix of all inliers gives Hartley's projective rectification
+(`cv2.stereoRectifyUncalibrated`), framed on the matched content; it is written as a rig
+whose R1/R2 are those homographies in a nominal camera, so depths from it are relative, in
+units of the baseline given (1 if none). Pixels are px; matches N x 2 float32 (x, y).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from app.engine.calibration.check import MIN_MATCHES, epipolar_inliers, match_features, refine_matches
+from app.engine.calibration.fit import epipolar_rms
+from app.engine.calibration.rig import Rectifier, StereoRig
+from app.engine.errors import UserError
+
+HUBER_PX = 1.0
+FRAME_MARGIN = 0.05  # of the frame, around the matched content of a projective rectification
+
+
+@dataclass(frozen=True, eq=False)
+class SelfRectification:
+    """The rig found, the matches it came from and their vertical RMS before and after (px).
+
+    ``method``: 'pose' (known intrinsics, R and t re-estimated) or 'projective'.
+    """
+
+    rig: StereoRig
+    matches: int
+    frames: int
+    before_rms_px: float
+    after_rms_px: float
+    method: str
+    baseline_known: bool
+
+
+def pooled_matches(
+    pairs: Iterable[tuple[np.ndarray, np.ndarray]], detector: str = "orb", max_features: int = 3000
+) -> tuple[np.ndarray, np.ndarray, tuple[int, int], int]:
+    """Inlier matches of every H x W x 3 RGB pair: (N x 2 left, N x 2 right, (w, h), frames)."""
+    lefts, rights = [np.zeros((0, 2), np.float32)], [np.zeros((0, 2), np.float32)]
+    size: tuple[int, int] | None = None
+    frames = 0
+    for left, right in pairs:
+        if left.shape != right.shape:
+            raise UserError(f"left and right frames differ in size ({left.shape[:2]} vs {right.shape[:2]})")
+        frame_size = (left.shape[1], left.shape[0])
+        if size not in (None, frame_size):
+            raise UserError("frames change size within the source; self-rectify one size at a time")
+        size = frame_size
+        gl, gr = (cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (left, right))
+        pl, pr = epipolar_inliers(*match_features(gl, gr, detector, max_features))
+        lefts.append(pl)
+        rights.append(pr)
+        frames += 1
+    if size is None:
+        raise UserError("the source gave no frames; check the source")
+    return np.concatenate(lefts), np.concatenate(rights), size, frames
+
+
+def _skew(t: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -t[2], t[1]], [t[2], 0.0, -t[0]], [-t[1], t[0], 0.0]])
+
+
+class _PoseModel:
+    """Sampson residuals (px) of matches in a common ideal camera diag(f, f, 1), for the
+    parameters (rotation vector 3, two moves of t orthogonal to its start t0)."""
+
+    def __init__(self, pl: np.ndarray, pr: np.ndarray, t0: np.ndarray, focal: float) -> None:
+        self.x1 = np.column_stack([pl / focal, np.ones(len(pl))])
+        self.x2 = np.column_stack([pr / focal, np.ones(len(pr))])
+        self.t0, self.focal = t0, focal
+        helper = np.array([0.0, 1.0, 0.0]) if abs(t0[1]) < 0.9 else np.array([1.0, 0.0, 0.0])
+        self.u = np.cross(t0, helper) / np.linalg.norm(np.cross(t0, helper))
+        self.v = np.cross(t0, self.u)
+
+    def pose(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = self.t0 + p[3] * self.u + p[4] * self.v
+        return cv2.Rodrigues(p[:3])[0], t / np.linalg.norm(t)
+
+    def residuals(self, p: np.ndarray) -> np.ndarray:
+        r, t = self.pose(p)
+        e = _skew(t) @ r
+        ex1, etx2 = self.x1 @ e.T, self.x2 @ e
+        num = np.sum(self.x2 * ex1, axis=1)
+        den = ex1[:, 0] ** 2 + ex1[:, 1] ** 2 + etx2[:, 0] ** 2 + etx2[:, 1] ** 2
+        return self.focal * num / np.sqrt(np.maximum(den, 1e-30))
+
+
+def _huber_cost(r: np.ndarray) -> float:
+    a = np.abs(r)
+    return float(np.sum(np.where(a < HUBER_PX, 0.5 * a**2, HUBER_PX * (a - 0.5 * HUBER_PX))))
+
+
+def _levenberg_marquardt(model: _PoseModel, p: np.ndarray, iterations: int = 40) -> np.ndarray:
+    """Minimise the Huber cost of the model's residuals over p (numeric Jacobian)."""
+    lam, current = 1e-3, _huber_cost(model.residuals(p))
+    for _ in range(iterations):
+        r = model.residuals(p)
+        w = np.where(np.abs(r) < HUBER_PX, 1.0, HUBER_PX / np.maximum(np.abs(r), 1e-12))
+        jac = np.empty((len(r), len(p)))
+        for k in range(len(p)):
+            step = np.zeros_like(p)
+            step[k] = 1e-7
+            jac[:, k] = (model.residuals(p + step) - r) / 1e-7
+        a, g = jac.T @ (w[:, None] * jac), jac.T @ (w * r)
+        improved = 0.0
+        while lam < 1e8:
+            trial = p - np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), g)
+            new = _huber_cost(model.residuals(trial))
+            if new < current:
+                p, improved, current, lam = trial, current - new, new, lam * 0.3
+                break
+            lam *= 10.0
+        if improved <= 1e-10 * max(current, 1e-12):
+            break
+    return p
+
+
+def _pose(pl: np.ndarray, pr: np.ndarray, known: StereoRig, baseline_m: float | None) -> StereoRig:
+    """The known rig with R and T re-estimated from N x 2 raw matches."""
+    focal = float(known.K1[0, 0])
+    ql = focal * cv2.undistortPoints(pl.reshape(-1, 1, 2), known.K1, known.D1).reshape(-1, 2)
+    qr = focal * cv2.undistortPoints(pr.reshape(-1, 1, 2), known.K2, known.D2).reshape(-1, 2)
+    k = np.diag([focal, focal, 1.0])
+    e, mask = cv2.findEssentialMat(ql, qr, k, cv2.RANSAC, 0.999, 1.0)
+    if e is None or e.shape != (3, 3):
+        raise UserError("no relative pose fits the matches; use frames with more depth variation")
+    _, r0, t0, _ = cv2.recoverPose(e, ql, qr, k, mask=mask)
+    old = np.asarray(known.T, np.float64).ravel()
+    t0 = t0.ravel() if float(t0.ravel() @ old) >= 0 else -t0.ravel()  # the rig's side, not its mirror
+    model = _PoseModel(ql, qr, t0 / np.linalg.norm(t0), focal)
+    p = _levenberg_marquardt(model, np.concatenate([cv2.Rodrigues(r0)[0].ravel(), [0.0, 0.0]]))
+    r, t = model.pose(p)
+    length = float(np.linalg.norm(old)) if baseline_m is None else baseline_m
+    return StereoRig(known.image_size, known.K1, known.D1, known.K2, known.D2, r, t * length)
+
+
+def _projective(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int], baseline_m: float) -> StereoRig:
+    """Hartley's rectification of N x 2 raw matches, as a rig in a nominal camera."""
+    f, _ = cv2.findFundamentalMat(pl, pr, cv2.FM_8POINT)
+    ok, h1, h2 = cv2.stereoRectifyUncalibrated(pl, pr, f, size) if f is not None else (False, None, None)
+    if not ok or h1 is None or h2 is None:
+        raise UserError("no rectification fits the matches; use frames with more depth variation")
+    # One similarity for both views keeps rows aligned: fit the matched content into the frame.
+    warped = [
+        cv2.perspectiveTransform(p.reshape(-1, 1, 2).astype(np.float64), h) for p, h in ((pl, h1), (pr, h2))
+    ]
+    both = np.concatenate(warped).reshape(-1, 2)
+    lo, hi = both.min(axis=0), both.max(axis=0)
+    w, h = size
+    inner = np.array([w, h], np.float64) * (1 - 2 * FRAME_MARGIN)
+    scale = float(np.min(inner / np.maximum(hi - lo, 1e-9)))
+    offset = np.array([w, h]) / 2 - scale * (lo + hi) / 2
+    frame = np.array([[scale, 0, offset[0]], [0, scale, offset[1]], [0, 0, 1.0]])
+    if np.linalg.det(frame @ h1) < 0:  # keep the picture the right way round
+        flip = np.array([[-1.0, 0, w - 1], [0, -1.0, h - 1], [0, 0, 1]])
+        frame = flip @ frame
+    nominal = max(w, h)
+    k = np.array([[nominal, 0, (w - 1) / 2], [0, nominal, (h - 1) / 2], [0, 0, 1.0]])
+    k_inv = np.linalg.inv(k)
+    p1 = np.hstack([k, np.zeros((3, 1))])
+    p2 = p1.copy()
+    p2[0, 3] = -nominal * baseline_m
+    zeros = np.zeros((1, 5))
+    return StereoRig(
+        size, k, zeros, k, zeros, np.eye(3), np.array([-baseline_m, 0.0, 0.0]),
+        k_inv @ frame @ h1 @ k, k_inv @ frame @ h2 @ k, p1, p2,
+    )  # fmt: skip
+
+
+def self_rectify(
+    pl: np.ndarray,
+    pr: np.ndarray,
+    image_size: tuple[int, int],
+    known: StereoRig | None = None,
+    baseline_m: float | None = None,
+    frames: int = 1,
+) -> SelfRectification:
+    """A rectified rig from N x 2 raw matches (left, right) of frames of ``image_size``.
+
+    ``known``: a rig whose intrinsics and distortion are kept (pose re-estimated, baseline
+    length kept unless ``baseline_m`` is given); without it the rectification is projective.
+    """
+    if len(pl) < MIN_MATCHES:
+        raise UserError(
+            f"only {len(pl)} consistent matches over the frames (need {MIN_MATCHES}); the views do not "
+            "overlap or the scene lacks texture"
+        )
+    if known is not None and known.image_size != image_size:
+        (kw, kh), (w, h) = known.image_size, image_size
+        raise UserError(f"the calibration is for {kw}x{kh} but frames are {w}x{h}; use matching frames")
+    if known is not None:
+        rig, method = _pose(pl, pr, known, baseline_m).with_rectification(), "pose"
+    else:
+        rig, method = _projective(pl, pr, image_size, 1.0 if baseline_m is None else baseline_m), "projective"
+    before = float(np.sqrt(np.mean((pl[:, 1] - pr[:, 1]).astype(np.float64) ** 2)))
+    after = epipolar_rms(rig, [pl.astype(np.float32)], [pr.astype(np.float32)])
+    known_baseline = baseline_m is not None or known is not None
+    return SelfRectification(rig, len(pl), frames, before, after, method, known_baseline)
+
+
+def to_raw(rig: StereoRig, points: np.ndarray, side: int) -> np.ndarray:
+    """N x 2 rectified pixels of camera ``side`` (0 left, 1 right) back to raw pixels."""
+    rig = rig.with_rectification()
+    k, d, r, p = (rig.K1, rig.D1, rig.R1, rig.P1) if side == 0 else (rig.K2, rig.D2, rig.R2, rig.P2)
+    assert r is not None and p is not None
+    rays = np.column_stack([points.astype(np.float64), np.ones(len(points))]) @ np.linalg.inv(p[:, :3] @ r).T
+    raw, _ = cv2.projectPoints(rays.reshape(-1, 1, 3), np.zeros(3), np.zeros(3), k, d)
+    return raw.reshape(-1, 2).astype(np.float32)
+
+
+def rematch(
+    rig: StereoRig, pairs: list[tuple[np.ndarray, np.ndarray]], detector: str = "orb"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Matches found again on the frames rectified by ``rig``, where the views look alike and
+    correlation refines them to a tenth of a pixel, in raw pixels: two N x 2 arrays."""
+    rectifier = Rectifier(rig)
+    lefts, rights = [np.zeros((0, 2), np.float32)], [np.zeros((0, 2), np.float32)]
+    for left, right in pairs:
+        rl, rr = rectifier.rectify(left, right)
+        gl, gr = (cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (rl, rr))
+        pl, pr = refine_matches(gl, gr, *epipolar_inliers(*match_features(gl, gr, detector)))
+        lefts.append(to_raw(rig, pl, 0))
+        rights.append(to_raw(rig, pr, 1))
+    return np.concatenate(lefts), np.concatenate(rights)
+
+
+def rectify_frames(
+    pairs: Iterable[tuple[np.ndarray, np.ndarray]],
+    known: StereoRig | None = None,
+    baseline_m: float | None = None,
+    detector: str = "orb",
+) -> SelfRectification:
+    """`self_rectify` from H x W x 3 RGB raw frame pairs, in two passes.
+
+    The first pass fits keypoint matches (good to about half a pixel); the second matches
+    again on the frames the first rectified, refines by correlation, maps back and fits
+    those; both figures are of those matches, in raw and in rectified pixels.
+    """
+    frames = list(pairs)
+    pl, pr, size, count = pooled_matches(frames, detector)
+    first = self_rectify(pl, pr, size, known, baseline_m, count)
+    ql, qr = rematch(first.rig, frames, detector)
+    if len(ql) < max(MIN_MATCHES, len(pl) // 2):
+        return first
+    return self_rectify(ql, qr, size, known, baseline_m, count)

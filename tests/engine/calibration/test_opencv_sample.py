@@ -1,0 +1,122 @@
+"""Chessboard calibration on OpenCV's own stereo sample (tests/data/opencv_stereo), against
+OpenCV's plain recipe computed here from OpenCV's own corners, and the board order rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.engine.calibration.chessboard import ChessboardTarget, align_pair, board_points, detect_corners
+from app.engine.calibration.fit import fit_stereo, outlier_views
+from app.engine.calibration.folder import calibrate_folder
+from app.engine.errors import UserError
+from tests.engine.calibration.test_chessboard import render_pair
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "opencv_stereo"
+PATTERN = (9, 6)
+SQUARE_M = 0.025
+BASELINE_M = 0.0836  # OpenCV's recipe at 25 mm squares, as the issue measured it
+
+
+def _sample_names() -> list[str]:
+    """The pairs listed in stereo_calib.xml, as OpenCV's stereo_calib sample reads them."""
+    fs = cv2.FileStorage(str(SAMPLE / "stereo_calib.xml"), cv2.FILE_STORAGE_READ)
+    node = fs.getNode("imagelist")
+    return [node.at(i).string() for i in range(node.size())]
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[float, float]:
+    """OpenCV's recipe on OpenCV's corners: per-camera calibrateCamera, then stereoCalibrate
+    with the intrinsics fixed. Corners as in the stereo_calib sample (cornerSubPix 11 x 11)."""
+    names = _sample_names()
+    criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 30, 0.01)
+    views: list[list[np.ndarray]] = [[], []]
+    for i, name in enumerate(names):
+        gray = cv2.imread(str(SAMPLE / name), cv2.IMREAD_GRAYSCALE)
+        found, corners = cv2.findChessboardCorners(gray, PATTERN)
+        assert found, name
+        views[i % 2].append(cv2.cornerSubPix(gray, corners, (11, 11), (-1, -1), criteria))
+    objects = [board_points(PATTERN, SQUARE_M)] * len(views[0])
+    size = (640, 480)
+    _, k1, d1, _, _ = cv2.calibrateCamera(objects, views[0], size, None, None)
+    _, k2, d2, _, _ = cv2.calibrateCamera(objects, views[1], size, None, None)
+    rms, *_, t, _, _ = cv2.stereoCalibrate(
+        objects, views[0], views[1], k1, d1, k2, d2, size, flags=cv2.CALIB_FIX_INTRINSIC
+    )
+    return float(rms), float(np.linalg.norm(t))
+
+
+@pytest.fixture(scope="module")
+def result():  # type: ignore[no-untyped-def]
+    return calibrate_folder(SAMPLE, ChessboardTarget(PATTERN, SQUARE_M))
+
+
+def test_sample_calibrates_like_opencv(result, reference: tuple[float, float]) -> None:  # type: ignore[no-untyped-def]
+    ref_rms, ref_baseline = reference
+    assert ref_rms == pytest.approx(0.45, abs=0.02) and ref_baseline == pytest.approx(BASELINE_M, rel=0.005)
+    assert len(result.views) == 13 and result.skipped == ()
+    # Our corners are finer (the sub-pixel window shrinks with the squares), so the RMS may be
+    # lower than OpenCV's; it must not be worse.
+    assert result.rms_px <= 1.15 * ref_rms, (result.rms_px, ref_rms)
+    assert result.baseline_m == pytest.approx(ref_baseline, rel=0.02)
+    assert result.epipolar_rms_px <= 0.5
+    assert result.view_errors_px.shape == (13, 2) and result.view_errors_px.max() < 1.0
+
+
+def test_our_corners_give_opencvs_recipe_the_same_answer(result) -> None:  # type: ignore[no-untyped-def]
+    # The same recipe with OpenCV defaults (k3 free) on our corners: left and right must list
+    # the same physical corners, or the stereo step fails (42.9 px before the fix).
+    names = _sample_names()
+    target = ChessboardTarget(PATTERN, SQUARE_M)
+    left, right = [], []
+    for lname, rname in zip(names[::2], names[1::2], strict=True):
+        gl = cv2.imread(str(SAMPLE / lname), cv2.IMREAD_GRAYSCALE)
+        gr = cv2.imread(str(SAMPLE / rname), cv2.IMREAD_GRAYSCALE)
+        cl, cr = detect_corners(gl, PATTERN), detect_corners(gr, PATTERN)
+        assert cl is not None and cr is not None
+        np.testing.assert_array_equal(align_pair(cl, cr, PATTERN), cr)  # orders agree on their own
+        left.append(cl)
+        right.append(cr)
+    fit = fit_stereo([board_points(PATTERN, SQUARE_M)] * len(left), left, right, (640, 480))
+    assert fit.rms_px == pytest.approx(result.rms_px, rel=0.15)
+    assert fit.rig.rectified().baseline_m == pytest.approx(result.baseline_m, rel=0.02)
+    assert target.describe() == "9x6 chessboard"
+
+
+def test_asymmetric_board_order_survives_a_half_turn() -> None:
+    # A 9x6 board (cols + rows odd) turned upside down in the image: the first corner must be
+    # the same physical corner, which only the board's colours can tell.
+    left, _ = render_pair((0.2, -0.2, 0.1), (0.0, 0.0, 0.9), pattern=PATTERN, square=0.025)
+    gray = left[:, :, 0]
+    upright = detect_corners(gray, PATTERN)
+    turned = detect_corners(np.ascontiguousarray(gray[::-1, ::-1]), PATTERN)
+    assert upright is not None and turned is not None
+    h, w = gray.shape
+    back = np.column_stack([w - 1 - turned[:, 0], h - 1 - turned[:, 1]])
+    assert np.abs(back - upright).max() < 0.2
+
+
+def test_pair_with_opposite_orders_is_aligned() -> None:
+    grid = board_points((4, 3), 30.0)[:, :2] + 100
+    assert np.array_equal(align_pair(grid, grid[::-1] + 5, (4, 3)), grid + 5)
+    assert np.array_equal(align_pair(grid, grid + 5, (4, 3)), grid + 5)
+
+
+def test_outliers_stand_out_from_the_median() -> None:
+    flags = outlier_views(np.array([0.2, 0.21, 0.19, 0.5, 0.22]))
+    assert flags.tolist() == [False, False, False, True, False]
+    assert not outlier_views(np.array([0.2, 0.3, 0.25])).any()  # within 2x of the median
+
+
+def test_views_can_be_dropped(result) -> None:  # type: ignore[no-untyped-def]
+    flagged = result.outliers
+    assert flagged and set(flagged) <= set(result.views)
+    again = calibrate_folder(SAMPLE, ChessboardTarget(PATTERN, SQUARE_M), drop_outliers=True)
+    assert set(flagged) <= set(again.dropped) and len(again.views) == 13 - len(again.dropped)
+    assert again.rms_px < result.rms_px
+    with pytest.raises(UserError, match=r"--drop left99\.jpg: no such view"):
+        calibrate_folder(SAMPLE, ChessboardTarget(PATTERN, SQUARE_M), drop=["left99.jpg"])

@@ -1,0 +1,118 @@
+"""The calibration panel's board capture (chessboard and ChArUco) and self-rectification."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.engine.calibration.charuco import CharucoTarget
+from app.engine.calibration.files import load_calibration
+from app.engine.depth.engines import EngineOptions
+from app.engine.session import Session
+from app.engine.types import StereoPair
+from app.ui import calibration_panel
+from app.ui.main_window import MainWindow
+from app.ui.settings import Settings
+from tests.engine.calibration import test_charuco
+from tests.engine.calibration.test_chessboard import BASELINE_M, POSES, render_pair, true_rig
+
+HANDHELD = Path(__file__).resolve().parents[1] / "data" / "opencv_handheld"
+
+
+class Still:
+    frame_count = 1
+
+    def __init__(self, pair: StereoPair) -> None:
+        self.pair = pair
+
+    def read(self) -> StereoPair:
+        return self.pair
+
+    def close(self) -> None:
+        pass
+
+
+def _window(qtbot, holder: list[StereoPair]) -> MainWindow:  # type: ignore[no-untyped-def]
+    window = MainWindow(
+        Session(EngineOptions(engine="sgbm")), Settings(max_disparity=64), lambda s: Still(holder[0])
+    )
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def _show(qtbot, window: MainWindow, holder: list[StereoPair], pair: StereoPair) -> None:  # type: ignore[no-untyped-def]
+    holder[:] = [pair]
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        window.open_spec("still")
+
+
+def _save_to(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    monkeypatch.setattr(
+        calibration_panel.QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(path), ""))
+    )
+
+
+def test_chessboard_capture_calibrates_the_rig(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    panel = window.calibration
+    panel.pattern.setText("8x6")
+    panel.square.setValue(0.03)
+    for rvec, centre in POSES[:6]:
+        _show(qtbot, window, holder, StereoPair(*render_pair(rvec, centre)))
+        before = len(panel.views)
+        panel.capture_view()
+        qtbot.waitUntil(lambda b=before: len(panel.views) == b + 1, timeout=20_000)
+    assert panel.calibrate_button.isEnabled() and "6 views" in panel.board_status.text()
+    out = tmp_path / "board.yaml"
+    _save_to(monkeypatch, out)
+    with qtbot.waitSignal(panel.calibrationChanged, timeout=30_000):
+        panel.calibrate()
+    assert "RMS" in panel.board_status.text() and "per view" in panel.board_status.text()
+    cal, rig = load_calibration(out)
+    assert rig is not None and cal.baseline_m == pytest.approx(BASELINE_M, rel=0.01)
+
+
+def test_charuco_capture_finds_the_board(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    target = CharucoTarget(test_charuco.SQUARES, test_charuco.SQUARE_M, test_charuco.MARKER_M)
+    rig = true_rig()
+    r, t = test_charuco._pose(*POSES[0])
+    left = test_charuco._render(target, rig.K1, r, t)
+    right = test_charuco._render(target, rig.K2, rig.R @ r, rig.R @ t + rig.T)
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, StereoPair(*(np.repeat(i[:, :, None], 3, axis=2) for i in (left, right))))
+    panel = window.calibration
+    panel.board.setCurrentText("ChArUco")
+    assert panel.pattern.text() == "7x5" and panel.marker.isEnabled()
+    panel.pattern.setText("8x6")
+    panel.square.setValue(test_charuco.SQUARE_M)
+    panel.marker.setValue(test_charuco.MARKER_M)
+    panel.capture_view()
+    qtbot.waitUntil(lambda: len(panel.views) == 1, timeout=20_000)
+    obj, pl, pr = panel.views[0]
+    assert len(obj) == len(pl) == len(pr) >= 20 and "1 views" in panel.board_status.text()
+
+
+def test_self_rectify_button_on_the_hand_held_pair(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pair = StereoPair(
+        *(cv2.cvtColor(cv2.imread(str(HANDHELD / n)), cv2.COLOR_BGR2RGB) for n in ("left.jpg", "right.jpg"))
+    )
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, pair)
+    panel = window.calibration
+    out = tmp_path / "self.yaml"
+    _save_to(monkeypatch, out)
+    with qtbot.waitSignals([panel.calibrationChanged, window.controller.resultShown], timeout=30_000):
+        panel.self_rectify()  # then the frame is shown rectified by the new rig
+    text = panel.self_status.text()
+    after = float(text.split("before, ")[1].split(" px after")[0])
+    assert after <= 1.0 and "projective" in text and out.exists() and panel.rig is not None
+    with qtbot.waitSignal(panel.linesReady, timeout=30_000):
+        panel.run_check()
+    assert "RECTIFIED" in panel.verdict.text() and "NOT" not in panel.verdict.text()

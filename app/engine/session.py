@@ -21,6 +21,7 @@ import numpy as np
 
 from app.engine import measure, snapshots
 from app.engine.assets import demo_scene, resource_path
+from app.engine.calibration.desk import CalibrationDesk
 from app.engine.calibration.files import load_calibration
 from app.engine.calibration.rig import StereoRig
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
@@ -118,6 +119,8 @@ class Display:
 
 
 class Session:
+    desk = CalibrationDesk()  # the calibration panel's tools (boards, checks, fits, files)
+
     def __init__(self, options: EngineOptions | None = None) -> None:
         self._lock = threading.Lock()
         # set to stop a long computation early (a closing window); engines check it between planes

@@ -6,7 +6,7 @@ Heavy work (feature matching, calibration) runs on the session's worker between 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import Signal
@@ -23,17 +23,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.calibration.charuco import DICTIONARIES, CharucoTarget
-from app.engine.calibration.check import EpipolarReport, check_epipolar
-from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
-from app.engine.calibration.files import load_calibration, load_for_frames, write_opencv_yaml
-from app.engine.calibration.fit import StereoFit, fit_stereo
-from app.engine.calibration.rig import Rectifier, StereoRig
-from app.engine.calibration.selfrect import SelfRectification, rectify_frames
-from app.engine.calibration.target import Target
 from app.engine.errors import UserError
+from app.engine.session import Session
 from app.engine.types import Calibration
 from app.ui.controller import SessionController
+from app.vocabulary import window_words
+
+if TYPE_CHECKING:  # types only: the work goes through the session's desk
+    from app.engine.calibration.check import EpipolarReport
+    from app.engine.calibration.fit import StereoFit
+    from app.engine.calibration.rig import StereoRig
+    from app.engine.calibration.selfrect import SelfRectification
+    from app.engine.calibration.target import Target
+
+DESK = Session.desk
+MIN_VIEWS = DESK.MIN_VIEWS
 
 VERDICT_COLOURS = {
     "rectified": "#2e7d32",
@@ -110,7 +114,7 @@ class CalibrationPanel(QWidget):
         self.square = QDoubleSpinBox(decimals=4, minimum=0.001, maximum=1.0, value=0.025, suffix=" m")
         self.marker = QDoubleSpinBox(decimals=4, minimum=0.001, maximum=1.0, value=0.018, suffix=" m")
         self.dictionary = QComboBox()
-        self.dictionary.addItems(DICTIONARIES)
+        self.dictionary.addItems(DESK.DICTIONARIES)
         self.dictionary.setCurrentText("4X4_50")
         capture = QPushButton("Capture view")
         capture.clicked.connect(self.capture_view)
@@ -162,12 +166,10 @@ class CalibrationPanel(QWidget):
         last = self.controller.last
         frame = (last.raw or last.pair).left if last is not None else None
         try:
-            if frame is None:
-                calibration, rig, note = *load_calibration(path), None
-            else:
-                calibration, rig, note = load_for_frames(path, None, (frame.shape[1], frame.shape[0]))
+            size = None if frame is None else (frame.shape[1], frame.shape[0])
+            calibration, rig, note = DESK.load(path, size)
         except UserError as exc:
-            self.controller.view.show_error(str(exc))
+            self.controller.view.show_error(exc.worded(window_words))
             return
         self.apply(calibration, rig, path.name)
         if note:
@@ -175,7 +177,7 @@ class CalibrationPanel(QWidget):
 
     def apply(self, calibration: Calibration, rig: StereoRig | None, name: str) -> None:
         self.rig = rig
-        rectifier = Rectifier(rig) if rig is not None else None
+        rectifier = DESK.rectifier(rig) if rig is not None else None
         self.controller.session.set_calibration(calibration, rectifier)
         kind = "raw rig, frames are rectified" if rig is not None else "rectified pair"
         mm = calibration.baseline_m * 1000
@@ -211,7 +213,7 @@ class CalibrationPanel(QWidget):
                 )
             self.linesReady.emit(match_segments(report))
 
-        self.controller.run_task(lambda: check_epipolar(pair.left, pair.right), done)
+        self.controller.run_task(lambda: DESK.check(pair.left, pair.right), done)
 
     # ---- board calibration ---------------------------------------------------------------
     def _board_changed(self, board: str) -> None:
@@ -226,17 +228,19 @@ class CalibrationPanel(QWidget):
     def _target(self) -> Target | None:
         try:
             cols, rows = (int(v) for v in self.pattern.text().lower().split("x"))
-            if self.board.currentText() == "ChArUco":
-                return CharucoTarget(
-                    (cols, rows), self.square.value(), self.marker.value(), self.dictionary.currentText()
-                )
-            return ChessboardTarget((cols, rows), self.square.value())
+            return DESK.target(
+                self.board.currentText(),
+                (cols, rows),
+                self.square.value(),
+                self.marker.value(),
+                self.dictionary.currentText(),
+            )
         except ValueError:
             self.controller.view.show_error(
                 "pattern must be COLSxROWS (chessboard: inner corners; ChArUco: squares)"
             )
         except UserError as exc:
-            self.controller.view.show_error(str(exc))
+            self.controller.view.show_error(exc.worded(window_words))
         return None
 
     def capture_view(self) -> None:
@@ -247,14 +251,7 @@ class CalibrationPanel(QWidget):
         key = (target.describe(), self.square.value(), self.marker.value())
 
         def find() -> Any:
-            import cv2
-
-            grays = [cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (raw.left, raw.right)]
-            dl, dr = (target.detect(g) for g in grays)
-            size = (raw.left.shape[1], raw.left.shape[0])
-            matched = target.match(dl, dr) if dl is not None and dr is not None else None
-            params = view_parameters(target.full_view(dl), target.inner, size) if matched and dl else None
-            return matched, params, size
+            return DESK.find_view(target, raw.left, raw.right)
 
         def done(value: Any) -> None:
             matched, params, size = value
@@ -266,7 +263,7 @@ class CalibrationPanel(QWidget):
             self.image_size, self.target_key = size, key
             self.views.append(matched)
             self.params.append(params)
-            cov = Coverage.of(self.params)
+            cov = DESK.coverage(self.params)
             self.board_status.setText(f"{len(self.views)} views (need {MIN_VIEWS}); coverage {cov}")
             self.calibrate_button.setEnabled(len(self.views) >= MIN_VIEWS)
 
@@ -275,8 +272,7 @@ class CalibrationPanel(QWidget):
     def calibrate(self) -> None:
         if self.image_size is None or len(self.views) < MIN_VIEWS:
             return
-        objects, left, right = ([v[i] for v in self.views] for i in range(3))
-        size = self.image_size
+        views, size = list(self.views), self.image_size
 
         def done(fit: StereoFit) -> None:
             rig = fit.rig
@@ -292,7 +288,7 @@ class CalibrationPanel(QWidget):
             )
             self._save_and_apply(rig, "board calibration")
 
-        self.controller.run_task(lambda: fit_stereo(objects, left, right, size), done)
+        self.controller.run_task(lambda: DESK.fit(views, size), done)
 
     def drop_outliers(self) -> None:
         """Forget the views the last calibration flagged, then calibrate again."""
@@ -306,7 +302,7 @@ class CalibrationPanel(QWidget):
     def _save_and_apply(self, rig: StereoRig, name: str) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save calibration", "stereo.yaml", "OpenCV YAML (*.yaml)")
         if path:
-            write_opencv_yaml(path, rig)
+            DESK.save(path, rig)
         self.apply(rig.rectified(), rig, Path(path).name if path else name)
 
     # ---- self-rectification ----------------------------------------------------------------
@@ -342,4 +338,4 @@ class CalibrationPanel(QWidget):
             self.self_frames = []
             self._save_and_apply(result.rig, "self-rectification")
 
-        self.controller.run_task(lambda: rectify_frames(frames, known), done)  # errors: show_error
+        self.controller.run_task(lambda: DESK.self_rectify(frames, known), done)  # errors: show_error

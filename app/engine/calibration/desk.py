@@ -1,0 +1,94 @@
+"""What a calibration panel needs, in one place: the session hands it to the window
+(``Session.desk``) so that the window reaches the calibration code through the session only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from app.engine.calibration.charuco import DICTIONARIES, CharucoTarget
+from app.engine.calibration.check import EpipolarReport, check_epipolar
+from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
+from app.engine.calibration.files import load_calibration, load_for_frames, write_opencv_yaml
+from app.engine.calibration.fit import StereoFit, fit_stereo
+from app.engine.calibration.rig import Rectifier, StereoRig
+from app.engine.calibration.selfrect import SelfRectification, rectify_frames
+from app.engine.calibration.target import Target
+from app.engine.types import Calibration
+
+BoardView = Any  # one matched view: (object points, left corners, right corners)
+
+
+class CalibrationDesk:
+    """Stateless calibration operations; heavy ones are meant for the UI's worker thread."""
+
+    DICTIONARIES = DICTIONARIES
+    MIN_VIEWS = MIN_VIEWS
+
+    @staticmethod
+    def load(
+        path: Path, frame_size: tuple[int, int] | None
+    ) -> tuple[Calibration, StereoRig | None, str | None]:
+        """A calibration file for frames of ``frame_size`` (w, h; None: as the file says), the raw
+        rig when it has one, and a note when it was rescaled to the frames."""
+        if frame_size is None:
+            calibration, rig = load_calibration(path)
+            return calibration, rig, None
+        return load_for_frames(path, None, frame_size)
+
+    @staticmethod
+    def save(path: str | Path, rig: StereoRig) -> None:
+        """The rig as OpenCV YAML (what ``calib`` writes and every loader reads)."""
+        write_opencv_yaml(path, rig)
+
+    @staticmethod
+    def rectifier(rig: StereoRig) -> Rectifier:
+        return Rectifier(rig)
+
+    @staticmethod
+    def check(left: np.ndarray, right: np.ndarray) -> EpipolarReport:
+        """The target-free check of a pair (H x W x 3 RGB uint8)."""
+        return check_epipolar(left, right)
+
+    @staticmethod
+    def target(
+        board: str, pattern: tuple[int, int], square_m: float, marker_m: float, dictionary: str
+    ) -> Target:
+        """A chessboard (inner corners) or a ChArUco board (squares) to detect."""
+        if board == "ChArUco":
+            return CharucoTarget(pattern, square_m, marker_m, dictionary)
+        return ChessboardTarget(pattern, square_m)
+
+    @staticmethod
+    def find_view(
+        target: Target, left: np.ndarray, right: np.ndarray
+    ) -> tuple[BoardView | None, np.ndarray | None, tuple[int, int]]:
+        """The board matched in both raw views (or None), its pose parameters for coverage, and
+        the image size (w, h)."""
+        grays = [cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (left, right)]
+        dl, dr = (target.detect(g) for g in grays)
+        size = (left.shape[1], left.shape[0])
+        matched = target.match(dl, dr) if dl is not None and dr is not None else None
+        params = view_parameters(target.full_view(dl), target.inner, size) if matched and dl else None
+        return matched, params, size
+
+    @staticmethod
+    def coverage(params: Sequence[np.ndarray]) -> Coverage:
+        return Coverage.of(params)
+
+    @staticmethod
+    def fit(views: Sequence[BoardView], size: tuple[int, int]) -> StereoFit:
+        """Stereo calibration from matched views, with per-view errors and outlier flags."""
+        objects, left, right = ([v[i] for v in views] for i in range(3))
+        return fit_stereo(objects, left, right, size)
+
+    @staticmethod
+    def self_rectify(
+        frames: Sequence[tuple[np.ndarray, np.ndarray]], known: StereoRig | None
+    ) -> SelfRectification:
+        """A rectification from matches over several raw frames (``calib rectify``)."""
+        return rectify_frames(frames, known)

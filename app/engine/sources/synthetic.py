@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,7 @@ class SyntheticSource(StereoSource):
         self._left = self._right = np.zeros((0, 0, 3), np.uint8)
         self._disparity = np.zeros((0, 0), np.float32)
         self._clock_start: float | None = None
+        self._listeners: list[Callable[[StereoPair], object]] = []
 
     @property
     def frame_count(self) -> int | None:
@@ -122,11 +124,26 @@ class SyntheticSource(StereoSource):
             due = self.frame_number + 1
             time.sleep(max(0.0, self._clock_start + due / self.config.fps - time.monotonic()))
         frame = None if self.ended or self._closed else self._frame_or_end(due)
+        for listener in list(self._listeners):  # a recorder keeps the frames a slow reader skips
+            for index in range(self.frame_number + 1, due):
+                skipped = self._frame_or_end(index)
+                if skipped is not None:
+                    listener(skipped.pair)
+            if frame is not None:
+                listener(frame.pair)
         if frame is None:
             self._finish()
             return None
         self.frame_number = frame.number
         return frame.pair
+
+    def add_capture_listener(self, listener: Callable[[StereoPair], object]) -> None:
+        """Call ``listener`` with every frame due on the clock, the ones ``latest`` skips included."""
+        self._listeners.append(listener)
+
+    def remove_capture_listener(self, listener: Callable[[StereoPair], object]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     def _frame_or_end(self, index: int) -> Frame | None:
         if self.config.frames is not None and index >= self.config.frames:

@@ -312,3 +312,14 @@ def test_a_folder_of_pairs_seeks_even_after_its_end(tmp_path: Path) -> None:
     assert pair is not None and pair.timestamp == 1.0 and not source.ended
     with pytest.raises(UserError, match="outside"):
         source.seek(3)
+
+
+def test_a_recorder_on_the_synthetic_clock_gets_the_frames_a_slow_reader_skips() -> None:
+    source = open_source("synthetic:32x48?fps=50&frames=30")
+    got: list[float] = []
+    source.add_capture_listener(lambda pair: got.append(pair.timestamp))  # type: ignore[attr-defined]
+    read = 0
+    while source.latest() is not None:
+        read += 1
+        time.sleep(0.05)  # a slow consumer: about 2 of every 3 frames are skipped
+    assert read < 20 and got == [i / 50 for i in range(30)]

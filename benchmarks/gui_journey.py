@@ -100,11 +100,12 @@ def main(out: Path) -> int:
         problems.append("snapshot gave no message")
     shot("06-snapshot-message")
     # record the synthetic scene, then play the recording back
-    if not results_after(lambda: window.open_spec("synthetic:240x320?frames=40&fps=20"), 3):
+    if not results_after(lambda: window.open_spec("synthetic:240x320?frames=600&fps=10"), 2):
         problems.append("synthetic: no results")
     window.record_action.setChecked(True)
-    wait(lambda: window.controller._live is False, 60)
+    settle(6.0)  # six seconds of a 10 fps scene: about 60 frames, whatever the engine keeps up with
     shot("07-recording")
+    print(f"  {window.rec_badge.text()}")
     window.record_action.setChecked(False)
     recordings = sorted((home / "docs" / "recordings").glob("*"))
     if not recordings:

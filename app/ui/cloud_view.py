@@ -4,6 +4,7 @@ wheel to zoom), cut at a maximum depth. Built only while its tab is shown."""
 from __future__ import annotations
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
@@ -17,15 +18,16 @@ MAX_POINTS = 150_000  # enough for a 640 x 480 frame at every second pixel; keep
 
 
 def cloud_arrays(result: FrameResult, max_depth_m: float) -> tuple[np.ndarray, np.ndarray]:
-    """N x 3 positions for the view (x right, y up, z towards the viewer: the camera's y and z
-    flipped) and N x 4 colours in [0, 1], of the points nearer than ``max_depth_m``."""
+    """N x 3 positions in the GL view's frame (x right, y forward along the camera's axis, z up:
+    pyqtgraph orbits around a z-up world) and N x 4 colours in [0, 1], of the points nearer
+    than ``max_depth_m``."""
     points, colours = Session.point_cloud(result)
     near = points[:, 2] <= max_depth_m
     points, colours = points[near], colours[near]
     if len(points) > MAX_POINTS:
         keep = np.linspace(0, len(points) - 1, MAX_POINTS).astype(np.int64)
         points, colours = points[keep], colours[keep]
-    pos = points * np.array([1.0, -1.0, -1.0], np.float32)
+    pos = np.stack([points[:, 0], points[:, 2], -points[:, 1]], axis=1).astype(np.float32)
     rgba = np.concatenate([colours.astype(np.float32) / 255.0, np.ones((len(colours), 1), np.float32)], 1)
     return pos, rgba
 
@@ -53,6 +55,7 @@ class CloudView(QWidget):
         self.scatter = None
         self.result: FrameResult | None = None
         self.positions = np.zeros((0, 3), np.float32)
+        self._aimed = False
         self.colours = np.zeros((0, 4), np.float32)
 
     def max_depth_m(self) -> float:
@@ -83,8 +86,14 @@ class CloudView(QWidget):
             "drag to orbit, wheel to zoom"
         )
         self._ensure_view()
-        if self.scatter is not None:
+        if self.scatter is not None and self.view is not None:
             self.scatter.setData(pos=self.positions, color=self.colours, size=2, pxMode=True)
+            if len(self.positions) and not self._aimed:  # look at the scene from the camera's side
+                centre = np.median(self.positions, axis=0)
+                self.view.setCameraPosition(
+                    pos=pg.Vector(*centre), distance=float(1.5 * centre[1] + 1.0), elevation=8, azimuth=-90
+                )
+                self._aimed = True
 
     def _ensure_view(self) -> None:
         if self.view is not None:

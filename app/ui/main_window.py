@@ -160,12 +160,12 @@ class MainWindow(QMainWindow):
         self.calibration = CalibrationPanel(self.controller)
         calibration_dock = QDockWidget("Calibration", self)
         calibration_dock.setObjectName("calibration")
-        calibration_dock.setWidget(self.calibration)
+        calibration_dock.setWidget(_scrolling(self.calibration))
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, calibration_dock)
         self.measure = MeasurePanel(self.depth_view)
         measure_dock = QDockWidget("Measure", self)
         measure_dock.setObjectName("measure")
-        measure_dock.setWidget(self.measure)
+        measure_dock.setWidget(_scrolling(self.measure))
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, measure_dock)
         self.tabifyDockWidget(calibration_dock, measure_dock)  # one at a time: the images keep the room
         calibration_dock.raise_()
@@ -520,3 +520,13 @@ class MainWindow(QMainWindow):
         except (OSError, UserError) as exc:  # never block closing on a settings problem
             print(f"could not save settings: {exc}")
         super().closeEvent(event)
+
+
+def _scrolling(panel: QWidget) -> QScrollArea:
+    """``panel`` in a vertical scroll area: a tall panel never makes the window taller than the
+    screen (1366 x 768 laptops)."""
+    scroll = QScrollArea()
+    scroll.setWidget(panel)
+    scroll.setWidgetResizable(True)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return scroll

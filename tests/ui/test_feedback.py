@@ -222,7 +222,7 @@ def test_the_3d_view_builds_from_depth_and_calibration(qtbot) -> None:  # type: 
         window.controller.refresh()
     cloud = window.cloud_view
     d = float(window.controller.last.depth.disparity[0, 0])  # type: ignore[union-attr]
-    assert len(cloud.positions) == 120 * 200 and np.allclose(cloud.positions[:, 2], -500.0 * 0.1 / d)
+    assert len(cloud.positions) == 120 * 200 and np.allclose(cloud.positions[:, 1], 500.0 * 0.1 / d)
     cloud.max_depth.setValue(1)  # 0.1 m: nothing that near
     assert len(cloud.positions) == 0 and "0 points" in cloud.message.text()
 

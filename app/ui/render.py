@@ -86,5 +86,6 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             step = max(16, min(flow.shape[:2]) // 12)  # about 12 arrows across the short side: visible
             out.flow_rgb = Display.flow_arrows(result.pair.left, flow, step, spec.flow_max)
         else:
-            out.flow_rgb = Display.flow_color(flow, spec.flow_max)
+            # the pane shows the frame shrunk: a legend half the height wide stays legible
+            out.flow_rgb = Display.flow_color(flow, spec.flow_max, max(140, flow.shape[0] // 2))
     return out

@@ -101,14 +101,18 @@ def legend_panel(height: int, scale: float, width: int | None = None) -> np.ndar
     panel[8 : 8 + diameter, 8 : 8 + diameter] = color_wheel(diameter)
     for i, text in enumerate(lines):
         y = 8 + diameter + 8 + line_h * (i + 1) - 6
-        cv2.putText(panel, text, (8, y), cv2.FONT_HERSHEY_SIMPLEX, font, _TEXT, 1, cv2.LINE_AA)
+        thick = 2 if font >= 0.6 else 1  # a legend drawn large for a window stays legible when shrunk
+        cv2.putText(panel, text, (8, y), cv2.FONT_HERSHEY_SIMPLEX, font, _TEXT, thick, cv2.LINE_AA)
     return panel
 
 
-def flow_color_with_legend(flow: np.ndarray, max_magnitude: float | None = None) -> np.ndarray:
-    """The colour coding with the legend panel to its right (what ``flow.png`` holds)."""
+def flow_color_with_legend(
+    flow: np.ndarray, max_magnitude: float | None = None, legend_width: int | None = None
+) -> np.ndarray:
+    """The colour coding with the legend panel to its right (what ``flow.png`` holds);
+    ``legend_width`` px wide (default: a third of the height, 80 to 200 px)."""
     rgb = flow_to_color(flow, max_magnitude)
-    panel = legend_panel(rgb.shape[0], flow_scale(flow, max_magnitude))
+    panel = legend_panel(rgb.shape[0], flow_scale(flow, max_magnitude), legend_width)
     if panel.shape[0] > rgb.shape[0]:  # tiny frames: pad below rather than squash the legend
         rgb = np.pad(rgb, ((0, panel.shape[0] - rgb.shape[0]), (0, 0), (0, 0)))
     return np.concatenate([rgb, panel], axis=1)

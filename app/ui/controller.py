@@ -226,7 +226,11 @@ class SessionController(QObject):
         capture = 0.0
         pair = job.still
         if pair is None:
-            pair, capture = self.session.grab()  # the session records what it grabs
+            try:
+                pair, capture = self.session.grab()  # the session records what it grabs
+            except (UserError, OSError) as exc:  # the source broke (files deleted, a camera gone)
+                message = exc.worded(window_words) if isinstance(exc, UserError) else str(exc)
+                return Outcome(job, error=f"the source stopped: {message}", ended=True)
             if pair is None:
                 return Outcome(job, ended=True)
             if not self._closing:
@@ -256,21 +260,27 @@ class SessionController(QObject):
         self._busy = False
         if outcome.error:
             self.view.show_error(outcome.error)
+            if outcome.ended:  # a broken source stops where it is; its last frame stays live
+                self._stop_pulling()
         elif outcome.task is not None:
             outcome.task(outcome.value)
         elif outcome.source is not None:
             self._adopt(outcome.source, outcome.first, outcome.description)
         elif outcome.ended:
-            self._timer.stop()
-            self._live = False
-            self._resumable = False
-            self._hold_last()  # a finished source's last frame stays live for every control
+            self._stop_pulling()
             self.sourceEnded.emit()
         elif outcome.result is not None:
             if not outcome.job.quick:
                 self._full_ms = outcome.result.timings.get("depth_total") or None
             self._show(outcome.result)
         self._kick()
+
+    def _stop_pulling(self) -> None:
+        """The source gives no more frames: the last one shown stays live for every control."""
+        self._timer.stop()
+        self._live = False
+        self._resumable = False
+        self._hold_last()
 
     def _adopt(self, source: FrameSource, first: StereoPair | None, description: str) -> None:
         self.session.set_source(source, description)

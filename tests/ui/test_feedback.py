@@ -284,3 +284,28 @@ def test_a_source_that_cannot_seek_says_so(qtbot) -> None:  # type: ignore[no-un
     assert not window.seek_bar.isEnabled()
     window.controller.seek(3)
     qtbot.waitUntil(lambda: "cannot seek" in window.last_error, timeout=5000)
+
+
+def test_a_folder_deleted_while_playing_gives_a_message(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+    import time as _time
+
+    class Slow(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            _time.sleep(0.05)
+            return super().compute(left, right, request)
+
+    folder = _pairs_folder(tmp_path / "pairs", 40)
+    window = _window(qtbot, None, Slow())
+    window.open_spec(str(folder))
+    _shown(qtbot, window)
+    shutil.rmtree(folder)
+    qtbot.waitUntil(lambda: window.last_error != "", timeout=10_000)
+    assert window.notices.level == "error"
+    window.resize(window.minimumSizeHint())  # the smallest window still lays out
+    qtbot.wait(200)
+    window.controls.mode.setCurrentText("binary")  # and still answers the controls
+    qtbot.waitUntil(
+        lambda: window.controller.last is not None and window.controller.last.request.mode is Mode.BINARY,
+        timeout=5000,
+    )

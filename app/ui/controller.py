@@ -238,7 +238,7 @@ class SessionController(QObject):
         result = self.session.process(pair, job.request, job.generation, capture)
         result.display = render(result, job.display)
         if job.quick:
-            result.display.depth_title += " · quick answer, the full one is on its way"
+            result.display.depth_title += " · quick answer, full one coming"
         return Outcome(job, result=result)
 
     def _finished(self, future: Future[Outcome]) -> None:

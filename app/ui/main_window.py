@@ -402,16 +402,12 @@ class MainWindow(QMainWindow):
         self.left_view.show_tint(shown.tint)
         self.depth_view.set_title(shown.depth_title)
         self.depth_view.show_rgb(shown.depth_rgb, shown.depth_levels)
-        self.compare_main.set_title(shown.depth_title)
-        self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels)
+        if self.top.currentIndex() == 1:  # comparing: the main engine again, beside SGBM
+            self.compare_main.set_title(shown.depth_title)
+            self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels)
         if shown.baseline_rgb is not None:
             self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
-        for pane, error in zip((self.error_main, self.error_base), (*shown.errors, None, None), strict=False):
-            if error is not None:
-                pane.set_title(error[0])
-                pane.show_rgb(error[1], (0.0, ERROR_MAX_PX))
-            else:
-                pane.set_title("no ground truth for this source" if not shown.errors else "")
+        self._show_errors(shown)
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
             self.flow_view.set_title("Optical flow (left frame to left frame)")
@@ -420,7 +416,10 @@ class MainWindow(QMainWindow):
                 "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
             )
         self.controls.show_choice(depth)
-        self.measure.set_result(result)
+        if self.measure.isVisible():
+            self.measure.set_result(result)
+        else:
+            self.measure.result = result  # figures and histogram catch up when it is shown
         self._update_position()
         self.cloud_view.set_result(result)
         self.latency.add(result.timings)
@@ -432,6 +431,14 @@ class MainWindow(QMainWindow):
         self.engine_label.setToolTip(self.engine_label.text())
         if self._hover_at is not None:  # the readout follows the newest result
             self._hover(*self._hover_at, result=result)
+
+    def _show_errors(self, shown: Rendered) -> None:
+        for pane, error in zip((self.error_main, self.error_base), (*shown.errors, None, None), strict=False):
+            if error is not None:
+                pane.set_title(error[0])
+                pane.show_rgb(error[1], (0.0, ERROR_MAX_PX))
+            else:
+                pane.set_title("no ground truth for this source" if not shown.errors else "")
 
     def show_error(self, message: str) -> None:
         """An error stays on screen until the user dismisses it."""

@@ -4,6 +4,7 @@ mean distance and plane-fit RMS, and a histogram of the frame's depth."""
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from app.engine.errors import UserError
@@ -54,15 +55,22 @@ class MeasurePanel(QWidget):
     def set_result(self, result: FrameResult) -> None:
         """A new frame: the histogram and the current measurement follow it."""
         self.result = result
-        counts, edges, unit = Session.histogram(result)
-        centres = (edges[:-1] + edges[1:]) / 2
-        self.bars.setOpts(x=centres, height=counts, width=float(edges[1] - edges[0]))
-        self.histogram.setLabel("bottom", "depth" if unit == "m" else "disparity", units=unit)
+        shown = getattr(result.display, "histogram", None)
+        if shown is not None:  # computed with the display images, on the worker
+            counts, edges, unit = shown
+            centres = (edges[:-1] + edges[1:]) / 2
+            self.bars.setOpts(x=centres, height=counts, width=float(edges[1] - edges[0]))
+            self.histogram.setLabel("bottom", "depth" if unit == "m" else "disparity", units=unit)
         tool = self.tool.currentText()
         if tool == "distance" and len(self.clicks) == 2:
             self._measure_distance()
         elif tool == "region":
             self._measure_region()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self.result is not None:  # it skipped frames while hidden
+            self.set_result(self.result)
 
     def _on_tool(self, tool: str) -> None:
         self.clicks = []

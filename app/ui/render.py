@@ -35,6 +35,7 @@ class Rendered:
     baseline_rgb: np.ndarray | None = None
     flow_rgb: np.ndarray | None = None
     errors: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (title, rgb) per engine
+    histogram: tuple[np.ndarray, np.ndarray, str] | None = None  # counts, edges, unit (m or px)
 
 
 def auto_levels(values: np.ndarray) -> tuple[float, float]:
@@ -73,6 +74,8 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         out.baseline_rgb = _unknown_grey(
             colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
         )
+    if depth.mode is not Mode.BINARY:
+        out.histogram = Session.histogram(result)  # a percentile over every pixel: not on the GUI thread
     for truth in Session.truth_errors(result):
         rgb = _unknown_grey(colorize(truth.error, 0.0, ERROR_MAX_PX, "magma"), truth.error)
         title = (
@@ -87,5 +90,5 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             out.flow_rgb = Display.flow_arrows(result.pair.left, flow, step, spec.flow_max)
         else:
             # the pane shows the frame shrunk: a legend half the height wide stays legible
-            out.flow_rgb = Display.flow_color(flow, spec.flow_max, max(140, flow.shape[0] // 2))
+            out.flow_rgb = Display.flow_color(flow, spec.flow_max, max(80, flow.shape[0] // 2))
     return out

@@ -41,7 +41,8 @@ class ImagePane(pg.GraphicsLayoutWidget):
         self._shape: tuple[int, int] | None = None
 
     def set_title(self, text: str) -> None:
-        self.title.setText(text)
+        if text != self.title.text:  # LabelItem re-lays out HTML on every set: milliseconds a frame
+            self.title.setText(text)
 
     def show_image(self, rgb: np.ndarray) -> None:
         first = self._shape != rgb.shape[:2]

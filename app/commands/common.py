@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any, NoReturn
 
+from app.commands.arguments import whole
 from app.engine.depth.engines import EngineOptions
 from app.engine.depth.sgbm import SGBMParams
 from app.engine.errors import UserError
 from app.engine.runtimes.base import RUNTIMES
-from app.engine.types import Calibration, DepthRequest, Mode, Spacing
+from app.engine.types import MAX_DISPARITY_LIMIT, Calibration, DepthRequest, Mode, Spacing
+from app.engine.validation import POSITIVE, Bounds, number
 
 EXIT_USAGE = 2
+MAX_SIDE = 20000  # px: larger sizes are typing mistakes, and would not fit in memory anyway
 
 
 class Parser(argparse.ArgumentParser):
@@ -28,8 +32,8 @@ def parse_size(text: str) -> tuple[int, int]:
         h, w = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"size must be HEIGHTxWIDTH, e.g. 480x640, got {text!r}") from None
-    if h <= 0 or w <= 0:
-        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    if not (0 < h <= MAX_SIDE and 0 < w <= MAX_SIDE):
+        raise argparse.ArgumentTypeError(f"size sides must lie in [1, {MAX_SIDE}] px, got {text!r}")
     return h, w
 
 
@@ -40,21 +44,23 @@ def parse_list(text: str, kind: type = float) -> list[Any]:
         raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s, got {text!r}") from None
 
 
-def to_disparity(value: str, calibration: Calibration | None) -> float:
+def to_disparity(value: str, calibration: Calibration | None, option: str = "disparity") -> float:
     """'12' -> 12 px; '2.5m' -> the disparity of a point 2.5 m away (needs a calibration)."""
     text = value.strip().lower()
     if text.endswith("m"):
         if calibration is None:
             raise UserError(f"{value!r} is in metres; give --calib FILE so metres can become pixels")
-        return calibration.disparity_px(_number(text[:-1], value))
-    return _number(text.removesuffix("px"), value)
-
-
-def _number(text: str, original: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UserError(f"not a number: {original!r}; give pixels (12) or metres (2.5m)") from None
+        depth = number(text[:-1], f"{option} {value!r}", POSITIVE, "m", "give pixels (12) or metres (2.5m)")
+        disparity = calibration.disparity_px(depth)
+        if not (math.isfinite(disparity) and disparity >= 0):
+            raise UserError(
+                f"{value} becomes {disparity:g} px of disparity with this calibration (focal length "
+                f"{calibration.focal_px:g} px, baseline {calibration.baseline_m:g} m, doffs "
+                f"{calibration.doffs:g} px); check those values in the calibration file"
+            )
+        return disparity
+    hint = "give pixels (12) or metres (2.5m)"
+    return number(text.removesuffix("px"), f"{option} {value!r}", Bounds(), "px", hint)
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:
@@ -81,10 +87,12 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
 
 
 def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> DepthRequest:
-    planes = tuple(to_disparity(v, calibration) for v in args.planes.split(",")) if args.planes else ()
+    planes = (
+        tuple(to_disparity(v, calibration, "--planes") for v in args.planes.split(",")) if args.planes else ()
+    )
     rng = None
     if args.range:
-        a, b = (to_disparity(v, calibration) for v in args.range)
+        a, b = (to_disparity(v, calibration, "--range") for v in args.range)
         rng = (min(a, b), max(a, b)) if args.range[0].lower().endswith("m") else (a, b)
     return DepthRequest(
         mode=Mode(args.mode),
@@ -139,9 +147,14 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
         help="Bi3D binary and quantized modes: keep the network's answers where it hesitates, "
         "without the matching check near each plane (about 1 ms per plane faster at 480x640)",
     )
-    p.add_argument("--max-disparity", type=int, default=192, help="disparity range in px (default 192)")
+    p.add_argument(
+        "--max-disparity",
+        type=whole("--max-disparity", 1, MAX_DISPARITY_LIMIT, "px"),
+        default=192,
+        help="disparity range in px (default 192)",
+    )
     g = p.add_argument_group("SGBM baseline")
-    g.add_argument("--block-size", type=int, default=5)
-    g.add_argument("--uniqueness", type=int, default=10)
-    g.add_argument("--speckle-window", type=int, default=100)
+    g.add_argument("--block-size", type=whole("--block-size", 1, 255, "px"), default=5)
+    g.add_argument("--uniqueness", type=whole("--uniqueness", 0, 100, "%"), default=10)
+    g.add_argument("--speckle-window", type=whole("--speckle-window", 0, 100000, "px"), default=100)
     g.add_argument("--sgbm-mode", default="3way", choices=["sgbm", "hh", "3way", "hh4"])

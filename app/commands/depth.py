@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from app.commands.arguments import real, whole
 from app.commands.common import add_engine_args, depth_request, engine_options
 from app.engine.depth.engines import ENGINES
 from app.engine.errors import UserError
@@ -22,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.formats import read_image_rgb
     from app.engine.outputs import format_summary, write_result
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} is a file; give a folder (new, or one of earlier results)")
     calibration, rig = load_calibration(args.calib) if args.calib else (None, None)
     rectify = _rectifier(rig)
     if args.right is None:
@@ -100,13 +103,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("left", help="left image; alone, any source: folder, video, camera:0,1, synthetic, ...")
     p.add_argument("right", nargs="?", help="right image (omit it when LEFT is a source)")
-    p.add_argument("--frames", type=int, help="with a source: N frames into OUT/000000/, OUT/000001/, ...")
+    p.add_argument(
+        "--frames",
+        type=whole("--frames", 1),
+        help="with a source: N frames into OUT/000000/, OUT/000001/, ...",
+    )
     p.add_argument("--mode", default="continuous", choices=[m.value for m in Mode])
     p.add_argument("--planes", help="comma-separated planes, e.g. 12,24 or 2.5m")
-    p.add_argument("--levels", type=int, help="quantized: number of planes spread by --spacing")
+    p.add_argument(
+        "--levels",
+        type=whole("--levels", 1),
+        help="quantized: number of planes spread by --spacing",
+    )
     p.add_argument("--spacing", default="disparity", choices=[s.value for s in Spacing])
     p.add_argument("--range", nargs=2, metavar=("MIN", "MAX"), help="selective range (px or metres)")
-    p.add_argument("--budget-ms", type=float, help="latency budget: the engine picks the plane count")
+    p.add_argument(
+        "--budget-ms",
+        type=real("--budget-ms", 0, 3_600_000, "ms", low_open=True),
+        help="latency budget: the engine picks the plane count",
+    )
     p.add_argument("--engine", choices=list(ENGINES), help="default: Bi3D with the bundled model, else SGBM")
     p.add_argument(
         "--calib",

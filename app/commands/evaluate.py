@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from app.commands.arguments import output_file, whole
 from app.commands.common import add_engine_args, engine_options, parse_list
 from app.engine.depth.engines import ENGINES
 from app.engine.errors import UserError
+from app.engine.fileio import write_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity)
     print(eval_table(rows))
     if args.json:
-        Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2) + "\n")
+        write_json(args.json, [r.to_json() for r in rows])
         print(f"wrote {args.json}")
     return 0
 
@@ -57,9 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("right", nargs="?", help="right image when PATH is a left image")
     p.add_argument("--gt", help="ground-truth disparity for a pair (PFM or KITTI PNG)")
     p.add_argument("--engines", help="comma-separated engines (default: sgbm, plus bi3d if weights exist)")
-    p.add_argument("--json", help="write the figures as JSON")
+    p.add_argument("--json", type=output_file, help="write the figures as JSON")
     p.add_argument(
-        "--frames", type=int, help="evaluate the first N scenes or frames (needed for endless sources)"
+        "--frames",
+        type=whole("--frames", 1),
+        help="evaluate the first N scenes or frames (needed for endless sources)",
     )
     add_engine_args(p)
     p.set_defaults(func=run, max_disparity=None)

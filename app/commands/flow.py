@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from app.commands.arguments import real
 from app.engine.errors import UserError
 from app.engine.flow.base import BACKENDS, NVOF_GRIDS
 
@@ -141,16 +142,6 @@ def _at_least(minimum: int) -> Any:
     return parse
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of pixels, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-    return value
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "flow",
@@ -170,7 +161,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temporal-hints", action="store_true", help="nvof: reuse the last flow (video)")
     p.add_argument("--cost", action="store_true", help="nvof: also write the cost buffer as cost.png")
     p.add_argument("--gpu", type=_at_least(0), default=0, help="nvof: CUDA device id")
-    p.add_argument("--max-magnitude", type=_positive, help="clamp for colours and arrows (px)")
+    p.add_argument(
+        "--max-magnitude",
+        type=real("--max-magnitude", 0, 1e5, "px", low_open=True),
+        help="clamp for colours and arrows (px)",
+    )
     p.add_argument("--arrow-step", type=_at_least(2), default=16, help="arrow grid spacing (px)")
     p.add_argument("--max-frames", type=_at_least(1), help="video: stop after this many frame pairs")
     p.add_argument("--out", help="output folder (default ./out for a pair; none for a video)")

@@ -35,9 +35,14 @@ _PFM_HEADER = re.compile(rb"^(P[Ff])\s+(\d+)\s+(\d+)\s+([-+0-9.eE]+)\s")
 
 def _read_bytes(path: PathLike, what: str) -> bytes:
     p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{p} is a folder where a file ({what.lower()}) was expected; give the file's path")
     if not p.is_file():
         raise UserError(f"{what} not found: {p}; check the path")
-    return p.read_bytes()
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {p} ({exc.strerror}); check its permissions") from None
 
 
 def _decode(raw: bytes) -> np.ndarray | None:

@@ -37,6 +37,7 @@ from app.engine.depth.decoding import (
     range_state_from_probabilities,
     requested_planes,
 )
+from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
 from app.engine.depth.readout import (
     integrate_planes,
@@ -165,6 +166,7 @@ class Bi3DEngine:
     # ---- public -------------------------------------------------------------------
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         check_pair(left, right)
+        check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
         while True:
             try:
@@ -185,6 +187,8 @@ class Bi3DEngine:
                 if request.budget_ms is not None and not self.costs.known(size):
                     self._probe_costs(l_in, r_in, size)
                 plan = self._plan(request, size)
+                channels = self.model.widest_channels
+                require_frame(bi3d_bytes(size, len(plan.planes), channels), len(plan.planes), size, "Bi3D")
                 timings: dict[str, float] = {}
                 with self._timed(timings, "features"):
                     feats = self.backend.features(l_in, r_in)
@@ -392,6 +396,12 @@ class Bi3DEngine:
         planes: np.ndarray,
         **extra: np.ndarray | None,
     ) -> DepthResult:
+        broken = float(np.isnan(probs).mean()) if probs.size else 0.0
+        if broken:  # the network's own answers: NaN only from broken weights or an overflow
+            raise UserError(
+                f"the network answered NaN for {100 * broken:.1f}% of its plane probabilities "
+                f"({self.backend.name}, {self.backend.precision}); try --precision fp32, or other weights"
+            )
         return DepthResult(
             disparity=disparity,
             probabilities=np.ascontiguousarray(probs, np.float32),

@@ -46,6 +46,7 @@ from app.engine.sources.files import (
     read_disparity,
 )
 from app.engine.sources.recording import is_recording, open_recording
+from app.engine.sources.recording_index import looks_like_recording
 from app.engine.sources.video import VIDEO_SUFFIXES, VideoSource
 
 __all__ = [
@@ -107,8 +108,8 @@ def _build(spec: str, camera_factory: CaptureFactory) -> StereoSource:
 
 
 def _folder(path: Path) -> StereoSource:
-    if is_recording(path):
-        return open_recording(path)
+    if is_recording(path) or looks_like_recording(path):
+        return open_recording(path)  # a damaged index is refused there, with how to rebuild it
     try:
         scenes = find_scenes(path)
         what = f"{len(scenes)} dataset scene(s)"

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.engine.errors import UserError
+from app.engine.memory import require
 from app.engine.sources.base import Frame, StereoSource
 from app.engine.types import Calibration, StereoPair
+from app.engine.validation import Bounds, number
 
 PAN_PERIOD_S = 6.0  # one sweep across the wide scene and back
 BASELINE_M = 0.12  # a nominal rig, so depth in metres can be shown
@@ -39,14 +41,27 @@ class SyntheticConfig:
     def __post_init__(self) -> None:
         if self.height < 16 or self.width < 16:
             raise UserError(f"synthetic size must be at least 16x16, got {self.height}x{self.width}")
-        if self.fps <= 0:
-            raise UserError(f"synthetic fps must be positive, got {self.fps:g}")
+        number(self.fps, "synthetic fps", Bounds(0, 1000, low_open=True), "frames/s")
         if self.frames is not None and self.frames < 0:
             raise UserError(f"synthetic frames must be 0 or more, got {self.frames}")
+        if self.max_disparity is not None:
+            number(self.max_disparity, "synthetic max_disparity", Bounds(0, 1024, low_open=True), "px")
+        require(
+            render_bytes(self.height, self.width),
+            f"rendering a synthetic {self.height}x{self.width} scene",
+            "ask for a smaller size, e.g. synthetic:480x640",
+        )
 
     @property
     def disparity_range(self) -> float:
         return self.max_disparity or min(192.0, self.width / 4)
+
+
+def render_bytes(height: int, width: int) -> float:
+    """Peak bytes of the one-off render: the wide scene (a tenth taller, a third wider) holds
+    about 32 float32 values a pixel at once (views, depth tests, a layer's texture and mask,
+    sampling grids)."""
+    return 32 * 4 * (height + height // 10) * (width + width // 3)
 
 
 class SyntheticSource(StereoSource):

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, DistributedSampler
 
-from app.engine.bi3d.checkpoint import load_model, save_checkpoint
+from app.engine.bi3d.checkpoint import load_model, load_tensors, save_checkpoint
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
 from app.engine.depth.bi3d import Bi3DEngine
@@ -186,10 +186,14 @@ class Trainer:
     def _load_state(self) -> None:
         path = self.out / "state.pt"
         if self.step and path.is_file():
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            if int(state.get("step", -1)) == self.step:
-                self.opt.load_state_dict(state["optimizer"])
-                self.scaler.load_state_dict(state["scaler"])
+            advice = "delete it to resume from last.pt without the optimizer state"
+            state = load_tensors(path, advice)
+            try:
+                if int(state.get("step", -1)) == self.step:
+                    self.opt.load_state_dict(state["optimizer"])
+                    self.scaler.load_state_dict(state["scaler"])
+            except (AttributeError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+                raise UserError(f"{path} is not a usable training state ({exc}); {advice}") from None
 
     def _batches(self) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
         cfg = self.cfg

@@ -151,6 +151,8 @@ def summary(result: DepthResult) -> dict[str, Any]:
             name: round(float(known[v].mean()), 4)
             for name, v in (("farther", -1), ("inside", 0), ("closer", 1))
         }
+    if result.runtime_choice:
+        out["runtime_choice"] = result.runtime_choice  # auto: from the cache, or timed in this run
     if result.choice:
         out["budget_choice"] = {k: round(v, 2) for k, v in result.choice.items()}
     return out

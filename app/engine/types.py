@@ -150,6 +150,7 @@ class DepthResult:
     precision: str = "fp32"
     notes: list[str] = field(default_factory=list)
     choice: dict[str, float] = field(default_factory=dict)
+    runtime_choice: str = ""  # --runtime auto: "cache" (an earlier run's decision) or "timed"
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays written to ``result.npz``."""

@@ -204,6 +204,7 @@ class Bi3DEngine:
             plan.notes + result.notes + ([f"runtime {self.backend.name}: {reason}"] if reason else [])
         )
         result.choice = plan.choice
+        result.runtime_choice = self.backend.choice_source
         if request.budget_ms is not None:
             result.choice["took_ms"] = timings["total"]
         return result

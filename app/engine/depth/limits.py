@@ -18,13 +18,12 @@ FLOAT32 = 4
 ADVICE = "use smaller images (downscale the pair), fewer planes or levels, or a narrower range"
 
 
-def check_image_size(height: int, width: int) -> None:
+def check_image_size(height: int, width: int, why: str = "below that Bi3D would see mostly padding") -> None:
     """Refuse images smaller than MIN_IMAGE_SIDE on either side."""
     if height < MIN_IMAGE_SIDE or width < MIN_IMAGE_SIDE:
         raise UserError(
-            f"the images are {width}x{height} px; depth engines here answer images of at least "
-            f"{MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE} px (below that Bi3D would see mostly padding); "
-            "give a larger pair"
+            f"the images are {width}x{height} px; this needs at least {MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE} px "
+            f"({why}); give a larger pair"
         )
 
 

@@ -46,11 +46,6 @@ class SyntheticConfig:
             raise UserError(f"synthetic frames must be 0 or more, got {self.frames}")
         if self.max_disparity is not None:
             number(self.max_disparity, "synthetic max_disparity", Bounds(0, 1024, low_open=True), "px")
-        require(
-            render_bytes(self.height, self.width),
-            f"rendering a synthetic {self.height}x{self.width} scene",
-            "ask for a smaller size, e.g. synthetic:480x640",
-        )
 
     @property
     def disparity_range(self) -> float:
@@ -88,6 +83,11 @@ class SyntheticSource(StereoSource):
         from app.engine.synthetic.layered import SceneConfig, render_scene, to_uint8  # torch: only when used
 
         c = self.config
+        require(
+            render_bytes(c.height, c.width),
+            f"rendering a synthetic {c.height}x{c.width} scene",
+            "ask for a smaller size, e.g. synthetic:480x640",
+        )
         # room to pan: a third of a width sideways, a tenth of a height up and down; five
         # layers at most keep the one-off render near a second on a small CPU
         wide = SceneConfig(

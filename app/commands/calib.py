@@ -43,7 +43,7 @@ def run_check(args: argparse.Namespace) -> int:
         raise UserError("--pattern and --square go together: give both (e.g. --pattern 9x6 --square 0.025)")
     left, right = read_image_rgb(args.left), read_image_rgb(args.right)
     check_pair(left, right)
-    check_image_size(*left.shape[:2], "feature matching needs room around each feature")
+    check_image_size(left.shape[0], left.shape[1], "feature matching needs room around each feature")
     calibration = None
     if args.calib:
         size = (left.shape[1], left.shape[0])  # only used when the file does not record its size

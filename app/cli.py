@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     tune_allocator()
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # FFmpeg's lines beside our one-line errors
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in words  # accepted anywhere on the line, not only before the command

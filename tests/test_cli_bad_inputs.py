@@ -163,7 +163,7 @@ def test_a_metre_plane_names_the_bad_calibration_value(capsys, tiny, tmp_path, d
     calib.write_text((demo_dir / "calib.txt").read_text().replace("baseline=193.001", "baseline=-193.001"))
     args = ["--calib", str(calib), "--mode", "binary", "--planes", "2m", "--out", str(tmp_path / "o")]
     line = bad(capsys, "depth", *tiny, *args)
-    assert "baseline -0.193001 m" in line and "check those values" in line
+    assert "baseline -0.193001 m" in line and "check the calibration file" in line
 
 
 def test_record_refuses_a_destination_overlapping_its_source(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -51,6 +51,12 @@ def to_disparity(value: str, calibration: Calibration | None, option: str = "dis
         if calibration is None:
             raise UserError(f"{value!r} is in metres; give --calib FILE so metres can become pixels")
         depth = number(text[:-1], f"{option} {value!r}", POSITIVE, "m", "give pixels (12) or metres (2.5m)")
+        focal, baseline = calibration.focal_px, calibration.baseline_m
+        if not (focal > 0 and baseline > 0):  # no depth in metres maps to a disparity then
+            raise UserError(
+                f"{value} cannot become pixels: the calibration's focal length is {focal:g} px and its "
+                f"baseline {baseline:g} m (both must be positive); check the calibration file"
+            )
         disparity = calibration.disparity_px(depth)
         if not (math.isfinite(disparity) and disparity >= 0):
             raise UserError(

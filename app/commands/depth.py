@@ -64,7 +64,8 @@ def run_source(args: argparse.Namespace, calibration: Calibration | None, rectif
 
     if not is_source_spec(args.left):
         args.usage_error(
-            f"give LEFT RIGHT images, or one source (folder, video, camera:N, synthetic), not {args.left!r}"
+            f"not found: {args.left}; give LEFT RIGHT images, or one source (folder, video, camera:N, "
+            "synthetic)"
         )
     if args.frames is not None and args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")

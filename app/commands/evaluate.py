@@ -16,6 +16,7 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
     from app.engine.bench.evaluation import eval_table, evaluate_scenes
     from app.engine.sources.recording import is_recording
+    from app.engine.sources.recording_index import looks_like_recording
     from app.engine.sources.spec import Scene, find_scenes, scenes_from_source
 
     if args.frames is not None and args.frames < 1:
@@ -24,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
         if args.gt is None:
             raise UserError("evaluating a pair needs --gt FILE (PFM or KITTI PNG)")
         scenes = [Scene(Path(args.path).stem, Path(args.path), Path(args.right), Path(args.gt))]
-    elif Path(args.path).is_dir() and not is_recording(Path(args.path)):
+    elif Path(args.path).is_dir() and not (
+        is_recording(Path(args.path)) or looks_like_recording(Path(args.path))
+    ):
         scenes = find_scenes(args.path)[: args.frames]  # datasets keep their scene names and ndisp
     else:
         scenes = scenes_from_source(args.path, args.frames)  # any source whose frames carry GT

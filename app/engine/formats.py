@@ -45,10 +45,26 @@ def _read_bytes(path: PathLike, what: str) -> bytes:
         raise UserError(f"cannot read {p} ({exc.strerror}); check its permissions") from None
 
 
+_PNG = b"\x89PNG\r\n\x1a\n"
+_JPEG = b"\xff\xd8\xff"
+
+
+def is_truncated(raw: bytes) -> bool:
+    """A PNG without its closing IEND chunk or a JPEG without its end marker: a partial file.
+
+    The decoders would fill the missing rows with grey (a made-up image) or print their own
+    warnings on stderr; a partial file is refused instead."""
+    if raw.startswith(_PNG):
+        return b"IEND" not in raw[-16:]
+    if raw.startswith(_JPEG):
+        return b"\xff\xd9" not in raw[-64:]
+    return False
+
+
 def _decode(raw: bytes) -> np.ndarray | None:
     """Decode image bytes at their native depth and channel count; None if not an image."""
     # imdecode on bytes (not imread) so non-ASCII paths work on every platform.
-    if not raw:
+    if not raw or is_truncated(raw):
         return None
     try:
         img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_UNCHANGED)
@@ -172,7 +188,12 @@ def write_color_png(path: PathLike, rgb: np.ndarray) -> None:
 
 def read_image_rgb(path: PathLike) -> np.ndarray:
     """Read any image OpenCV can decode as H x W x 3 uint8 RGB."""
-    img = _decode(_read_bytes(path, "Image"))
+    raw = _read_bytes(path, "Image")
+    if is_truncated(raw):
+        raise UserError(
+            f"{path} is not a readable image: it is truncated (its end is missing); copy it again"
+        )
+    img = _decode(raw)
     if img is None:
         raise UserError(f"{path} is not a readable image (PNG, JPEG, BMP, TIFF, ...); check the file")
     if img.dtype == np.uint16:

@@ -178,6 +178,7 @@ class Bi3DEngine:
     def _compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
         size = padder.padded_size
+        self._check_memory(request, size)  # before the runtimes are opened and timed at this size
         t0 = time.perf_counter()
         with torch.inference_mode():
             layout = self.model.channels_last_input
@@ -187,8 +188,6 @@ class Bi3DEngine:
                 if request.budget_ms is not None and not self.costs.known(size):
                     self._probe_costs(l_in, r_in, size)
                 plan = self._plan(request, size)
-                channels = self.model.widest_channels
-                require_frame(bi3d_bytes(size, len(plan.planes), channels), len(plan.planes), size, "Bi3D")
                 timings: dict[str, float] = {}
                 with self._timed(timings, "features"):
                     feats = self.backend.features(l_in, r_in)
@@ -217,6 +216,14 @@ class Bi3DEngine:
                 f"this model reaches {top} px of disparity, the request asks for {request.max_disparity}; "
                 f"use --max-disparity {top} or a model trained for more"
             )
+
+    def _check_memory(self, request: DepthRequest, size: tuple[int, int]) -> None:
+        """Refuse a frame that would not fit, with the figure, before anything runs at its size.
+        A budget coarsens the dense grid; in quantized mode it may take up to every feature column."""
+        planes = len(self._plan(dataclasses.replace(request, budget_ms=None), size).planes)
+        if request.budget_ms is not None and request.mode is Mode.QUANTIZED:
+            planes = max(planes, request.levels or len(request.planes) or self.model.max_shift - 1)
+        require_frame(bi3d_bytes(size, planes, self.model.widest_channels), planes, size, "Bi3D")
 
     def _plan(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):

@@ -52,6 +52,21 @@ def numbers(name: str, kind: Callable[[str], float] | Callable[[str], int]) -> C
     return parse
 
 
+def names(name: str, allowed: tuple[str, ...] | list[str]) -> Callable[[str], list[str]]:
+    """Comma-separated names, each one of ``allowed``."""
+
+    def parse(text: str) -> list[str]:
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        unknown = [v for v in values if v not in allowed]
+        if unknown or not values:
+            raise argparse.ArgumentTypeError(
+                f"{name} takes comma-separated names from {', '.join(allowed)}; got {text!r}"
+            )
+        return values
+
+    return parse
+
+
 def output_file(text: str) -> str:
     """A file to write: its folder must exist and it must not be a folder itself."""
     path = Path(text)
@@ -62,4 +77,4 @@ def output_file(text: str) -> str:
     return text
 
 
-__all__ = ["numbers", "output_file", "real", "whole"]
+__all__ = ["names", "numbers", "output_file", "real", "whole"]

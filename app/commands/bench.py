@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.commands.arguments import numbers, output_file, real, whole
+from app.commands.arguments import names, numbers, output_file, real, whole
 from app.commands.common import add_engine_args, engine_options, parse_list, parse_size
 from app.commands.flow import flow_specs
 from app.engine.fileio import write_json
+from app.engine.runtimes.base import RUNTIMES
+from app.engine.types import Mode
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--engines", type=lambda s: parse_list(s, str), default=["bi3d", "sgbm"])
-    p.add_argument("--modes", type=lambda s: parse_list(s, str), default=["binary", "quantized"])
+    p.add_argument("--modes", type=names("--modes", [m.value for m in Mode]), default=["binary", "quantized"])
     p.add_argument("--planes", type=numbers("--planes", whole("--planes", 1, 1024)), default=[1, 4, 16])
     p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable")
     p.add_argument(
@@ -96,12 +98,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", type=output_file, help="write records as JSON")
     p.add_argument(
         "--runtimes",
-        type=lambda s: parse_list(s, str),
+        type=names("--runtimes", list(RUNTIMES)),
         help="Bi3D runtimes to compare, e.g. torch,onnxruntime (default: --runtime)",
     )
     p.add_argument(
         "--precisions",
-        type=lambda s: parse_list(s, str),
+        type=names("--precisions", ["auto", "fp32", "tf32", "bf16", "fp16"]),
         help="Bi3D precisions, e.g. fp32,bf16 (default: --precision)",
     )
     p.add_argument(

@@ -10,8 +10,11 @@ from app.commands.common import parse_size
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.engine.depth.bi3d import resolve_device
     from app.engine.training.trainer import TrainConfig, train
 
+    for device in {args.device, args.data_device}:
+        resolve_device(device)  # "CUDA is not available on this machine" in one line
     if args.threads:
         import torch
 

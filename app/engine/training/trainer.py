@@ -421,8 +421,8 @@ class _CsvLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if not path.exists():
-            path.write_text(",".join(self.FIELDS) + "\n")
+        if not path.exists():  # the header whole or not at all; rows are appended line by line
+            atomic_write(path, (",".join(self.FIELDS) + "\n").encode())
 
     def write(self, row: dict[str, float]) -> None:
         with self.path.open("a", newline="") as f:

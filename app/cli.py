@@ -101,12 +101,9 @@ def _where(exc: BaseException) -> str:
 
 def report_dir() -> Path:
     """Crash reports live in the user's cache folder (``$BI3D_STUDIO_CACHE`` overrides it)."""
-    override = os.environ.get("BI3D_STUDIO_CACHE")
-    if override:
-        return Path(override) / "reports"
-    import platformdirs
+    from app.engine.runtimes.cache import cache_root
 
-    return Path(platformdirs.user_cache_dir("bi3d-studio")) / "reports"
+    return cache_root() / "reports"
 
 
 def write_report(command: str, exc: BaseException) -> Path | None:
@@ -124,7 +121,7 @@ def write_report(command: str, exc: BaseException) -> Path | None:
         path = folder / f"crash-{command}-{stamp}.txt"
         atomic_write(path, text.encode("utf-8", "replace"))
         return path
-    except (OSError, UserError):
+    except Exception:  # the report is a courtesy: its failure must not hide the first one
         return None
 
 

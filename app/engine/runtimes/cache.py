@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.errors import UserError
-from app.engine.fileio import atomic_write
+from app.engine.fileio import atomic_write, user_dir
 
 CHOICES = "runtime-choices.json"
 CHOICES_FORMAT = "bi3d-studio runtime choices"
@@ -24,8 +24,10 @@ def cache_root() -> Path:
     override = os.environ.get("BI3D_STUDIO_CACHE")
     if override:
         return Path(override)
-    import platformdirs
-
+    try:
+        import platformdirs
+    except ImportError:  # a build without it: the XDG layout, as before platformdirs
+        return user_dir("BI3D_STUDIO_CACHE", "XDG_CACHE_HOME", ".cache")
     return Path(platformdirs.user_cache_dir("bi3d-studio", appauthor=False))
 
 

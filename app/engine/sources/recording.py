@@ -61,18 +61,26 @@ class Recorder:
         source: str = "",
     ) -> None:
         self.folder = Path(folder)
-        _prepare(self.folder, overwrite)
-        self._lock_fd = acquire_writer(self.folder)  # a later open cleans leftovers only without it
-        for sub in ("left", "right"):
-            (self.folder / sub).mkdir()
-        self.frames_written = 0
-        self._calibration = calibration  # else the first frame's, written when it arrives
-        self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
-        self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self._lock = threading.Lock()
         self._closed = False
-        atomic_write(self.folder / TIMESTAMPS, b"")
-        self._write_session()
+        # a recording's writer lock before anything is deleted: a live recorder's files stay
+        existing = is_recording(self.folder) or looks_like_recording(self.folder)
+        self._lock_fd = acquire_writer(self.folder) if existing else None
+        try:
+            _prepare(self.folder, overwrite)
+            if self._lock_fd is None:
+                self._lock_fd = acquire_writer(self.folder)  # leftovers are cleaned only without it
+            for sub in ("left", "right"):
+                (self.folder / sub).mkdir()
+            self.frames_written = 0
+            self._calibration = calibration  # else the first frame's, written when it arrives
+            self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
+            self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            atomic_write(self.folder / TIMESTAMPS, b"")
+            self._write_session()
+        except BaseException:
+            self.close()
+            raise
 
     def write(self, pair: StereoPair) -> int:
         """Write one pair (and its ground truth); returns its index once it is committed."""

@@ -80,3 +80,11 @@ def test_overlaps() -> None:
     a = Path("/x/rec")
     assert overlaps(a, a) and overlaps(a, a / "sub") and overlaps(a / "left", a)
     assert not overlaps(a, Path("/x/other")) and not overlaps(a, Path("/x/recording"))
+
+
+def test_overwriting_a_recording_that_is_being_written_is_refused(tmp_path: Path) -> None:
+    with Recorder(tmp_path / "live") as live:
+        with pytest.raises(UserError, match="another recorder is writing"):
+            Recorder(tmp_path / "live", overwrite=True)
+        assert (live.folder / "session.json").is_file() and (live.folder / "left").is_dir()
+    Recorder(tmp_path / "live", overwrite=True).close()  # closed: the folder may be reused

@@ -1212,6 +1212,21 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
     add(Case("unknown command", ["nonsense"]))
     add(Case("calib unknown subcommand", ["calib", "nonsense"]))
 
+    add(Case("flow --out an existing file", ["flow", L, R, "--out", f["afile"]], needle="is a file"))
+    add(
+        Case(
+            "record into an uncreatable folder",
+            ["record", "synthetic:24x32?frames=2", "/proc/rec"],
+            needle="cannot create",
+        )
+    )
+    add(Case("depth --out ''", ["depth", L, R, *t, "--out", ""], needle="empty"))
+    add(
+        Case(
+            "depth --out in an uncreatable place", ["depth", L, R, *t, "--out", "/proc/x/y"], needle="cannot"
+        )
+    )
+
     # -- full disk --------------------------------------------------------------------------------
     cases += _disk_full_cases(work, L, R, t)
     return cases

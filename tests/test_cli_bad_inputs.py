@@ -158,6 +158,14 @@ def test_output_paths_that_cannot_be_written(capsys, tiny, tmp_path) -> None:  #
     assert "does not exist" in bad(capsys, *json_args, str(tmp_path / "nodir" / "x.json"))
 
 
+def test_output_folders_that_cannot_be_made(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "file").write_text("x")
+    assert "is a file" in bad(capsys, "flow", *tiny, "--out", str(tmp_path / "file"))
+    line = bad(capsys, "record", "synthetic:24x32?frames=1", str(tmp_path / "file" / "rec"))
+    assert "cannot create the recording folder" in line and "Not a directory" in line
+    assert "empty" in bad(capsys, "depth", *tiny, *SGBM, "--out", "")
+
+
 def test_a_metre_plane_names_the_bad_calibration_value(capsys, tiny, tmp_path, demo_dir) -> None:  # type: ignore[no-untyped-def]
     calib = tmp_path / "calib.txt"
     calib.write_text((demo_dir / "calib.txt").read_text().replace("baseline=193.001", "baseline=-193.001"))

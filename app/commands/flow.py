@@ -38,13 +38,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pair(backend: Any, args: argparse.Namespace) -> None:
+    from app.engine.fileio import make_folder
     from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
     from app.engine.formats import read_image_rgb, write_color_png, write_flo
 
     frame0, frame1 = (read_image_rgb(p) for p in args.inputs)
     result = backend.compute(frame0, frame1)
-    out = Path(args.out or "out")
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(args.out or "out")
     written = [out / "flow.flo", out / "flow.png", out / "flow_arrows.png"]
     write_flo(written[0], result.flow)
     write_color_png(written[1], flow_color_with_legend(result.flow, args.max_magnitude))
@@ -75,6 +75,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
 
     import cv2
 
+    from app.engine.fileio import make_folder
     from app.engine.formats import atomic_write
 
     path = Path(args.inputs[0])
@@ -110,7 +111,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
     )
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out)
         rows = ["frame,latency_ms", *(f"{i + 1},{ms:.3f}" for i, ms in enumerate(latencies))]
         atomic_write(out / "latency.csv", ("\n".join(rows) + "\n").encode())
         print(f"wrote {out / 'latency.csv'}")

@@ -53,6 +53,24 @@ def _write_error(target: Path, exc: OSError) -> UserError:
     return UserError(f"cannot write {target} ({exc.strerror}); choose a folder you can write to")
 
 
+def make_folder(path: PathLike, what: str = "output folder") -> Path:
+    """Create ``path`` (and its parents) as a folder, or a ``UserError`` saying why it cannot be."""
+    folder = Path(path)
+    if not str(path).strip():
+        raise UserError(f"the {what} name is empty; give a folder")
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"the {what} {folder} is a file; give a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise (
+            _write_error(folder, exc)
+            if exc.errno in _FULL
+            else UserError(f"cannot create the {what} {folder} ({exc.strerror}); choose another")
+        ) from None
+    return folder
+
+
 def write_json(path: PathLike, value: object) -> None:
     """``value`` as indented JSON, written atomically (a full disk keeps the earlier file whole)."""
     atomic_write(path, (json.dumps(value, indent=2) + "\n").encode())
@@ -78,4 +96,4 @@ def default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-__all__ = ["atomic_write", "default_file_mode", "user_dir", "write_json"]
+__all__ = ["atomic_write", "default_file_mode", "make_folder", "user_dir", "write_json"]

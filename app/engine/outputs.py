@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.errors import UserError
+from app.engine.fileio import make_folder
 from app.engine.formats import atomic_write, colorize, write_color_png, write_kitti_png, write_pfm
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
 
@@ -54,9 +55,10 @@ def write_result(
 
 
 def _staging_folder(out_dir: Path) -> Path:
-    home = out_dir if out_dir.is_dir() else out_dir.parent
+    if not str(out_dir).strip() or out_dir == Path(""):
+        raise UserError("the output folder name is empty; give --out FOLDER")
+    home = make_folder(out_dir if out_dir.is_dir() else out_dir.parent)
     try:
-        home.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=_STAGING, suffix=".tmp", dir=home))
     except OSError as exc:
         raise UserError(f"cannot write into {home} ({exc.strerror}); choose another --out folder") from None

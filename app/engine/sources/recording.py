@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from app.engine.errors import UserError
+from app.engine.fileio import make_folder
 from app.engine.formats import atomic_write, write_color_png, write_pfm
 from app.engine.sources.base import StereoSource, plural
 from app.engine.sources.files import Scene, SceneSource
@@ -144,7 +145,7 @@ def _prepare(folder: Path, overwrite: bool) -> None:
         raise UserError(f"{folder} holds a recording with a damaged index; {reindex_hint(folder)}")
     elif folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
         raise UserError(f"{folder} exists and is not an empty folder; record into a new or empty folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder, "recording folder")
 
 
 def is_recording(folder: Path) -> bool:

@@ -88,6 +88,20 @@ def _calib(
     return str(path)
 
 
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims this size (a decompression bomb's first bytes), and its end."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    )
+
+
 def _checkpoints(folder: Path) -> dict[str, str]:
     import torch
 
@@ -1224,6 +1238,19 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
     add(
         Case(
             "depth --out in an uncreatable place", ["depth", L, R, *t, "--out", "/proc/x/y"], needle="cannot"
+        )
+    )
+
+    bomb = fx / "bomb.png"
+    bomb.write_bytes(_png_claiming(200_000, 100_000))
+    add(
+        Case("depth with a PNG claiming 200000x100000 px", ["depth", str(bomb), R, *t, *o("a")], needle="GiB")
+    )
+    add(
+        Case(
+            "eval synthetic --frames 1e11 (held in memory)",
+            ["eval", "synthetic:24x32", "--frames", "100000000000", "--engines", "sgbm"],
+            needle="give fewer --frames",
         )
     )
 

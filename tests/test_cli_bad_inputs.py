@@ -98,6 +98,31 @@ def test_memory_is_estimated_before_allocating(capsys, tmp_path, monkeypatch) ->
     assert "rendering a synthetic 4000x6000 scene needs about" in line and "smaller size" in line
 
 
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims this size (a decompression bomb's first bytes), and its end."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    )
+
+
+def test_an_image_too_large_to_decode_is_refused_before_decoding(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "bomb.png").write_bytes(_png_claiming(200_000, 100_000))
+    line = bad(capsys, "depth", str(tmp_path / "bomb.png"), tiny[1], *SGBM, "--out", str(tmp_path / "o"))
+    assert "reading the 200000x100000 image" in line and "GiB" in line
+
+
+def test_frames_held_in_memory_are_estimated_first(capsys) -> None:  # type: ignore[no-untyped-def]
+    line = bad(capsys, "eval", "synthetic:24x32", "--frames", "100000000000", "--engines", "sgbm")
+    assert "holding 100000000000 frames" in line and "give fewer --frames" in line
+
+
 def test_nan_weights_are_refused_on_load(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
     model = build_model("binary", 0.25)
     with torch.no_grad():

@@ -16,6 +16,7 @@ import numpy as np
 
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
+from app.engine.memory import require
 
 PathLike = str | os.PathLike[str]
 
@@ -59,6 +60,13 @@ def is_truncated(raw: bytes) -> bool:
     if raw.startswith(_JPEG):
         return b"\xff\xd9" not in raw[-64:]
     return False
+
+
+def png_size(raw: bytes) -> tuple[int, int] | None:
+    """(width, height) from a PNG's IHDR chunk, without decoding; None for other files."""
+    if not raw.startswith(_PNG) or len(raw) < 24 or raw[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")
 
 
 def _decode(raw: bytes) -> np.ndarray | None:
@@ -193,6 +201,10 @@ def read_image_rgb(path: PathLike) -> np.ndarray:
         raise UserError(
             f"{path} is not a readable image: it is truncated (its end is missing); copy it again"
         )
+    size = png_size(raw)
+    if size is not None:  # a small file may decode to gigabytes: say so before decoding
+        w, h = size
+        require(16.0 * w * h, f"reading the {w}x{h} image {path}", "use a smaller (downscaled) image")
     img = _decode(raw)
     if img is None:
         raise UserError(f"{path} is not a readable image (PNG, JPEG, BMP, TIFF, ...); check the file")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.errors import UserError
+from app.engine.memory import require
 from app.engine.sources.base import LAYOUTS, EventHandler, Frame, Layout, SourceEvent, StereoSource
 from app.engine.sources.capture import CameraSettings, CameraSource, CaptureFactory, open_device
 from app.engine.sources.files import (
@@ -186,6 +187,17 @@ def _layout(value: str) -> Layout:
     raise UserError(f"layout must be sbs (side by side) or tb (top-bottom), got {value!r}")
 
 
+def _frames_in_memory(source: StereoSource, frames: int | None) -> list[Any]:
+    """The first ``frames`` pairs, held in memory: refused up front when they would not fit."""
+    first = source.read()
+    if first is None:
+        return []
+    count = frames if frames is not None else source.frame_count or 1
+    per_frame = first.left.nbytes * 2 + (first.gt_disparity.nbytes if first.gt_disparity is not None else 0)
+    require(count * per_frame, f"holding {count} frames of {source.describe()}", "give fewer --frames")
+    return [first, *itertools.islice(source, count - 1)]
+
+
 def scenes_from_source(spec: str, frames: int | None = None) -> list[Scene]:
     """Frames of any source that carries ground truth, as evaluation scenes.
 
@@ -199,7 +211,7 @@ def scenes_from_source(spec: str, frames: int | None = None) -> list[Scene]:
         else:
             if frames is None and source.frame_count is None:
                 raise UserError(f"{what} has no end; give --frames N")
-            pairs = list(itertools.islice(source, frames))
+            pairs = _frames_in_memory(source, frames)
             scenes = [FrameScene(f"{i:06d}", Path(spec), Path(spec), pair=p) for i, p in enumerate(pairs)]
             has_gt = any(p.gt_disparity is not None for p in pairs)
     if not scenes:

@@ -1254,6 +1254,15 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
         )
     )
 
+    add(
+        Case(
+            "depth synthetic seed beyond 64 bits",
+            ["depth", "synthetic:24x32?seed=99999999999999999999&frames=1", *t, *o("a")],
+            needle="seed",
+        )
+    )
+    add(Case("depth camera:0?fps=nan", ["depth", "camera:0?fps=nan", *o("a")], needle="finite"))
+
     # -- full disk --------------------------------------------------------------------------------
     cases += _disk_full_cases(work, L, R, t)
     return cases

@@ -137,7 +137,7 @@ def test_checkpoint_metadata_is_validated(capsys, tiny, tmp_path) -> None:  # ty
     data = torch.load(tmp_path / "m.pt", weights_only=True)
     torch.save(dict(data, width=1e6), tmp_path / "wide.pt")
     line = bad(capsys, "depth", *tiny, "--weights", str(tmp_path / "wide.pt"), "--out", str(tmp_path / "o"))
-    assert "metadata width 1e+06 is outside (0, 8]" in line
+    assert "metadata width 1000000 is outside (0, 8]" in line
 
 
 class _Boom:

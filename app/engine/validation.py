@@ -33,12 +33,19 @@ class Bounds:
         suffix = f" {unit}" if unit else ""
         if self.low is not None and self.high is not None:
             left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            return f"{left}{self.low:g}, {self.high:g}{right}{suffix}"
+            return f"{left}{shown(self.low)}, {shown(self.high)}{right}{suffix}"
         if self.low is not None:
-            return f"{'above' if self.low_open else 'at least'} {self.low:g}{suffix}"
+            return f"{'above' if self.low_open else 'at least'} {shown(self.low)}{suffix}"
         if self.high is not None:
-            return f"{'below' if self.high_open else 'at most'} {self.high:g}{suffix}"
+            return f"{'below' if self.high_open else 'at most'} {shown(self.high)}{suffix}"
         return "a finite number"
+
+
+def shown(x: float) -> str:
+    """A number as a person reads it: whole numbers in full (4096, 9223372036854775807), others short."""
+    if isinstance(x, int) or (math.isfinite(x) and x == int(x) and abs(x) < 1e15):
+        return str(int(x))
+    return f"{x:g}"
 
 
 POSITIVE = Bounds(0.0, None, low_open=True)
@@ -87,11 +94,11 @@ def _must(bounds: Bounds, unit: str, hint: str) -> str:
 
 
 def _outside(name: str, x: float, bounds: Bounds, unit: str, hint: str) -> UserError:
-    shown = f"{x:g}{' ' + unit if unit else ''}"
+    value = f"{shown(x)}{' ' + unit if unit else ''}"
     if bounds.low is not None and bounds.high is not None:
-        text = f"{name} {shown} is outside {bounds.describe(unit)}"
+        text = f"{name} {value} is outside {bounds.describe(unit)}"
         return UserError(f"{text}; {hint}" if hint else text)
-    text = f"{name} must be {bounds.describe(unit)}, got {shown}"
+    text = f"{name} must be {bounds.describe(unit)}, got {value}"
     return UserError(f"{text}; {hint}" if hint else text)
 
 

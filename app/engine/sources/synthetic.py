@@ -22,7 +22,7 @@ from app.engine.errors import UserError
 from app.engine.memory import require
 from app.engine.sources.base import Frame, StereoSource
 from app.engine.types import Calibration, StereoPair
-from app.engine.validation import Bounds, number
+from app.engine.validation import Bounds, integer, number
 
 PAN_PERIOD_S = 6.0  # one sweep across the wide scene and back
 BASELINE_M = 0.12  # a nominal rig, so depth in metres can be shown
@@ -42,6 +42,7 @@ class SyntheticConfig:
         if self.height < 16 or self.width < 16:
             raise UserError(f"synthetic size must be at least 16x16, got {self.height}x{self.width}")
         number(self.fps, "synthetic fps", Bounds(0, 1000, low_open=True), "frames/s")
+        integer(self.seed, "synthetic seed", Bounds(-(2**63), 2**63 - 1))  # what torch's generator takes
         if self.frames is not None and self.frames < 0:
             raise UserError(f"synthetic frames must be 0 or more, got {self.frames}")
         if self.max_disparity is not None:

@@ -1263,6 +1263,19 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
     )
     add(Case("depth camera:0?fps=nan", ["depth", "camera:0?fps=nan", *o("a")], needle="finite"))
 
+    add(
+        Case(
+            "train --out an existing file", ["train", "--out", f["afile"], "--steps", "1"], needle="is a file"
+        )
+    )
+    add(
+        Case(
+            "train --out an uncreatable folder",
+            ["train", "--out", "/proc/t", "--steps", "1", "--crop", "96x96", "--batch", "1"],
+            needle="cannot create",
+        )
+    )
+
     # -- full disk --------------------------------------------------------------------------------
     cases += _disk_full_cases(work, L, R, t)
     return cases

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from app.commands.arguments import real, whole
 from app.commands.common import parse_size
@@ -11,10 +12,13 @@ from app.commands.common import parse_size
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.depth.bi3d import resolve_device
+    from app.engine.errors import UserError
     from app.engine.training.trainer import TrainConfig, train
 
     for device in {args.device, args.data_device}:
         resolve_device(device)  # "CUDA is not available on this machine" in one line
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} is a file; give the run folder (new, or one to resume)")
     if args.threads:
         import torch
 

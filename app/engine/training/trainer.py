@@ -34,7 +34,7 @@ from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
 from app.engine.depth.bi3d import Bi3DEngine
 from app.engine.errors import UserError
-from app.engine.fileio import atomic_write
+from app.engine.fileio import atomic_write, make_folder
 from app.engine.metrics import binary_agreement, evaluate
 from app.engine.synthetic.layered import to_uint8
 from app.engine.training.data import CropConfig, SceneDataset, SyntheticStream, validation_scenes
@@ -358,7 +358,7 @@ class Trainer:
     def run(self) -> dict[str, float]:
         cfg = self.cfg
         if self.dist.main:
-            self.out.mkdir(parents=True, exist_ok=True)
+            make_folder(self.out, "run folder")
         val = (
             validation_scenes(CropConfig(*cfg.crop), cfg.val_count, cfg.max_disparity)
             if self.dist.main

@@ -43,12 +43,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in words  # accepted anywhere on the line, not only before the command
-    args = parser.parse_args([w for w in words if w != "--debug"])  # usage errors: SystemExit(2)
+    try:
+        args = parser.parse_args([w for w in words if w != "--debug"])  # usage errors: SystemExit(2)
+    except UserError as exc:  # raised by a type= callable that argparse does not catch itself
+        print(f"bi3d-studio: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     args.debug = debug
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"bi3d-studio {args.command}: error: {exc}", file=sys.stderr)
+        print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -81,13 +85,18 @@ def _unexpected(command: str, exc: BaseException) -> int:
     where = _where(exc)
     report = write_report(command, exc)
     saved = f"full report in {report}" if report else "no report could be written; rerun with --debug"
-    message = str(exc).splitlines()[0][:200] if str(exc) else ""
+    message = one_line(exc)[:200]
     print(
         f"bi3d-studio {command}: internal error: {type(exc).__name__}{': ' + message if message else ''}"
         f" (in {where}); {saved}",
         file=sys.stderr,
     )
     return EXIT_FAILURE
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's text on one line (a library's message may span several)."""
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
 
 
 def _where(exc: BaseException) -> str:

@@ -4,7 +4,6 @@ run the same runtime; a damaged or foreign cache file is ignored, said, and rebu
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import torch
 
 from app.engine.bi3d.factory import build_model
 from app.engine.depth.bi3d import Bi3DEngine
+from app.engine.runtimes import chain as chain_module
 from app.engine.runtimes.cache import CHOICES_FORMAT, ChoiceStore
 from app.engine.runtimes.chain import RuntimeChain
 from app.engine.runtimes.torch_runtime import TorchRuntime
@@ -23,16 +23,20 @@ CPU = torch.device("cpu")
 REQUEST = DepthRequest(mode=Mode.BINARY, planes=(9,))
 
 
-class Delayed(TorchRuntime):
-    """The torch runtime with a settable delay per plane pass, to steer the timing."""
+class Named(TorchRuntime):
+    """The torch runtime under another name; how fast it seems is set by ``timed`` below."""
 
-    def __init__(self, model: Any, name: str, delays: dict[str, float]) -> None:
+    def __init__(self, model: Any, name: str) -> None:
         super().__init__(model, CPU)
-        self.name, self.delays = name, delays
+        self.name = name
 
-    def planes(self, feats: Any, shifts: torch.Tensor) -> torch.Tensor:
-        time.sleep(self.delays[self.name])
-        return super().planes(feats, shifts)
+
+@pytest.fixture
+def timings(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """What the probe measures for each runtime (ms), so the choice does not follow the load."""
+    measured: dict[str, float] = {}
+    monkeypatch.setattr(chain_module, "_probe", lambda runtime, left, right: measured[runtime.name])
+    return measured
 
 
 @pytest.fixture(scope="module")
@@ -47,18 +51,18 @@ def pair() -> tuple[np.ndarray, np.ndarray]:
     return left, np.roll(left, -6, axis=1)
 
 
-def _engine(model: Any, store: ChoiceStore, delays: dict[str, float]) -> Bi3DEngine:
-    openers = [(n, lambda n=n: Delayed(model, n, delays)) for n in ("a", "b")]
+def _engine(model: Any, store: ChoiceStore, timings: dict[str, float]) -> Bi3DEngine:
+    openers = [(n, lambda n=n: Named(model, n)) for n in ("a", "b")]
     return Bi3DEngine(model, runtime=RuntimeChain(openers, probe=True, key="cpu|fp32|m", store=store))
 
 
-def test_the_first_decision_is_kept_even_when_the_load_changes(model, pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_first_decision_is_kept_even_when_the_load_changes(model, pair, tmp_path: Path, timings) -> None:  # type: ignore[no-untyped-def]
     store = ChoiceStore(tmp_path / "choices.json")
-    delays = {"a": 0.03, "b": 0.0}
-    first = _engine(model, store, delays).compute(*pair, REQUEST)
+    timings.update(a=30.0, b=10.0)
+    first = _engine(model, store, timings).compute(*pair, REQUEST)
     assert first.runtime == "b" and first.runtime_choice == "timed"
-    delays.update(a=0.0, b=0.03)  # another program now slows b down: the choice stays
-    again = _engine(model, ChoiceStore(tmp_path / "choices.json"), delays).compute(*pair, REQUEST)
+    timings.update(a=10.0, b=30.0)  # another program now slows b down: the choice stays
+    again = _engine(model, ChoiceStore(tmp_path / "choices.json"), timings).compute(*pair, REQUEST)
     assert again.runtime == "b" and again.runtime_choice == "cache"
     assert any("from the cache" in n for n in again.notes)
     np.testing.assert_array_equal(first.probabilities, again.probabilities)
@@ -67,29 +71,33 @@ def test_the_first_decision_is_kept_even_when_the_load_changes(model, pair, tmp_
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe{", b'{"format": "someone else"}', b"[1, 2]", b""])
-def test_a_damaged_or_foreign_cache_is_ignored_and_rebuilt(
-    model, pair, tmp_path: Path, content: bytes
-) -> None:  # type: ignore[no-untyped-def]
+def test_a_damaged_or_foreign_cache_is_ignored_and_rebuilt(  # type: ignore[no-untyped-def]
+    model, pair, tmp_path: Path, content: bytes, timings
+) -> None:
     path = tmp_path / "choices.json"
     path.write_bytes(content)
-    result = _engine(model, ChoiceStore(path), {"a": 0.0, "b": 0.02}).compute(*pair, REQUEST)
+    timings.update(a=10.0, b=30.0)
+    result = _engine(model, ChoiceStore(path), timings).compute(*pair, REQUEST)
     assert result.runtime == "a" and result.runtime_choice == "timed"
     assert any("damaged or foreign" in n and "rebuilt" in n for n in result.notes)
     data = json.loads(path.read_text())
     assert data["format"] == CHOICES_FORMAT and data["choices"]["cpu|fp32|m|192x192"]["runtime"] == "a"
 
 
-def test_a_cached_runtime_that_is_not_here_is_timed_again(model, pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_cached_runtime_that_is_not_here_is_timed_again(model, pair, tmp_path: Path, timings) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "choices.json"
     choices = {"cpu|fp32|m|192x192": {"runtime": "tensorrt", "timings_ms": {"tensorrt": 1.0}}}
     path.write_text(json.dumps({"format": CHOICES_FORMAT, "version": 1, "choices": choices}))
-    result = _engine(model, ChoiceStore(path), {"a": 0.02, "b": 0.0}).compute(*pair, REQUEST)
+    timings.update(a=30.0, b=10.0)
+    result = _engine(model, ChoiceStore(path), timings).compute(*pair, REQUEST)
     assert result.runtime == "b" and result.runtime_choice == "timed"
 
 
-def test_a_chain_without_a_key_times_every_run_and_writes_nothing(model, pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    delays = {"a": 0.0, "b": 0.02}
-    chain = RuntimeChain([(n, lambda n=n: Delayed(model, n, delays)) for n in ("a", "b")], probe=True)
+def test_a_chain_without_a_key_times_every_run_and_writes_nothing(
+    model, pair, tmp_path: Path, timings
+) -> None:  # type: ignore[no-untyped-def]
+    timings.update(a=10.0, b=30.0)
+    chain = RuntimeChain([(n, lambda n=n: Named(model, n)) for n in ("a", "b")], probe=True)
     result = Bi3DEngine(model, runtime=chain).compute(*pair, REQUEST)
     assert result.runtime == "a" and result.runtime_choice == "timed"
     assert not list(tmp_path.iterdir())

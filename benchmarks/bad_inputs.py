@@ -446,7 +446,7 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
         "zero_baseline": _calib(fx, "zero_baseline.txt", baseline_mm=0),
         "zero_focal": _calib(fx, "zero_focal.txt", f=0),
         "nan_focal": _calib(fx, "nan_focal.txt", f=float("nan")),
-        "wrong_size": _calib(fx, "wrong_size.txt", w=640, h=480),
+        "wrong_size": _calib(fx, "wrong_size.txt", w=640, h=100),  # another aspect: no rescaling fits
     }
     (fx / "garbage_calib.txt").write_text("hello world\n")
     (fx / "empty_calib.txt").write_text("")

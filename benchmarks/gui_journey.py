@@ -21,9 +21,9 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "xcb")
 
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtWidgets import QApplication
 
-from app.ui.app import create_window  # noqa: E402
+from app.ui.app import create_window
 
 
 def main(out: Path) -> int:

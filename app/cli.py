@@ -1,14 +1,20 @@
 """Command line: a thin layer over the engine; each command lives in ``app.commands``.
 
-Every problem with the user's input ends as one line on stderr and exit status 2.
+Every problem with the user's input ends as one line on stderr and exit status 2. Anything
+else (a bug, a library failing) ends as one line naming what failed and the file holding the
+full report, with exit status 1; ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import errno
 import os
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 from app import __version__
 from app.commands import COMMANDS
@@ -17,10 +23,15 @@ from app.engine.allocator import tune_allocator
 from app.engine.errors import UserError
 from app.vocabulary import cli_words
 
+EXIT_FAILURE = 1
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="bi3d-studio", description="Stereo depth with Bi3D and an SGBM baseline.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the full traceback of an unexpected failure"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in COMMANDS:
         command.register(sub)
@@ -29,18 +40,101 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     tune_allocator()
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # FFmpeg's lines beside our one-line errors
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in words  # accepted anywhere on the line, not only before the command
+    try:
+        args = parser.parse_args([w for w in words if w != "--debug"])  # usage errors: SystemExit(2)
+    except UserError as exc:  # raised by a type= callable that argparse does not catch itself
+        print(f"bi3d-studio: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    args.debug = debug
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"bi3d-studio {args.command}: error: {exc.worded(cli_words)}", file=sys.stderr)
+        print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stdout = open(os.devnull, "w")  # keeps interpreter shutdown from failing again
         return 0
+    except MemoryError:
+        print(
+            f"bi3d-studio {args.command}: error: out of memory; use smaller images, fewer planes or "
+            "a smaller synthetic size",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f" writing {exc.filename}" if exc.filename else ""
+            print(f"bi3d-studio {args.command}: error: the disk is full{where}; free space", file=sys.stderr)
+            return EXIT_USAGE
+        if args.debug:
+            raise
+        return _unexpected(args.command, exc)
+    except Exception as exc:
+        if args.debug:
+            raise
+        return _unexpected(args.command, exc)
+
+
+def _unexpected(command: str, exc: BaseException) -> int:
+    """One line on stderr naming the failure and the report file; the report holds the traceback."""
+    where = _where(exc)
+    report = write_report(command, exc)
+    saved = f"full report in {report}" if report else "no report could be written; rerun with --debug"
+    message = one_line(exc)[:200]
+    print(
+        f"bi3d-studio {command}: internal error: {type(exc).__name__}{': ' + message if message else ''}"
+        f" (in {where}); {saved}",
+        file=sys.stderr,
+    )
+    return EXIT_FAILURE
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's text on one line (a library's message may span several); the settings a
+    ``UserError`` names are worded as flags."""
+    text = exc.worded(cli_words) if isinstance(exc, UserError) else str(exc)
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if f"{os.sep}app{os.sep}" in f.filename] or frames
+    if not ours:
+        return "unknown place"
+    last = ours[-1]
+    return f"{Path(last.filename).name}:{last.lineno} {last.name}"
+
+
+def report_dir() -> Path:
+    """Crash reports live in the user's cache folder (``$BI3D_STUDIO_CACHE`` overrides it)."""
+    from app.engine.runtimes.cache import cache_root
+
+    return cache_root() / "reports"
+
+
+def write_report(command: str, exc: BaseException) -> Path | None:
+    """The traceback, the command line and versions, as a text file; None when it cannot be written."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    text = (
+        f"bi3d-studio {__version__}, Python {sys.version.split()[0]}, {sys.platform}\n"
+        f"command line: {' '.join(sys.argv)}\n\n" + "".join(traceback.format_exception(exc))
+    )
+    try:
+        from app.engine.fileio import atomic_write
+
+        folder = report_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"crash-{command}-{stamp}.txt"
+        atomic_write(path, text.encode("utf-8", "replace"))
+        return path
+    except Exception:  # the report is a courtesy: its failure must not hide the first one
+        return None
 
 
 if __name__ == "__main__":

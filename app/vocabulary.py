@@ -13,7 +13,6 @@ Engine errors name settings (``app.engine.errors.setting``); ``cli_words`` and
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from app.engine.types import (
     DEVICES,
     ENGINES,
     FLOW_BACKENDS,
+    MAX_DISPARITY_LIMIT,
     PRECISIONS,
     RUNTIMES,
     SGBM_MODES,
@@ -39,6 +39,7 @@ from app.engine.types import (
     Mode,
     Spacing,
 )
+from app.engine.validation import Bounds, integer, number
 
 Kind = Literal["choice", "switch", "integer", "number", "path"]
 
@@ -80,30 +81,19 @@ class Setting:
         return self._number(value)
 
     def _number(self, value: Any) -> float | int:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise UserError(f"{setting(self.name)} must be a number{self._bounds()}, got {value!r}") from None
-        if not math.isfinite(number):
-            raise UserError(f"{setting(self.name)} must be a finite number{self._bounds()}, got {value!r}")
-        if self.kind == "integer":
-            if number != int(number):
-                raise UserError(f"{setting(self.name)} must be a whole number{self._bounds()}, got {value!r}")
-            number = int(number)
-        low = self.minimum if self.minimum is not None else -math.inf
-        high = self.maximum if self.maximum is not None else math.inf
-        if not low <= number <= high or (self.odd and int(number) % 2 == 0):
-            raise UserError(f"{setting(self.name)} {number:g}{self.unit} is out of range{self._bounds()}")
-        return number
-
-    def _bounds(self) -> str:
-        low = "" if self.minimum is None else f"{self.minimum:g}"
-        high = "" if self.maximum is None else f"{self.maximum:g}"
-        if not (low or high):
-            return ""
-        odd = "odd, " if self.odd else ""
-        span = f"{low} to {high}" if low and high else (f"at least {low}" if low else f"at most {high}")
-        return f" ({odd}{span}{self.unit})"
+        """Through the engine's one validation layer (finite, in range, unit and range in the
+        message), plus this setting's own rule (odd)."""
+        name = setting(self.name)
+        bounds = Bounds(self.minimum, self.maximum)
+        unit = self.unit.strip()
+        checked = (
+            integer(value, name, bounds, unit)
+            if self.kind == "integer"
+            else number(value, name, bounds, unit)
+        )
+        if self.odd and int(checked) % 2 == 0:
+            raise UserError(f"{name} {checked} px must be odd ({bounds.describe(unit)}, odd)")
+        return checked
 
 
 def _choice(
@@ -154,12 +144,12 @@ SPACING = _choice(
     "quantized planes spread evenly in disparity or in depth (needs a calibration)",
 )  # fmt: skip
 LEVELS = Setting(
-    "levels", "Levels", "--levels", "quantized: number of planes spread by spacing", "integer", 8,
-    minimum=1, maximum=63,
+    "levels", "Levels", "--levels", "quantized: number of planes spread by spacing (at most one a px "
+    "of the range)", "integer", 8, minimum=1, maximum=MAX_DISPARITY_LIMIT,
 )  # fmt: skip
 MAX_DISPARITY = Setting(
     "max_disparity", "Max disparity", "--max-disparity", "disparity range searched", "integer",
-    DEFAULT_MAX_DISPARITY, minimum=16, maximum=256, unit=" px",
+    DEFAULT_MAX_DISPARITY, minimum=16, maximum=MAX_DISPARITY_LIMIT, unit=" px",
 )  # fmt: skip
 BUDGET = Setting(
     "budget_ms", "Latency budget", "--budget-ms",

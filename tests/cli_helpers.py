@@ -9,7 +9,10 @@ from app.cli import main
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """Exit code, stdout and stderr of ``bi3d-studio ARGV``."""
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's usage errors (one line, exit 2), --help, --version
+        code = exc.code if isinstance(exc.code, int) else 1
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -56,14 +56,19 @@ def test_flags_become_engine_options() -> None:
     assert engine_options(build_parser().parse_args(["depth", "a.png", "b.png"])).engine is None
 
 
-@pytest.mark.parametrize("value", [4, 13, math.nan, math.inf, "x"])
-def test_numbers_are_checked_with_their_range(value: object) -> None:
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [(4, "must be odd"), (13, "outside [1, 11] px"), (math.nan, "not a finite number"),
+     (math.inf, "not a finite number"), ("x", "not a number")],
+)  # fmt: skip
+def test_numbers_are_checked_with_their_range(value: object, says: str) -> None:
     block = vocabulary.SETTINGS["block_size"]
     with pytest.raises(UserError) as exc:
         block.check(value)
     cli = exc.value.worded(vocabulary.cli_words)
-    assert cli.startswith("--block-size") and "(odd, 1 to 11 px)" in cli
+    assert cli.startswith("--block-size") and says in cli
     assert exc.value.worded(vocabulary.window_words).startswith("the SGBM block control")
+    assert block.check("7") == 7 and vocabulary.SETTINGS["budget_ms"].check("250") == 250.0
 
 
 def test_engine_messages_are_worded_per_front_end() -> None:
@@ -82,5 +87,15 @@ def test_depth_request_keeps_only_what_the_mode_uses() -> None:
     assert quantized.levels == 9
     with pytest.raises(UserError, match="restricts the selective mode only"):
         vocabulary.depth_request("continuous", range_px=(10.0, 40.0))
-    with pytest.raises(UserError, match="levels 1000 is out of range"):
+    with pytest.raises(UserError, match=r"levels 1000 is outside \[1, 191\]; a 192 px range holds"):
         vocabulary.depth_request("quantized", levels=1000)
+
+
+def test_every_command_prints_its_help(capsys) -> None:  # type: ignore[no-untyped-def]
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name in commands:
+        with pytest.raises(SystemExit) as exc:
+            parser.parse_args([name, "--help"])
+        assert exc.value.code == 0, name
+        assert "usage:" in capsys.readouterr().out  # a literal % in a help text breaks argparse

@@ -4,11 +4,14 @@ size; ``--report`` adds the PLASTER table (throughput, accuracy, size, energy)."
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from app.commands.arguments import names, numbers, output_file, real, whole
 from app.commands.common import add_engine_args, engine_options, parse_list, parse_size
 from app.commands.flow import flow_specs
+from app.engine.fileio import write_json
+from app.engine.runtimes.base import RUNTIMES
+from app.engine.types import Mode
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,15 +61,15 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(flow_bench_table(flow_records))
     if args.json:
-        Path(args.json).write_text(json.dumps([r.to_json() for r in records], indent=2) + "\n")
+        write_json(args.json, [r.to_json() for r in records])
         print(f"wrote {args.json}")
         if flow_records:  # a separate file keeps the depth records' format as it was
             flow_json = Path(args.json).with_suffix(".flow.json")
-            flow_json.write_text(json.dumps([r.to_json() for r in flow_records], indent=2) + "\n")
+            write_json(flow_json, [r.to_json() for r in flow_records])
             print(f"wrote {flow_json}")
         if plaster_rows:
             plaster_json = Path(args.json).with_suffix(".plaster.json")
-            plaster_json.write_text(json.dumps([r.to_json() for r in plaster_rows], indent=2) + "\n")
+            write_json(plaster_json, [r.to_json() for r in plaster_rows])
             print(f"wrote {plaster_json}")
     return 0
 
@@ -82,21 +85,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--engines", type=lambda s: parse_list(s, str), default=["bi3d", "sgbm"])
-    p.add_argument("--modes", type=lambda s: parse_list(s, str), default=["binary", "quantized"])
-    p.add_argument("--planes", type=lambda s: parse_list(s, int), default=[1, 4, 16])
+    p.add_argument("--modes", type=names("--modes", [m.value for m in Mode]), default=["binary", "quantized"])
+    p.add_argument("--planes", type=numbers("--planes", whole("--planes", 1, 1024)), default=[1, 4, 16])
     p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable")
-    p.add_argument("--width", type=lambda s: parse_list(s, float), help="model width(s), e.g. 1.0,0.5")
-    p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--json", help="write records as JSON")
+    p.add_argument(
+        "--width",
+        type=numbers("--width", real("--width", 0, 8, low_open=True)),
+        help="model width(s), e.g. 1.0,0.5",
+    )
+    p.add_argument("--repeat", type=whole("--repeat", 1, 10000), default=5)
+    p.add_argument("--warmup", type=whole("--warmup", 0, 1000), default=1)
+    p.add_argument("--json", type=output_file, help="write records as JSON")
     p.add_argument(
         "--runtimes",
-        type=lambda s: parse_list(s, str),
+        type=names("--runtimes", list(RUNTIMES)),
         help="Bi3D runtimes to compare, e.g. torch,onnxruntime (default: --runtime)",
     )
     p.add_argument(
         "--precisions",
-        type=lambda s: parse_list(s, str),
+        type=names("--precisions", ["auto", "fp32", "tf32", "bf16", "fp16"]),
         help="Bi3D precisions, e.g. fp32,bf16 (default: --precision)",
     )
     p.add_argument(

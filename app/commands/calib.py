@@ -34,6 +34,7 @@ def run_check(args: argparse.Namespace) -> int:
     from app.engine.calibration.check import check_board, check_epipolar
     from app.engine.calibration.files import load_for_frames
     from app.engine.calibration.rig import Rectifier
+    from app.engine.depth.limits import check_image_size
     from app.engine.errors import UserError
     from app.engine.formats import atomic_write, read_image_rgb
     from app.engine.types import check_pair
@@ -42,6 +43,7 @@ def run_check(args: argparse.Namespace) -> int:
         raise UserError("--pattern and --square go together: give both (e.g. --pattern 9x6 --square 0.025)")
     left, right = read_image_rgb(args.left), read_image_rgb(args.right)
     check_pair(left, right)
+    check_image_size(left.shape[0], left.shape[1], "feature matching needs room around each feature")
     calibration = None
     if args.calib:
         size = (left.shape[1], left.shape[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -10,8 +11,10 @@ from app import vocabulary
 from app.engine.depth.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.types import Calibration, DepthRequest
+from app.engine.validation import POSITIVE, Bounds, number
 
 EXIT_USAGE = 2
+MAX_SIDE = 20000  # px: larger sizes are typing mistakes, and would not fit in memory anyway
 
 
 class Parser(argparse.ArgumentParser):
@@ -27,8 +30,8 @@ def parse_size(text: str) -> tuple[int, int]:
         h, w = (int(v) for v in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"size must be HEIGHTxWIDTH, e.g. 480x640, got {text!r}") from None
-    if h <= 0 or w <= 0:
-        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    if not (0 < h <= MAX_SIDE and 0 < w <= MAX_SIDE):
+        raise argparse.ArgumentTypeError(f"size sides must lie in [1, {MAX_SIDE}] px, got {text!r}")
     return h, w
 
 
@@ -39,21 +42,29 @@ def parse_list(text: str, kind: type = float) -> list[Any]:
         raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s, got {text!r}") from None
 
 
-def to_disparity(value: str, calibration: Calibration | None) -> float:
+def to_disparity(value: str, calibration: Calibration | None, option: str = "disparity") -> float:
     """'12' -> 12 px; '2.5m' -> the disparity of a point 2.5 m away (needs a calibration)."""
     text = value.strip().lower()
     if text.endswith("m"):
         if calibration is None:
             raise UserError(f"{value!r} is in metres; give --calib FILE so metres can become pixels")
-        return calibration.disparity_px(_number(text[:-1], value))
-    return _number(text.removesuffix("px"), value)
-
-
-def _number(text: str, original: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UserError(f"not a number: {original!r}; give pixels (12) or metres (2.5m)") from None
+        depth = number(text[:-1], f"{option} {value!r}", POSITIVE, "m", "give pixels (12) or metres (2.5m)")
+        focal, baseline = calibration.focal_px, calibration.baseline_m
+        if not (focal > 0 and baseline > 0):  # no depth in metres maps to a disparity then
+            raise UserError(
+                f"{value} cannot become pixels: the calibration's focal length is {focal:g} px and its "
+                f"baseline {baseline:g} m (both must be positive); check the calibration file"
+            )
+        disparity = calibration.disparity_px(depth)
+        if not (math.isfinite(disparity) and disparity >= 0):
+            raise UserError(
+                f"{value} becomes {disparity:g} px of disparity with this calibration (focal length "
+                f"{calibration.focal_px:g} px, baseline {calibration.baseline_m:g} m, doffs "
+                f"{calibration.doffs:g} px); check those values in the calibration file"
+            )
+        return disparity
+    hint = "give pixels (12) or metres (2.5m)"
+    return number(text.removesuffix("px"), f"{option} {value!r}", Bounds(), "px", hint)
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:
@@ -63,10 +74,12 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
 
 
 def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> DepthRequest:
-    planes = tuple(to_disparity(v, calibration) for v in args.planes.split(",")) if args.planes else ()
+    planes = (
+        tuple(to_disparity(v, calibration, "--planes") for v in args.planes.split(",")) if args.planes else ()
+    )
     rng = None
     if args.range:
-        a, b = (to_disparity(v, calibration) for v in args.range)
+        a, b = (to_disparity(v, calibration, "--range") for v in args.range)
         rng = (min(a, b), max(a, b)) if args.range[0].lower().endswith("m") else (a, b)
     return vocabulary.depth_request(
         args.mode,
@@ -84,14 +97,8 @@ def argument_type(setting: vocabulary.Setting) -> Callable[[str], Any]:
     """An argparse ``type`` that checks a flag's value against its setting's range."""
 
     def convert(text: str) -> Any:
-        value: Any = text
-        if setting.kind in ("integer", "number"):
-            try:
-                value = float(text)
-            except ValueError:
-                pass  # check() says what is wrong with it
         try:
-            return setting.check(value)
+            return setting.check(text)  # the validation layer parses and judges the text
         except UserError as exc:
             raise argparse.ArgumentTypeError(exc.worded(vocabulary.cli_words)) from None
 
@@ -103,15 +110,19 @@ def add_setting(p: argparse.ArgumentParser | argparse._ArgumentGroup, setting: v
     """The flag of one setting, built from its description."""
     if setting.kind == "switch":
         action = "store_false" if setting.default else "store_true"
-        p.add_argument(setting.flag, dest=setting.name, action=action, help=setting.help)
+        p.add_argument(setting.flag, dest=setting.name, action=action, help=setting.help.replace("%", "%%"))
         return
     default = None if setting.kind == "path" and not setting.default else setting.default
-    kwargs: dict[str, Any] = {"dest": setting.name, "default": default, "help": setting.help}
+    kwargs: dict[str, Any] = {
+        "dest": setting.name,
+        "default": default,
+        "help": setting.help.replace("%", "%%"),
+    }
     if setting.kind == "choice":
         kwargs["choices"] = list(setting.choices)
     elif setting.kind != "path":
         kwargs["type"] = argument_type(setting)
-        kwargs["help"] = f"{setting.help} (default {setting.default}{setting.unit})"
+        kwargs["help"] = f"{setting.help} (default {setting.default}{setting.unit})".replace("%", "%%")
     p.add_argument(setting.flag, **kwargs)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from app import vocabulary
+from app.commands.arguments import whole
 from app.commands.common import add_engine_args, add_setting, argument_type, depth_request, engine_options
 from app.engine.errors import UserError
 from app.engine.types import Calibration
@@ -21,6 +22,8 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.formats import read_image_rgb
     from app.engine.outputs import format_summary, write_result
 
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} is a file; give a folder (new, or one of earlier results)")
     if args.right is None:
         return run_source(args)
     if args.frames is not None:
@@ -72,7 +75,8 @@ def run_source(args: argparse.Namespace) -> int:
 
     if not is_source_spec(args.left):
         args.usage_error(
-            f"give LEFT RIGHT images, or one source (folder, video, camera:N, synthetic), not {args.left!r}"
+            f"not found: {args.left}; give LEFT RIGHT images, or one source (folder, video, camera:N, "
+            "synthetic)"
         )
     if args.frames is not None and args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
@@ -113,7 +117,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("left", help="left image; alone, any source: folder, video, camera:0,1, synthetic, ...")
     p.add_argument("right", nargs="?", help="right image (omit it when LEFT is a source)")
-    p.add_argument("--frames", type=int, help="with a source: N frames into OUT/000000/, OUT/000001/, ...")
+    p.add_argument(
+        "--frames",
+        type=whole("--frames", 1),
+        help="with a source: N frames into OUT/000000/, OUT/000001/, ...",
+    )
     add_setting(p, vocabulary.MODE)
     p.add_argument("--planes", help="comma-separated planes, e.g. 12,24 or 2.5m")
     p.add_argument("--levels", type=argument_type(vocabulary.LEVELS), help=vocabulary.LEVELS.help)

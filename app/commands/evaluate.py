@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from app.commands.arguments import output_file, whole
 from app.commands.common import add_engine_args, engine_options, parse_list
 from app.engine.errors import UserError
+from app.engine.fileio import write_json
 from app.engine.types import ENGINES
 
 
@@ -15,6 +16,7 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
     from app.engine.bench.evaluation import eval_table, evaluate_scenes
     from app.engine.sources.recording import is_recording
+    from app.engine.sources.recording_index import looks_like_recording
     from app.engine.sources.spec import Scene, find_scenes, scenes_from_source
 
     if args.frames is not None and args.frames < 1:
@@ -23,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
         if args.gt is None:
             raise UserError("evaluating a pair needs --gt FILE (PFM or KITTI PNG)")
         scenes = [Scene(Path(args.path).stem, Path(args.path), Path(args.right), Path(args.gt))]
-    elif Path(args.path).is_dir() and not is_recording(Path(args.path)):
+    elif Path(args.path).is_dir() and not (
+        is_recording(Path(args.path)) or looks_like_recording(Path(args.path))
+    ):
         scenes = find_scenes(args.path)[: args.frames]  # datasets keep their scene names and ndisp
     else:
         scenes = scenes_from_source(args.path, args.frames)  # any source whose frames carry GT
@@ -37,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity)
     print(eval_table(rows))
     if args.json:
-        Path(args.json).write_text(json.dumps([r.to_json() for r in rows], indent=2) + "\n")
+        write_json(args.json, [r.to_json() for r in rows])
         print(f"wrote {args.json}")
     return 0
 
@@ -57,9 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("right", nargs="?", help="right image when PATH is a left image")
     p.add_argument("--gt", help="ground-truth disparity for a pair (PFM or KITTI PNG)")
     p.add_argument("--engines", help="comma-separated engines (default: sgbm, plus bi3d if weights exist)")
-    p.add_argument("--json", help="write the figures as JSON")
+    p.add_argument("--json", type=output_file, help="write the figures as JSON")
     p.add_argument(
-        "--frames", type=int, help="evaluate the first N scenes or frames (needed for endless sources)"
+        "--frames",
+        type=whole("--frames", 1),
+        help="evaluate the first N scenes or frames (needed for endless sources)",
     )
     add_engine_args(p)
     p.set_defaults(func=run, max_disparity=None)

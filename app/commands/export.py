@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.commands.arguments import real, whole
 from app.commands.common import parse_size
 from app.engine.errors import UserError
 from app.engine.types import DEVICES
@@ -107,10 +108,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tensorrt", action="store_true", help="build TensorRT engines for each --size")
     p.add_argument("--weights", help="checkpoint to export (default: the bundled model)")
     p.add_argument("--kind", default="binary", choices=KINDS, help="with --width: random weights")
-    p.add_argument("--width", type=float, help="random-initialised model of this width (timing only)")
-    p.add_argument("--max-disparity", type=int, default=192)
+    p.add_argument(
+        "--width",
+        type=real("--width", 0, 8, low_open=True),
+        help="random-initialised model of this width (timing only)",
+    )
+    p.add_argument("--max-disparity", type=whole("--max-disparity", 3, 1024, "px"), default=192)
     p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable (TensorRT)")
     p.add_argument("--device", default="cuda", choices=list(DEVICES))
     p.add_argument("--precision", default="fp16", choices=["fp32", "fp16"], help="TensorRT precision")
-    p.add_argument("--max-planes", type=int, default=32, help="largest plane batch of the SegNet engine")
+    p.add_argument(
+        "--max-planes",
+        type=whole("--max-planes", 1, 1024),
+        default=32,
+        help="largest plane batch of the SegNet engine",
+    )
     p.set_defaults(func=run, usage_error=p.error)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from app.commands.arguments import real
 from app.engine.errors import UserError
 from app.engine.flow.base import BACKENDS, NVOF_GRIDS
 
@@ -37,13 +38,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pair(backend: Any, args: argparse.Namespace) -> None:
+    from app.engine.fileio import make_folder
     from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
     from app.engine.formats import read_image_rgb, write_color_png, write_flo
 
     frame0, frame1 = (read_image_rgb(p) for p in args.inputs)
     result = backend.compute(frame0, frame1)
-    out = Path(args.out or "out")
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(args.out or "out")
     written = [out / "flow.flo", out / "flow.png", out / "flow_arrows.png"]
     write_flo(written[0], result.flow)
     write_color_png(written[1], flow_color_with_legend(result.flow, args.max_magnitude))
@@ -74,6 +75,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
 
     import cv2
 
+    from app.engine.fileio import make_folder
     from app.engine.formats import atomic_write
 
     path = Path(args.inputs[0])
@@ -109,7 +111,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
     )
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out)
         rows = ["frame,latency_ms", *(f"{i + 1},{ms:.3f}" for i, ms in enumerate(latencies))]
         atomic_write(out / "latency.csv", ("\n".join(rows) + "\n").encode())
         print(f"wrote {out / 'latency.csv'}")
@@ -141,16 +143,6 @@ def _at_least(minimum: int) -> Any:
     return parse
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of pixels, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-    return value
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "flow",
@@ -170,7 +162,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temporal-hints", action="store_true", help="nvof: reuse the last flow (video)")
     p.add_argument("--cost", action="store_true", help="nvof: also write the cost buffer as cost.png")
     p.add_argument("--gpu", type=_at_least(0), default=0, help="nvof: CUDA device id")
-    p.add_argument("--max-magnitude", type=_positive, help="clamp for colours and arrows (px)")
+    p.add_argument(
+        "--max-magnitude",
+        type=real("--max-magnitude", 0, 1e5, "px", low_open=True),
+        help="clamp for colours and arrows (px)",
+    )
     p.add_argument("--arrow-step", type=_at_least(2), default=16, help="arrow grid spacing (px)")
     p.add_argument("--max-frames", type=_at_least(1), help="video: stop after this many frame pairs")
     p.add_argument("--out", help="output folder (default ./out for a pair; none for a video)")

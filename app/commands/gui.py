@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from app.commands.arguments import real
+
 
 def run(args: argparse.Namespace) -> int:
     from app.ui.app import run_gui
@@ -24,5 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("source", nargs="?", help="what to open (default: the bundled demo pair)")
     p.add_argument("--screenshot", help="save a PNG of the window once depth is shown")
-    p.add_argument("--quit-after", type=float, help="close after this many seconds")
+    p.add_argument(
+        "--quit-after",
+        type=real("--quit-after", 0, None, "s", low_open=True),
+        help="close after this many seconds",
+    )
     p.set_defaults(func=run)

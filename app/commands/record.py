@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from app.commands.arguments import real, whole
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.errors import UserError
     from app.engine.sources.base import SourceEvent, plural
     from app.engine.sources.recording import Recorder, record
-    from app.engine.sources.spec import open_source
 
-    if args.frames is not None and args.frames < 1:
-        raise UserError(f"--frames must be at least 1, got {args.frames}")
-    if args.seconds is not None and args.seconds <= 0:
-        raise UserError(f"--seconds must be positive, got {args.seconds:g}")
+    if args.reindex:
+        return _reindex(args)
+    if args.dir is None:
+        args.usage_error("give SOURCE DIR (or --reindex DIR)")
+    _refuse_overlap(args.source, Path(args.dir))
 
     def report(event: SourceEvent) -> None:  # a camera lost and found again, said as it happens
         if event.kind != "ended":
             print(f"bi3d-studio record: {event.message}", file=sys.stderr)
+
+    from app.engine.sources.spec import open_source
 
     with open_source(args.source, on_event=report) as source:
         recorder = Recorder(args.dir, overwrite=args.overwrite, source=source.describe())
@@ -34,6 +38,44 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reindex(args: argparse.Namespace) -> int:
+    from app.engine.sources.recording_index import rebuild_index
+
+    if args.dir is not None:
+        args.usage_error("--reindex takes the recording's folder alone: record --reindex DIR")
+    count, notes = rebuild_index(Path(args.source))
+    for note in notes:
+        print(f"note: {note}")
+    print(f"indexed {count} frame(s) in {args.source}")
+    return 0
+
+
+def source_paths(spec: str) -> list[Path]:
+    """The files or folders a source spec reads (none for cameras and synthetic scenes)."""
+    text = spec.strip()
+    scheme, _, rest = text.partition(":")
+    if scheme.lower() in ("camera", "synthetic"):
+        return []
+    if scheme.lower() == "video":
+        text = rest.split("?", 1)[0]
+    if Path(text).exists():
+        return [Path(text)]
+    return [Path(part.strip()) for part in text.split(",") if part.strip()]
+
+
+def _refuse_overlap(spec: str, destination: Path) -> None:
+    """A destination that is, contains or lies inside what is read would destroy it while read."""
+    from app.engine.errors import UserError
+    from app.engine.sources.recording_index import overlaps
+
+    for path in source_paths(spec):
+        if overlaps(path, destination):
+            raise UserError(
+                f"the recording folder {destination} overlaps the source {path} (the same folder, "
+                "inside it or around it); record into a folder outside the source"
+            )
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "record",
@@ -45,9 +87,18 @@ def register(sub: argparse._SubParsersAction) -> None:
             "after --frames or --seconds (of the source's time), or on Ctrl-C."
         ),
     )
-    p.add_argument("source", help="what to record")
-    p.add_argument("dir", help="recording folder (new or empty)")
-    p.add_argument("--frames", type=int, help="stop after N frames")
-    p.add_argument("--seconds", type=float, help="stop after S seconds of source time")
+    p.add_argument("source", help="what to record (with --reindex: the recording to index)")
+    p.add_argument("dir", nargs="?", help="recording folder (new or empty)")
+    p.add_argument("--frames", type=whole("--frames", 1), help="stop after N frames")
+    p.add_argument(
+        "--seconds",
+        type=real("--seconds", 0, None, "s", low_open=True),
+        help="stop after S seconds of source time",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace a recording already in DIR")
-    p.set_defaults(func=run)
+    p.add_argument(
+        "--reindex",
+        action="store_true",
+        help="rebuild the index (timestamps.txt, session.json) of the recording SOURCE from its frames",
+    )
+    p.set_defaults(func=run, usage_error=p.error)

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
+from app.commands.arguments import real, whole
 from app.commands.common import parse_size
 from app.engine.types import DEVICES
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.engine.depth.bi3d import resolve_device
+    from app.engine.errors import UserError
     from app.engine.training.trainer import TrainConfig, train
 
+    for device in {args.device, args.data_device}:
+        resolve_device(device)  # "CUDA is not available on this machine" in one line
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} is a file; give the run folder (new, or one to resume)")
     if args.threads:
         import torch
 
@@ -60,12 +68,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default="runs/train", help="run folder (resumed when it holds last.pt)")
     p.add_argument("--kind", default="light", choices=["light", "binary", "continuous_2d", "continuous_3d"])
-    p.add_argument("--width", type=float, default=1.0, help="channel width multiplier")
-    p.add_argument("--max-disparity", type=int, default=192)
+    p.add_argument(
+        "--width", type=real("--width", 0, 8, low_open=True), default=1.0, help="channel width multiplier"
+    )
+    p.add_argument("--max-disparity", type=whole("--max-disparity", 3, 1024, "px"), default=192)
     p.add_argument("--data", default="synthetic", help="'synthetic' or a dataset folder")
     p.add_argument("--crop", type=parse_size, default=(192, 384), help="HEIGHTxWIDTH, multiples of 96")
-    p.add_argument("--batch", type=int, default=4, help="samples per step and process")
-    p.add_argument("--planes", type=int, default=8, help="planes per sample (binary kinds)")
+    p.add_argument("--batch", type=whole("--batch", 1, 4096), default=4, help="samples per step and process")
+    p.add_argument(
+        "--planes", type=whole("--planes", 1, 1024), default=8, help="planes per sample (binary kinds)"
+    )
     p.add_argument(
         "--plane-step",
         type=int,
@@ -76,19 +88,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--near-share",
-        type=float,
+        type=real("--near-share", 0, 1),
         default=None,
         help="binary kinds: share of each sample's planes drawn within a few px of the ground truth "
         "(default: the bundled recipe, near planes about twice as often as chance)",
     )
-    p.add_argument("--window", type=int, default=17, help="contiguous planes per sample (continuous kinds)")
-    p.add_argument("--steps", type=int, default=20000)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument(
+        "--window",
+        type=whole("--window", 1, 1024),
+        default=17,
+        help="contiguous planes per sample (continuous kinds)",
+    )
+    p.add_argument("--steps", type=whole("--steps", 1), default=20000)
+    p.add_argument("--lr", type=real("--lr", 0, 10, low_open=True), default=1e-3)
     p.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16"])
     p.add_argument("--no-tf32", action="store_true", help="disable TF32 matmuls on CUDA")
     p.add_argument("--no-channels-last", action="store_true")
     p.add_argument("--init", help="start from this checkpoint (fine-tuning), same kind")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=whole("--seed", 0), default=0)
     p.add_argument("--device", default="cpu", choices=list(DEVICES))
     p.add_argument(
         "--data-device",
@@ -96,10 +113,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=list(DEVICES),
         help="render synthetic scenes on the GPU (with --device cuda)",
     )
-    p.add_argument("--workers", type=int, default=0, help="data loader processes")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
-    p.add_argument("--reuse", type=int, default=3, help="times each synthetic scene is shown")
-    p.add_argument("--val-every", type=int, default=1000)
-    p.add_argument("--val-count", type=int, default=8)
-    p.add_argument("--save-every", type=int, default=200)
+    p.add_argument("--workers", type=whole("--workers", 0, 256), default=0, help="data loader processes")
+    p.add_argument("--threads", type=whole("--threads", 1, 1024), help="torch CPU threads")
+    p.add_argument("--reuse", type=whole("--reuse", 1), default=3, help="times each synthetic scene is shown")
+    p.add_argument("--val-every", type=whole("--val-every", 1), default=1000)
+    p.add_argument("--val-count", type=whole("--val-count", 1), default=8)
+    p.add_argument("--save-every", type=whole("--save-every", 1), default=200)
     p.set_defaults(func=run)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import functools
+import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -16,22 +18,65 @@ PathLike = str | os.PathLike[str]
 APP_NAME = "bi3d-studio"
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def atomic_write(path: PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a same-folder temporary file and ``os.replace``."""
+    """Write ``data`` to ``path`` via a same-folder temporary file and ``os.replace``.
+
+    A file already at ``path`` stays as it was unless the new one is complete. A full disk,
+    a read-only folder or a folder that does not exist is a ``UserError`` naming the file.
+    """
     target = Path(path)
     if not target.parent.is_dir():
         raise UserError(f"Output folder does not exist: {target.parent}; create it first")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.chmod(tmp, default_file_mode())  # mkstemp creates 0600; finished files get the usual mode
+    if target.is_dir():
+        raise UserError(f"{target} is a folder; give a file name to write")
     try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _write_error(target, exc) from None
+    try:
+        os.chmod(tmp, default_file_mode())  # mkstemp creates 0600; finished files get the usual mode
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and (exc.errno in _FULL or exc.errno in (errno.EACCES, errno.EROFS)):
+            raise _write_error(target, exc) from None
         raise
+
+
+def _write_error(target: Path, exc: OSError) -> UserError:
+    if exc.errno in _FULL:
+        return UserError(f"the disk is full: could not write {target}; free space and run again")
+    return UserError(f"cannot write {target} ({exc.strerror}); choose a folder you can write to")
+
+
+def make_folder(path: PathLike, what: str = "output folder") -> Path:
+    """Create ``path`` (and its parents) as a folder, or a ``UserError`` saying why it cannot be."""
+    folder = Path(path)
+    if not str(path).strip():
+        raise UserError(f"the {what} name is empty; give a folder")
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"the {what} {folder} is a file; give a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise (
+            _write_error(folder, exc)
+            if exc.errno in _FULL
+            else UserError(f"cannot create the {what} {folder} ({exc.strerror}); choose another")
+        ) from None
+    return folder
+
+
+def write_json(path: PathLike, value: object) -> None:
+    """``value`` as indented JSON, written atomically (a full disk keeps the earlier file whole)."""
+    atomic_write(path, (json.dumps(value, indent=2) + "\n").encode())
 
 
 def config_dir() -> Path:
@@ -68,4 +113,12 @@ def default_file_mode() -> int:
     return 0o666 & ~umask
 
 
-__all__ = ["atomic_write", "cache_dir", "config_dir", "default_file_mode", "documents_dir"]
+__all__ = [
+    "atomic_write",
+    "cache_dir",
+    "config_dir",
+    "default_file_mode",
+    "documents_dir",
+    "make_folder",
+    "write_json",
+]

@@ -16,6 +16,7 @@ import numpy as np
 
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
+from app.engine.memory import require
 
 PathLike = str | os.PathLike[str]
 
@@ -35,15 +36,43 @@ _PFM_HEADER = re.compile(rb"^(P[Ff])\s+(\d+)\s+(\d+)\s+([-+0-9.eE]+)\s")
 
 def _read_bytes(path: PathLike, what: str) -> bytes:
     p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{p} is a folder where a file ({what.lower()}) was expected; give the file's path")
     if not p.is_file():
         raise UserError(f"{what} not found: {p}; check the path")
-    return p.read_bytes()
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {p} ({exc.strerror}); check its permissions") from None
+
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+_JPEG = b"\xff\xd8\xff"
+
+
+def is_truncated(raw: bytes) -> bool:
+    """A PNG without its closing IEND chunk or a JPEG without its end marker: a partial file.
+
+    The decoders would fill the missing rows with grey (a made-up image) or print their own
+    warnings on stderr; a partial file is refused instead."""
+    if raw.startswith(_PNG):
+        return b"IEND" not in raw[-16:]
+    if raw.startswith(_JPEG):
+        return b"\xff\xd9" not in raw[-64:]
+    return False
+
+
+def png_size(raw: bytes) -> tuple[int, int] | None:
+    """(width, height) from a PNG's IHDR chunk, without decoding; None for other files."""
+    if not raw.startswith(_PNG) or len(raw) < 24 or raw[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")
 
 
 def _decode(raw: bytes) -> np.ndarray | None:
     """Decode image bytes at their native depth and channel count; None if not an image."""
     # imdecode on bytes (not imread) so non-ASCII paths work on every platform.
-    if not raw:
+    if not raw or is_truncated(raw):
         return None
     try:
         img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_UNCHANGED)
@@ -167,7 +196,16 @@ def write_color_png(path: PathLike, rgb: np.ndarray) -> None:
 
 def read_image_rgb(path: PathLike) -> np.ndarray:
     """Read any image OpenCV can decode as H x W x 3 uint8 RGB."""
-    img = _decode(_read_bytes(path, "Image"))
+    raw = _read_bytes(path, "Image")
+    if is_truncated(raw):
+        raise UserError(
+            f"{path} is not a readable image: it is truncated (its end is missing); copy it again"
+        )
+    size = png_size(raw)
+    if size is not None:  # a small file may decode to gigabytes: say so before decoding
+        w, h = size
+        require(16.0 * w * h, f"reading the {w}x{h} image {path}", "use a smaller (downscaled) image")
+    img = _decode(raw)
     if img is None:
         raise UserError(f"{path} is not a readable image (PNG, JPEG, BMP, TIFF, ...); check the file")
     if img.dtype == np.uint16:

@@ -9,35 +9,102 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from app.engine.errors import UserError
+from app.engine.fileio import make_folder
 from app.engine.formats import atomic_write, colorize, write_color_png, write_kitti_png, write_pfm
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
+
+OUTPUT_NAMES = (
+    *("result.npz", "disparity.pfm", "disparity.png", "disparity_color.png", "mask.png", "result.json"),
+)
+_STAGING = ".result."  # prefix of the folder a set is written into before it is moved in
 
 
 def write_result(
     out_dir: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]
 ) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write the output set into ``out_dir`` as a whole, or leave what was there untouched.
+
+    The files are written into a staging folder first; only when all of them are complete
+    are they moved in (a rename each, which needs no space), ``result.json`` last, and files
+    of an earlier set that this one lacks (``mask.png`` of a binary run) are removed. A full
+    disk or a crash while writing leaves the earlier set as it was, never a mixture.
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir} is a file; give a folder (new, or one of earlier results)")
+    staging = _staging_folder(out_dir)
+    try:
+        names = _write_set(staging, result, request, extra)
+        if not out_dir.exists():
+            staging.rename(out_dir)  # a new folder: the whole set appears at once
+        else:
+            _move_in(staging, out_dir, names)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    remove_stale_staging(out_dir)
+    return [out_dir / name for name in names]
+
+
+def _staging_folder(out_dir: Path) -> Path:
+    if not str(out_dir).strip() or out_dir == Path(""):
+        raise UserError("the output folder name is empty; give --out FOLDER")
+    home = make_folder(out_dir if out_dir.is_dir() else out_dir.parent)
+    try:
+        return Path(tempfile.mkdtemp(prefix=_STAGING, suffix=".tmp", dir=home))
+    except OSError as exc:
+        raise UserError(f"cannot write into {home} ({exc.strerror}); choose another --out folder") from None
+
+
+def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]) -> list[str]:
     buf = io.BytesIO()
     np.savez_compressed(buf, allow_pickle=False, **result.arrays())
-    atomic_write(out_dir / "result.npz", buf.getvalue())
-    write_pfm(out_dir / "disparity.pfm", result.disparity)
-    write_kitti_png(out_dir / "disparity.png", result.disparity)
+    atomic_write(folder / "result.npz", buf.getvalue())
+    write_pfm(folder / "disparity.pfm", result.disparity)
+    write_kitti_png(folder / "disparity.png", result.disparity)
     vmax = float(request.max_disparity) if np.isnan(result.disparity).all() else None
-    write_color_png(out_dir / "disparity_color.png", colorize(result.disparity, 0.0, vmax))
+    write_color_png(folder / "disparity_color.png", colorize(result.disparity, 0.0, vmax))
     written = ["result.npz", "disparity.pfm", "disparity.png", "disparity_color.png"]
     if result.mask is not None:
         mask = (result.mask * 255).astype(np.uint8)
-        write_color_png(out_dir / "mask.png", np.repeat(mask[..., None], 3, axis=2))
+        write_color_png(folder / "mask.png", np.repeat(mask[..., None], 3, axis=2))
         written.append("mask.png")
     meta = {"request": request_json(request), **summary(result), **extra}
-    atomic_write(out_dir / "result.json", (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write(folder / "result.json", (json.dumps(meta, indent=2) + "\n").encode())
     written.append("result.json")
-    return [out_dir / name for name in written]
+    return written
+
+
+def _move_in(staging: Path, out_dir: Path, names: list[str]) -> None:
+    """Renames only (no data is written): the earlier set's extra files go, result.json comes last."""
+    (out_dir / "result.json").unlink(missing_ok=True)  # the set is incomplete until it is back
+    for stale in set(OUTPUT_NAMES) - set(names):
+        (out_dir / stale).unlink(missing_ok=True)
+    for name in sorted(names, key=lambda n: n == "result.json"):
+        os.replace(staging / name, out_dir / name)
+
+
+def remove_stale_staging(out_dir: Path) -> None:
+    """Staging folders left by a run that was killed while writing (next to or inside ``out_dir``)."""
+    for folder in (out_dir, out_dir.parent):
+        for leftover in folder.glob(f"{_STAGING}*.tmp"):
+            if leftover.is_dir() and _older_than(leftover, 60.0):
+                shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except OSError:
+        return False
 
 
 def request_json(request: DepthRequest) -> dict[str, Any]:
@@ -86,6 +153,8 @@ def summary(result: DepthResult) -> dict[str, Any]:
             name: round(float(known[v].mean()), 4)
             for name, v in (("farther", -1), ("inside", 0), ("closer", 1))
         }
+    if result.runtime_choice:
+        out["runtime_choice"] = result.runtime_choice  # auto: from the cache, or timed in this run
     if result.choice:
         out["budget_choice"] = {k: round(v, 2) for k, v in result.choice.items()}
     return out

@@ -5,6 +5,7 @@ Images are RGB uint8, H x W x 3. Disparities are float32 pixels, NaN where unkno
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -12,8 +13,10 @@ from typing import Any
 import numpy as np
 
 from app.engine.errors import UserError, setting
+from app.engine.validation import Bounds, integer, number
 
 DEFAULT_MAX_DISPARITY = 192
+MAX_DISPARITY_LIMIT = 1024  # px: beyond any engine here (Bi3D models reach 192, SGBM searches W - 1)
 
 # The values the engine's settings take (``app.vocabulary`` gives them labels, help and ranges)
 ENGINES = ("bi3d", "sgbm")
@@ -112,22 +115,23 @@ class DepthRequest:
         self.validate()
 
     def validate(self) -> None:
-        top = self.max_disparity
-        if top <= 0:
-            raise UserError(f"max disparity must be positive, got {top}")
+        top = integer(self.max_disparity, "max disparity", Bounds(1, MAX_DISPARITY_LIMIT), "px")
         for p in self.planes:
-            if not 0 <= p <= top:
-                raise UserError(f"plane {p:g} px is outside [0, {top}] px; choose planes inside the range")
+            number(p, "plane", Bounds(0, top), "px", "choose planes inside the range")
         if self.range is not None:
-            lo, hi = self.range
+            lo = number(self.range[0], "range min", Bounds(0, top), "px")
+            hi = number(self.range[1], "range max", Bounds(0, top), "px")
             if lo >= hi:
                 raise UserError(f"range min {lo:g} must be below max {hi:g}")
-            if lo < 0 or hi > top:
-                raise UserError(f"range [{lo:g}, {hi:g}] px must lie inside [0, {top}] px")
-        if self.levels is not None and self.levels < 1:
-            raise UserError(f"levels must be at least 1, got {self.levels}")
-        if self.budget_ms is not None and self.budget_ms <= 0:
-            raise UserError(f"budget must be positive, got {self.budget_ms} ms")
+        if self.levels is not None:
+            span = (self.range[1] - self.range[0]) if self.range is not None else top
+            # planes closer than 1 px cannot be told apart by any engine here (SGBM's fixed point
+            # and Bi3D's interpolated shifts both resolve about 1 px); more would only cost time
+            most = max(1, math.ceil(span) - 1)
+            hint = f"a {span:g} px range holds at most {most} planes 1 px apart"
+            integer(self.levels, "levels", Bounds(1, most), hint=hint)
+        if self.budget_ms is not None:
+            number(self.budget_ms, "budget", Bounds(0, 3_600_000, low_open=True), "ms")
         if self.mode is Mode.BINARY and len(self.planes) > 1:
             raise UserError(f"binary mode takes one plane; use {setting('mode', 'quantized')} for several")
         if self.mode is Mode.SELECTIVE and self.range is None:
@@ -157,6 +161,7 @@ class DepthResult:
     precision: str = "fp32"
     notes: list[str] = field(default_factory=list)
     choice: dict[str, float] = field(default_factory=dict)
+    runtime_choice: str = ""  # --runtime auto: "cache" (an earlier run's decision) or "timed"
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays written to ``result.npz``."""

@@ -9,7 +9,6 @@ always read with ``weights_only=True``: a file that would run code on load is re
 from __future__ import annotations
 
 import io
-import pickle
 import pickletools
 import warnings
 import zipfile
@@ -24,6 +23,7 @@ from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import ModelKind, SweepModel
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
+from app.engine.validation import Bounds, integer, number
 
 FORMAT = "bi3d-studio"
 FORMAT_VERSION = 1
@@ -72,19 +72,7 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], ModelInf
         raise UserError(f"weights file not found: {path}; check the path")
     if path.stat().st_size == 0:
         raise UserError(f"weights file {path} is empty; download or export it again")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # pickle-protocol notes from torch
-            data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises several types for corrupt archives
-        if isinstance(exc, pickle.UnpicklingError) and _imports_code(path):
-            raise UserError(
-                f"{path} holds Python objects that would run code when loaded; refused. "
-                "Re-save only the tensors: torch.save({'state_dict': model.state_dict()}, file)"
-            ) from exc
-        raise UserError(
-            f"{path} is not a readable PyTorch checkpoint ({type(exc).__name__}); check the file is complete"
-        ) from exc
+    data = load_tensors(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("state_dict"), Mapping):
         raise UserError(f"{path} has no 'state_dict' entry; it is not a Bi3D checkpoint")
     state = _strip_prefix(data["state_dict"])
@@ -92,8 +80,14 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], ModelInf
         try:
             info = ModelInfo(
                 kind=ModelKind(data["kind"]),
-                width=float(data.get("width", 1.0)),
-                max_disparity=int(data.get("max_disparity", PUBLISHED_MAX_DISPARITY)),
+                width=number(data.get("width", 1.0), f"{path}: metadata width", WIDTHS, hint=_EXPORT),
+                max_disparity=integer(
+                    data.get("max_disparity", PUBLISHED_MAX_DISPARITY),
+                    f"{path}: metadata max_disparity",
+                    Bounds(3, 1024),
+                    "px",
+                    _EXPORT,
+                ),
                 training=dict(data.get("training", {})),
                 source="project",
             )
@@ -104,7 +98,40 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], ModelInf
         if kind is None:
             raise UserError(f"{path}: the weights match no Bi3D kind (binary, continuous_2d, continuous_3d)")
         info = ModelInfo(kind, detect_width(state), PUBLISHED_MAX_DISPARITY, {}, "published")
+    check_finite(state, path)
     return state, info
+
+
+_EXPORT = "export the model again"
+WIDTHS = Bounds(0, 8, low_open=True)  # channel multipliers: the published models are 1, the light 1
+
+
+def check_finite(state: Mapping[str, torch.Tensor], path: str | Path) -> None:
+    """Refuse weights holding NaN or infinities: they answer NaN for every pixel."""
+    bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        raise UserError(
+            f"{path}: {len(bad)} of {len(state)} weight tensors hold NaN or infinite values (first: "
+            f"{bad[0]}); the checkpoint is damaged (a diverged training?); use another checkpoint"
+        )
+
+
+def load_tensors(path: Path, advice: str = "check the file is complete") -> Any:
+    """``torch.load`` with ``weights_only=True`` and one-line refusals: code-running pickles (zip or
+    legacy format) are named as such, anything else unreadable is said to be damaged."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # pickle-protocol notes from torch
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for corrupt archives
+        if _imports_code(path):  # whatever torch raised first: the reason that matters is this
+            raise UserError(
+                f"{path} holds Python objects that would run code when loaded; refused. "
+                "Re-save only the tensors: torch.save({'state_dict': model.state_dict()}, file)"
+            ) from None
+        raise UserError(
+            f"{path} is not a readable PyTorch checkpoint ({type(exc).__name__}); {advice}"
+        ) from None
 
 
 def _imports_code(path: Path) -> bool:
@@ -131,14 +158,21 @@ _SAFE_GLOBALS = ("torch.", "collections.OrderedDict")
 def _pickle_globals(raw: bytes) -> list[str]:
     """'module.name' of every global a pickle imports."""
     names: list[str] = []
-    strings: list[str] = []
-    for op, arg, _pos in pickletools.genops(raw):
-        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
-            strings.append(str(arg))
-        elif op.name in ("GLOBAL", "INST"):
-            names.append(str(arg).replace(" ", "."))
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-            names.append(f"{strings[-2]}.{strings[-1]}")
+    stream = io.BytesIO(raw)
+    # torch's legacy (non-zip) format is several pickles in a row: magic, protocol, system
+    # info, then the data, then raw storages; the data pickle is the one that imports
+    while stream.tell() < len(raw):
+        strings: list[str] = []
+        try:
+            for op, arg, _pos in pickletools.genops(stream):
+                if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+                    strings.append(str(arg))
+                elif op.name in ("GLOBAL", "INST"):
+                    names.append(str(arg).replace(" ", "."))
+                elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                    names.append(f"{strings[-2]}.{strings[-1]}")
+        except Exception:
+            break  # the raw storages after the pickles (or damage): nothing more to decode
     return names
 
 

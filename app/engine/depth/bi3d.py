@@ -38,6 +38,7 @@ from app.engine.depth.decoding import (
     range_state_from_probabilities,
     requested_planes,
 )
+from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
 from app.engine.depth.readout import (
     integrate_planes,
@@ -170,6 +171,7 @@ class Bi3DEngine:
 
         Raises ``UserError`` for a request this model cannot answer, ``Interrupted`` when asked to stop."""
         check_pair(left, right)
+        check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
         while True:
             try:
@@ -181,6 +183,7 @@ class Bi3DEngine:
     def _compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
         size = padder.padded_size
+        self._check_memory(request, size)  # before the runtimes are opened and timed at this size
         t0 = time.perf_counter()
         with torch.inference_mode():
             layout = self.model.channels_last_input
@@ -205,6 +208,7 @@ class Bi3DEngine:
             plan.notes + result.notes + ([f"runtime {self.backend.name}: {reason}"] if reason else [])
         )
         result.choice = plan.choice
+        result.runtime_choice = self.backend.choice_source
         if request.budget_ms is not None:
             result.choice["took_ms"] = timings["total"]
         return result
@@ -217,6 +221,14 @@ class Bi3DEngine:
                 f"this model reaches {top} px of disparity, the request asks for {request.max_disparity}; "
                 f"use {setting('max_disparity', top)} or a model trained for more"
             )
+
+    def _check_memory(self, request: DepthRequest, size: tuple[int, int]) -> None:
+        """Refuse a frame that would not fit, with the figure, before anything runs at its size.
+        A budget coarsens the dense grid; in quantized mode it may take up to every feature column."""
+        planes = len(self._plan(dataclasses.replace(request, budget_ms=None), size).planes)
+        if request.budget_ms is not None and request.mode is Mode.QUANTIZED:
+            planes = max(planes, request.levels or len(request.planes) or self.model.max_shift - 1)
+        require_frame(bi3d_bytes(size, planes, self.model.widest_channels), planes, size, "Bi3D")
 
     def _plan(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
@@ -402,6 +414,12 @@ class Bi3DEngine:
         planes: np.ndarray,
         **extra: np.ndarray | None,
     ) -> DepthResult:
+        broken = float(np.isnan(probs).mean()) if probs.size else 0.0
+        if broken:  # the network's own answers: NaN only from broken weights or an overflow
+            raise UserError(
+                f"the network answered NaN for {100 * broken:.1f}% of its plane probabilities "
+                f"({self.backend.name}, {self.backend.precision}); try --precision fp32, or other weights"
+            )
         return DepthResult(
             disparity=disparity,
             probabilities=np.ascontiguousarray(probs, np.float32),

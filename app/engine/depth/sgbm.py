@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
+from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.errors import UserError, setting
 from app.engine.types import SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
 
@@ -115,6 +116,8 @@ class SGBMEngine:
         """OpenCV SGBM on one rectified pair (H x W x 3 RGB uint8), read out in the request's mode:
         disparity H x W px (NaN where SGBM has no answer), probabilities P x H x W (0 or 1)."""
         check_pair(left, right)
+        check_image_size(left.shape[0], left.shape[1])
+        self._check_memory(left.shape[:2], request)
         t0 = time.perf_counter()
         disp = self.disparity(left, right, request.max_disparity)
         t1 = time.perf_counter()
@@ -122,6 +125,16 @@ class SGBMEngine:
         t2 = time.perf_counter()
         result.timings = {"match": (t1 - t0) * 1000, "readout": (t2 - t1) * 1000, "total": (t2 - t0) * 1000}
         return result
+
+    def _check_memory(self, size: tuple[int, int], request: DepthRequest) -> None:
+        if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            planes = len(requested_planes(request))
+        else:
+            lo, hi = continuous_range(request)
+            planes = len(np.arange(np.floor(lo), np.ceil(hi) + 1, 3))
+        full_dp = self.params.mode == "hh"  # OpenCV: only HH keeps the whole H x W x D volume
+        needed = sgbm_bytes(size, search_range(request.max_disparity), planes, full_dp)
+        require_frame(needed, planes, size, "SGBM")
 
     def _answer(self, disp: np.ndarray, request: DepthRequest) -> DepthResult:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):

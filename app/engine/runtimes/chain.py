@@ -4,13 +4,17 @@ Runtimes are opened at the first frame, not when the engine is built: exporting 
 building TensorRT engines takes seconds to minutes and must not block a GUI thread. A runtime
 that cannot open is skipped with its reason; one that fails on a frame (GPU out of memory, a
 broken engine) is dropped and the frame is computed again by the next. With ``probe``, every
-available runtime is timed on the first frame of each size (features + 2 planes, best of two
-runs after a warm-up) and the fastest runs. ``reason`` says which one ran and why the others did not.
+available runtime is timed on the first frame of each size (features + 2 planes, the median of
+five runs after a warm-up) and the fastest runs. With a ``store`` (``cache.ChoiceStore``) and a
+``key`` naming the device, precision and model, the decision is kept on disk per frame size and
+reused, so identical runs run the same runtime and give identical outputs. ``reason`` says which
+one ran, whether the choice came from the cache, and why the others did not.
 """
 
 from __future__ import annotations
 
 import contextlib
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +24,7 @@ from torch import Tensor
 
 from app.engine.errors import UserError
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeFailed, RuntimeUnavailable
+from app.engine.runtimes.cache import ChoiceStore
 
 Opener = tuple[str, Callable[[], Runtime]]
 PROBE_PLANES = 2
@@ -28,7 +33,16 @@ PROBE_PLANES = 2
 class RuntimeChain:
     """Runtimes in preference order, opened lazily; implements the runtime interface by delegation."""
 
-    def __init__(self, candidates: list[Opener], probe: bool = False, notes: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        candidates: list[Opener],
+        probe: bool = False,
+        notes: list[str] | None = None,
+        key: str | None = None,
+        store: ChoiceStore | None = None,
+    ) -> None:
+        self.key, self.store = key, store
+        self.from_cache: dict[tuple[int, int], bool] = {}
         self._pending = list(candidates)
         self._ready: list[Runtime] = []
         self.probe = probe
@@ -80,6 +94,10 @@ class RuntimeChain:
         return False
 
     def _choose(self, left: Tensor, right: Tensor) -> None:
+        h, w = self._size
+        key = f"{self.key}|{h}x{w}" if self.key is not None else None
+        if key is not None and self.store is not None and self._reuse(key):
+            return
         timed: list[tuple[float, Runtime]] = []
         for runtime in list(self._ready):
             try:
@@ -90,10 +108,41 @@ class RuntimeChain:
         timed.sort(key=lambda pair: pair[0])
         self._ready = [runtime for _, runtime in timed]
         figures = ", ".join(f"{r.name} {ms:.0f} ms" for ms, r in timed)
-        h, w = self._size
         self.choices[self._size] = (
             f"auto picked the fastest here (features + {PROBE_PLANES} planes at {h}x{w}: {figures})"
         )
+        self.from_cache[self._size] = False
+        if key is not None and self.store is not None and timed:
+            self.store.put(key, timed[0][1].name, {r.name: ms for ms, r in timed})
+            self.notes.extend(n for n in self.store.notes if n not in self.notes)
+
+    def _reuse(self, key: str) -> bool:
+        """Run the runtime the cache names for this key, if it is open here."""
+        assert self.store is not None
+        entry = self.store.get(key)
+        self.notes.extend(n for n in self.store.notes if n not in self.notes)
+        names = [r.name for r in self._ready]
+        if entry is None or entry["runtime"] not in names:
+            return False
+        first = names.index(entry["runtime"])
+        self._ready.insert(0, self._ready.pop(first))
+        timings = entry.get("timings_ms")
+        if not isinstance(timings, dict):
+            timings = {}
+        figures = ", ".join(f"{n} {float(ms):.0f} ms" for n, ms in timings.items())
+        h, w = self._size
+        self.choices[self._size] = (
+            f"auto: {entry['runtime']}, from the cache (timed earlier at {h}x{w}: {figures})"
+        )
+        self.from_cache[self._size] = True
+        return True
+
+    @property
+    def choice_source(self) -> str:
+        """How ``auto`` chose the runtime of the last frame: "cache", "timed", or "" (not auto)."""
+        if self._size not in self.from_cache:
+            return ""
+        return "cache" if self.from_cache[self._size] else "timed"
 
     # ---- the runtime interface, delegated ---------------------------------------------
     @property
@@ -140,9 +189,10 @@ class RuntimeChain:
         return self.current.describe()
 
 
-def _probe(runtime: Runtime, left: Tensor, right: Tensor, repeat: int = 2) -> float:
-    """Milliseconds for features + PROBE_PLANES planes: the best of ``repeat`` runs after a warm-up
-    (the minimum resists other processes' load better than one sample)."""
+def _probe(runtime: Runtime, left: Tensor, right: Tensor, repeat: int = 5) -> float:
+    """Milliseconds for features + PROBE_PLANES planes: the median of ``repeat`` runs after a
+    warm-up (one sample follows the load of the moment; the decision is cached, so the probe
+    runs once per device, precision, model and size)."""
     shifts = torch.arange(PROBE_PLANES, dtype=torch.float32)
     times = []
     with runtime.context():
@@ -152,4 +202,4 @@ def _probe(runtime: Runtime, left: Tensor, right: Tensor, repeat: int = 2) -> fl
             if left.is_cuda:
                 torch.cuda.synchronize(left.device)
             times.append((time.perf_counter() - t0) * 1000)
-    return min(times[1:])
+    return float(statistics.median(times[1:]))

@@ -16,6 +16,7 @@ import torch
 from app.engine.bi3d.model import SweepModel
 from app.engine.errors import UserError, setting
 from app.engine.runtimes.base import RUNTIMES, Runtime
+from app.engine.runtimes.cache import ChoiceStore
 from app.engine.runtimes.chain import Opener, RuntimeChain
 from app.engine.runtimes.tensorrt_runtime import Report, stderr_report
 
@@ -46,7 +47,12 @@ def open_runtime(
             openers.append(
                 (name, functools.partial(_OPEN[name], model, device, precision, cuda_graphs, report))
             )
-    return RuntimeChain(openers, probe=requested == "auto", notes=notes)
+    if requested != "auto":
+        return RuntimeChain(openers, notes=notes)
+    from app.engine.runtimes.onnx_export import model_fingerprint
+
+    key = f"{device}|{precision}|{'graphs' if cuda_graphs else 'eager'}|{model_fingerprint(model)[:24]}"
+    return RuntimeChain(openers, probe=True, notes=notes, key=key, store=ChoiceStore())
 
 
 def unavailable_reason(name: str, device: torch.device, precision: str) -> str:

@@ -24,6 +24,7 @@ import cv2
 from app.engine.errors import UserError
 from app.engine.sources.base import Frame, LatestFrameSlot, Layout, StereoSource, log, split_frame, to_rgb
 from app.engine.types import StereoPair
+from app.engine.validation import Bounds, number
 
 
 class CaptureBackend(Protocol):
@@ -68,10 +69,11 @@ class CameraSettings:
             raise UserError(f"give one side-by-side camera or two different ones, got {self.devices}")
         if any(d < 0 for d in self.devices):
             raise UserError(f"camera indices start at 0, got {self.devices}")
-        for name in ("width", "height", "fps"):
+        limits = {"width": (16384, "px"), "height": (16384, "px"), "fps": (1000, "frames/s")}
+        for name, (top, unit) in limits.items():
             value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise UserError(f"camera {name} must be positive, got {value}")
+            if value is not None:
+                number(value, f"camera {name}", Bounds(0, top, low_open=True), unit)
 
 
 class CameraSource(StereoSource):

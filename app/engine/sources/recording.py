@@ -29,14 +29,25 @@ from types import TracebackType
 from typing import Any, Self
 
 from app.engine.errors import UserError
+from app.engine.fileio import make_folder
 from app.engine.formats import atomic_write, write_color_png, write_pfm
 from app.engine.sources.base import StereoSource, plural
 from app.engine.sources.files import Scene, SceneSource
+from app.engine.sources.recording_index import (
+    FORMAT,
+    LOCK,
+    SESSION,
+    TIMESTAMPS,
+    acquire_writer,
+    looks_like_recording,
+    missing_index_error,
+    parse_timestamps,
+    read_session,
+    reindex_hint,
+    remove_leftovers,
+)
 from app.engine.types import Calibration, StereoPair
-
-FORMAT = "bi3d-studio recording"
-SESSION = "session.json"
-TIMESTAMPS = "timestamps.txt"
+from app.engine.validation import POSITIVE, number
 
 
 class Recorder:
@@ -51,17 +62,26 @@ class Recorder:
         source: str = "",
     ) -> None:
         self.folder = Path(folder)
-        _prepare(self.folder, overwrite)
-        for sub in ("left", "right"):
-            (self.folder / sub).mkdir()
-        self.frames_written = 0
-        self._calibration = calibration  # else the first frame's, written when it arrives
-        self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
-        self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self._lock = threading.Lock()
         self._closed = False
-        atomic_write(self.folder / TIMESTAMPS, b"")
-        self._write_session()
+        # a recording's writer lock before anything is deleted: a live recorder's files stay
+        existing = is_recording(self.folder) or looks_like_recording(self.folder)
+        self._lock_fd = acquire_writer(self.folder) if existing else None
+        try:
+            _prepare(self.folder, overwrite)
+            if self._lock_fd is None:
+                self._lock_fd = acquire_writer(self.folder)  # leftovers are cleaned only without it
+            for sub in ("left", "right"):
+                (self.folder / sub).mkdir()
+            self.frames_written = 0
+            self._calibration = calibration  # else the first frame's, written when it arrives
+            self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
+            self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            atomic_write(self.folder / TIMESTAMPS, b"")
+            self._write_session()
+        except BaseException:
+            self.close()
+            raise
 
     def write(self, pair: StereoPair) -> int:
         """Write one pair (and its ground truth); returns its index once it is committed."""
@@ -85,6 +105,9 @@ class Recorder:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
 
     def __enter__(self) -> Self:
         return self
@@ -118,42 +141,35 @@ def _prepare(folder: Path, overwrite: bool) -> None:
         for sub in ("left", "right", "disparity"):
             shutil.rmtree(folder / sub, ignore_errors=True)
         (folder / SESSION).unlink()
-    elif folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+    elif looks_like_recording(folder):
+        raise UserError(f"{folder} holds a recording with a damaged index; {reindex_hint(folder)}")
+    elif folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
         raise UserError(f"{folder} exists and is not an empty folder; record into a new or empty folder")
-    folder.mkdir(parents=True, exist_ok=True)
-
-
-def _read_session(folder: Path) -> dict[str, Any] | None:
-    try:
-        meta = json.loads((folder / SESSION).read_text())
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) and meta.get("format") == FORMAT else None
+    make_folder(folder, "recording folder")
 
 
 def is_recording(folder: Path) -> bool:
-    return folder.is_dir() and _read_session(folder) is not None
+    return folder.is_dir() and read_session(folder)[0] is not None
 
 
 def read_timestamps(folder: Path) -> list[tuple[int, float]]:
     """(index, timestamp) of every committed frame; an unfinished last line is ignored."""
     path = folder / TIMESTAMPS
-    text = path.read_text(encoding="ascii") if path.is_file() else ""
-    frames = []
-    for number, line in enumerate(text.split("\n")[:-1], 1):  # the piece after the last newline
-        try:
-            index, stamp = line.split()
-            frames.append((int(index), float(stamp)))
-        except ValueError:
-            raise UserError(f"{path} line {number} is damaged ({line!r}); remove that line") from None
-    return frames
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise missing_index_error(folder, f"{path} is missing") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path} ({exc.strerror}); check its permissions") from None
+    return parse_timestamps(raw, path)
 
 
 def open_recording(folder: Path) -> SceneSource:
     """A recording as a source: its committed frames with their timestamps and calibration."""
-    meta = _read_session(folder)
+    meta, problem = read_session(folder)
     if meta is None:
-        raise UserError(f"{folder} is not a recording (no {SESSION}); record one with 'bi3d-studio record'")
+        raise missing_index_error(folder, problem or f"{folder / SESSION} is missing")
+    remove_leftovers(folder)  # temporary files of a recorder that was killed while writing
     frames = read_timestamps(folder)
     scenes = []
     for index, _ in frames:
@@ -167,12 +183,24 @@ def open_recording(folder: Path) -> SceneSource:
                 gt if gt.is_file() else None,
             )
         )
-    try:
-        calibration = Calibration(**meta["calibration"]) if meta.get("calibration") else None
-    except TypeError:
-        raise UserError(f"{folder / SESSION} has a damaged calibration; fix or remove it") from None
+    calibration = _calibration(meta, folder)
     description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
     return SceneSource(scenes, description, [stamp for _, stamp in frames], calibration)
+
+
+def _calibration(meta: dict[str, Any], folder: Path) -> Calibration | None:
+    cal = meta.get("calibration")
+    if not cal:
+        return None
+    where = f"{folder / SESSION}"
+    try:
+        values = {key: number(value, f"calibration {key} in {where}") for key, value in cal.items()}
+        calibration = Calibration(**values)
+    except (TypeError, AttributeError):
+        raise UserError(f"{where} has a damaged calibration; fix or remove it") from None
+    number(calibration.focal_px, f"calibration focal_px in {where}", POSITIVE, "px")
+    number(abs(calibration.baseline_m), f"calibration baseline_m in {where}", POSITIVE, "m")
+    return calibration
 
 
 def record(

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.errors import UserError
+from app.engine.memory import require
 from app.engine.sources.base import LAYOUTS, EventHandler, Frame, Layout, SourceEvent, StereoSource
 from app.engine.sources.capture import CameraSettings, CameraSource, CaptureFactory, open_device
 from app.engine.sources.files import (
@@ -46,6 +47,7 @@ from app.engine.sources.files import (
     read_disparity,
 )
 from app.engine.sources.recording import is_recording, open_recording
+from app.engine.sources.recording_index import looks_like_recording
 from app.engine.sources.video import VIDEO_SUFFIXES, VideoSource
 
 __all__ = [
@@ -107,8 +109,8 @@ def _build(spec: str, camera_factory: CaptureFactory) -> StereoSource:
 
 
 def _folder(path: Path) -> StereoSource:
-    if is_recording(path):
-        return open_recording(path)
+    if is_recording(path) or looks_like_recording(path):
+        return open_recording(path)  # a damaged index is refused there, with how to rebuild it
     try:
         scenes = find_scenes(path)
         what = f"{len(scenes)} dataset scene(s)"
@@ -185,6 +187,17 @@ def _layout(value: str) -> Layout:
     raise UserError(f"layout must be sbs (side by side) or tb (top-bottom), got {value!r}")
 
 
+def _frames_in_memory(source: StereoSource, frames: int | None) -> list[Any]:
+    """The first ``frames`` pairs, held in memory: refused up front when they would not fit."""
+    first = source.read()
+    if first is None:
+        return []
+    count = frames if frames is not None else source.frame_count or 1
+    per_frame = first.left.nbytes * 2 + (first.gt_disparity.nbytes if first.gt_disparity is not None else 0)
+    require(count * per_frame, f"holding {count} frames of {source.describe()}", "give fewer --frames")
+    return [first, *itertools.islice(source, count - 1)]
+
+
 def scenes_from_source(spec: str, frames: int | None = None) -> list[Scene]:
     """Frames of any source that carries ground truth, as evaluation scenes.
 
@@ -198,7 +211,7 @@ def scenes_from_source(spec: str, frames: int | None = None) -> list[Scene]:
         else:
             if frames is None and source.frame_count is None:
                 raise UserError(f"{what} has no end; give --frames N")
-            pairs = list(itertools.islice(source, frames))
+            pairs = _frames_in_memory(source, frames)
             scenes = [FrameScene(f"{i:06d}", Path(spec), Path(spec), pair=p) for i, p in enumerate(pairs)]
             has_gt = any(p.gt_disparity is not None for p in pairs)
     if not scenes:

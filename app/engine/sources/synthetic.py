@@ -20,8 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.engine.errors import UserError
+from app.engine.memory import require
 from app.engine.sources.base import Frame, StereoSource
 from app.engine.types import Calibration, StereoPair
+from app.engine.validation import Bounds, integer, number
 
 PAN_PERIOD_S = 6.0  # one sweep across the wide scene and back
 BASELINE_M = 0.12  # a nominal rig, so depth in metres can be shown
@@ -40,14 +42,23 @@ class SyntheticConfig:
     def __post_init__(self) -> None:
         if self.height < 16 or self.width < 16:
             raise UserError(f"synthetic size must be at least 16x16, got {self.height}x{self.width}")
-        if self.fps <= 0:
-            raise UserError(f"synthetic fps must be positive, got {self.fps:g}")
+        number(self.fps, "synthetic fps", Bounds(0, 1000, low_open=True), "frames/s")
+        integer(self.seed, "synthetic seed", Bounds(-(2**63), 2**63 - 1))  # what torch's generator takes
         if self.frames is not None and self.frames < 0:
             raise UserError(f"synthetic frames must be 0 or more, got {self.frames}")
+        if self.max_disparity is not None:
+            number(self.max_disparity, "synthetic max_disparity", Bounds(0, 1024, low_open=True), "px")
 
     @property
     def disparity_range(self) -> float:
         return self.max_disparity or min(192.0, self.width / 4)
+
+
+def render_bytes(height: int, width: int) -> float:
+    """Peak bytes of the one-off render: the wide scene (a tenth taller, a third wider) holds
+    about 32 float32 values a pixel at once (views, depth tests, a layer's texture and mask,
+    sampling grids)."""
+    return 32 * 4 * (height + height // 10) * (width + width // 3)
 
 
 class SyntheticSource(StereoSource):
@@ -75,6 +86,11 @@ class SyntheticSource(StereoSource):
         from app.engine.synthetic.layered import SceneConfig, render_scene, to_uint8  # torch: only when used
 
         c = self.config
+        require(
+            render_bytes(c.height, c.width),
+            f"rendering a synthetic {c.height}x{c.width} scene",
+            "ask for a smaller size, e.g. synthetic:480x640",
+        )
         # room to pan: a third of a width sideways, a tenth of a height up and down; five
         # layers at most keep the one-off render near a second on a small CPU
         wide = SceneConfig(

@@ -7,6 +7,7 @@ together when either ends. Timestamps are the frame index over the file's frame 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ VIDEO_SUFFIXES = frozenset(
 )
 DEFAULT_FPS = 30.0  # when a container does not say
 _LAYOUT_NAMES = {"sbs": "side by side", "tb": "top-bottom"}
+
+# FFmpeg's own log lines ("moov atom not found") would sit beside the one-line error that says
+# what is wrong; read when the first capture opens. A user's own setting wins.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 
 VideoFactory = Callable[[str], Any]  # returns an object with cv2.VideoCapture's methods
 

@@ -29,12 +29,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, DistributedSampler
 
-from app.engine.bi3d.checkpoint import load_model, save_checkpoint
+from app.engine.bi3d.checkpoint import load_model, load_tensors, save_checkpoint
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
 from app.engine.depth.bi3d import Bi3DEngine
 from app.engine.errors import UserError
-from app.engine.fileio import atomic_write
+from app.engine.fileio import atomic_write, make_folder
 from app.engine.metrics import binary_agreement, evaluate
 from app.engine.synthetic.layered import to_uint8
 from app.engine.training.data import CropConfig, SceneDataset, SyntheticStream, validation_scenes
@@ -186,10 +186,14 @@ class Trainer:
     def _load_state(self) -> None:
         path = self.out / "state.pt"
         if self.step and path.is_file():
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            if int(state.get("step", -1)) == self.step:
-                self.opt.load_state_dict(state["optimizer"])
-                self.scaler.load_state_dict(state["scaler"])
+            advice = "delete it to resume from last.pt without the optimizer state"
+            state = load_tensors(path, advice)
+            try:
+                if int(state.get("step", -1)) == self.step:
+                    self.opt.load_state_dict(state["optimizer"])
+                    self.scaler.load_state_dict(state["scaler"])
+            except (AttributeError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+                raise UserError(f"{path} is not a usable training state ({exc}); {advice}") from None
 
     def _batches(self) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
         cfg = self.cfg
@@ -354,7 +358,7 @@ class Trainer:
     def run(self) -> dict[str, float]:
         cfg = self.cfg
         if self.dist.main:
-            self.out.mkdir(parents=True, exist_ok=True)
+            make_folder(self.out, "run folder")
         val = (
             validation_scenes(CropConfig(*cfg.crop), cfg.val_count, cfg.max_disparity)
             if self.dist.main
@@ -417,8 +421,8 @@ class _CsvLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if not path.exists():
-            path.write_text(",".join(self.FIELDS) + "\n")
+        if not path.exists():  # the header whole or not at all; rows are appended line by line
+            atomic_write(path, (",".join(self.FIELDS) + "\n").encode())
 
     def write(self, row: dict[str, float]) -> None:
         with self.path.open("a", newline="") as f:

@@ -1,0 +1,80 @@
+"""argparse ``type=`` callables over ``app.engine.validation``: every number on the command line
+is finite, in range and of the right kind before a command starts, and a bad one is one line
+(argparse's usage error, exit 2) naming the option, its unit and the allowed range."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from app.engine.errors import UserError
+from app.engine.validation import Bounds, integer, number
+
+
+def real(
+    name: str, low: float | None = None, high: float | None = None, unit: str = "", *, low_open: bool = False
+) -> Callable[[str], float]:
+    """A finite float in [low, high] (``low_open``: strictly above ``low``)."""
+    bounds = Bounds(low, high, low_open=low_open)
+
+    def parse(text: str) -> float:
+        try:
+            return number(text, name, bounds, unit)
+        except UserError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def whole(name: str, low: int | None = None, high: int | None = None, unit: str = "") -> Callable[[str], int]:
+    """An int in [low, high]."""
+    bounds = Bounds(low, high)
+
+    def parse(text: str) -> int:
+        try:
+            return integer(text, name, bounds, unit)
+        except UserError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def numbers(name: str, kind: Callable[[str], float] | Callable[[str], int]) -> Callable[[str], list]:
+    """Comma-separated values, each checked by ``kind``."""
+
+    def parse(text: str) -> list:
+        values = [kind(v.strip()) for v in text.split(",") if v.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"{name} needs at least one value, got {text!r}")
+        return values
+
+    return parse
+
+
+def names(name: str, allowed: tuple[str, ...] | list[str]) -> Callable[[str], list[str]]:
+    """Comma-separated names, each one of ``allowed``."""
+
+    def parse(text: str) -> list[str]:
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        unknown = [v for v in values if v not in allowed]
+        if unknown or not values:
+            raise argparse.ArgumentTypeError(
+                f"{name} takes comma-separated names from {', '.join(allowed)}; got {text!r}"
+            )
+        return values
+
+    return parse
+
+
+def output_file(text: str) -> str:
+    """A file to write: its folder must exist and it must not be a folder itself."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name, e.g. {path / 'out.json'}")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder {path.parent} does not exist; create it first")
+    return text
+
+
+__all__ = ["names", "numbers", "output_file", "real", "whole"]

@@ -1,0 +1,187 @@
+"""A recording's index (``session.json`` and ``timestamps.txt``): reading it, saying what is wrong
+with it, rebuilding it from the frames on disk, and removing what a killed recorder left.
+
+The index is what makes a folder a recording: without a readable ``session.json`` the folder
+would be played as a plain folder of pairs, calibration and timestamps dropped, and without
+``timestamps.txt`` it has no committed frames. Both problems are refused with what is missing,
+how many frames sit on disk, and the command that rebuilds the index (``rebuild_index``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from app.engine.errors import UserError
+from app.engine.fileio import atomic_write
+
+FORMAT = "bi3d-studio recording"
+SESSION = "session.json"
+TIMESTAMPS = "timestamps.txt"
+LOCK = ".recording.lock"
+SUBFOLDERS = ("left", "right", "disparity")
+STALE_TMP_S = 600.0  # without file locks (not POSIX): leftovers older than this are a dead writer's
+
+
+def reindex_hint(folder: Path) -> str:
+    return f"rebuild the index from the frames with 'bi3d-studio record --reindex {folder}'"
+
+
+def read_session(folder: Path) -> tuple[dict[str, Any] | None, str]:
+    """The session metadata, or None and why it is unusable ("" when there is no such file)."""
+    path = folder / SESSION
+    if not path.is_file():
+        return None, ""
+    try:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        return None, f"{path} is damaged ({type(exc).__name__})"
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return None, f"{path} is not a bi3d-studio recording's session file"
+    return meta, ""
+
+
+def looks_like_recording(folder: Path) -> bool:
+    """Whether a folder was meant to be a recording, even with a damaged or missing index."""
+    return (folder / SESSION).exists() or (folder / TIMESTAMPS).exists()
+
+
+def frames_on_disk(folder: Path) -> list[int]:
+    """Indices with both a left and a right PNG, in order."""
+    left = {p.stem for p in (folder / "left").glob("[0-9]*.png") if p.stem.isdigit()}
+    right = {p.stem for p in (folder / "right").glob("[0-9]*.png") if p.stem.isdigit()}
+    return sorted(int(name) for name in left & right)
+
+
+def parse_timestamps(raw: bytes, path: Path) -> list[tuple[int, float]]:
+    """(index, timestamp) per complete line; the piece after the last newline is unfinished."""
+    frames = []
+    for number, line in enumerate(raw.split(b"\n")[:-1], 1):
+        try:
+            index, stamp = line.decode("ascii").split()
+            frames.append((int(index), float(stamp)))
+        except ValueError:  # includes bytes that are not ASCII
+            shown = line[:40].decode("ascii", "backslashreplace")
+            raise UserError(
+                f"{path} line {number} is damaged ({shown!r}); {reindex_hint(path.parent)}"
+            ) from None
+    return frames
+
+
+def missing_index_error(folder: Path, problem: str) -> UserError:
+    count = len(frames_on_disk(folder))
+    return UserError(f"{problem}, while {count} frame pair(s) sit on disk; {reindex_hint(folder)}")
+
+
+def rebuild_index(folder: Path) -> tuple[int, list[str]]:
+    """Write ``timestamps.txt`` (and ``session.json`` if unusable) from the pairs on disk.
+
+    Timestamps of the old log are kept where its lines are readable; other frames get their
+    index at 10 fps, and a note says so. Returns the frame count and the notes.
+    """
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder; give the recording's folder")
+    indices = frames_on_disk(folder)
+    if not indices:
+        raise UserError(f"{folder} holds no left/NNNNNN.png and right/NNNNNN.png pairs; nothing to index")
+    notes: list[str] = []
+    old = _readable_stamps(folder / TIMESTAMPS)
+    guessed = [i for i in indices if i not in old]
+    if guessed:
+        notes.append(f"{len(guessed)} frame(s) had no readable timestamp; set to index / 10 fps")
+    lines = "".join(f"{i:06d} {old.get(i, i / 10.0)!r}\n" for i in indices)
+    meta, problem = read_session(folder)
+    if meta is None:
+        meta = {"format": FORMAT, "version": 1, "source": "rebuilt index", "calibration": None}
+        meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        notes.append(f"{problem or SESSION + ' was missing'}: rewritten without a calibration")
+        atomic_write(folder / SESSION, (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write(folder / TIMESTAMPS, lines.encode("ascii"))
+    return len(indices), notes
+
+
+def _readable_stamps(path: Path) -> dict[int, float]:
+    stamps: dict[int, float] = {}
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return stamps
+    for line in raw.split(b"\n")[:-1]:
+        try:
+            index, stamp = line.decode("ascii").split()
+            stamps[int(index)] = float(stamp)
+        except ValueError:
+            continue
+    return stamps
+
+
+@contextlib.contextmanager
+def writer_lock(folder: Path) -> Iterator[bool]:
+    """Hold the folder's writer lock while the block runs; yields False if another process holds it
+    (or the platform has no ``fcntl``, where the age of leftovers decides instead)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield False
+        return
+    try:
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def acquire_writer(folder: Path) -> int | None:
+    """Take the folder's writer lock for a recorder (released when the descriptor closes);
+    None where the platform has no ``fcntl``. Another live recorder is a ``UserError``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UserError(f"another recorder is writing into {folder}; choose another folder") from None
+    return fd
+
+
+def remove_leftovers(folder: Path) -> int:
+    """Delete ``.NAME.XXXX.tmp`` files a killed recorder left; never those of a live one."""
+    with writer_lock(folder) as locked:
+        count = 0
+        for sub in (folder, *(folder / s for s in SUBFOLDERS)):
+            for tmp in sub.glob(".*.tmp"):
+                if locked or _age_s(tmp) > STALE_TMP_S:
+                    tmp.unlink(missing_ok=True)
+                    count += 1
+        return count
+
+
+def _age_s(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def overlaps(a: Path, b: Path) -> bool:
+    """Whether one of two paths is, contains or lies inside the other."""
+    ra, rb = a.resolve(), b.resolve()
+    return ra == rb or ra in rb.parents or rb in ra.parents

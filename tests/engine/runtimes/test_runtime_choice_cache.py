@@ -1,0 +1,103 @@
+"""``--runtime auto`` keeps its decision per device, precision, model and size: identical runs
+run the same runtime; a damaged or foreign cache file is ignored, said, and rebuilt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from app.engine.bi3d.factory import build_model
+from app.engine.depth.bi3d import Bi3DEngine
+from app.engine.runtimes import chain as chain_module
+from app.engine.runtimes.cache import CHOICES_FORMAT, ChoiceStore
+from app.engine.runtimes.chain import RuntimeChain
+from app.engine.runtimes.torch_runtime import TorchRuntime
+from app.engine.types import DepthRequest, Mode
+
+CPU = torch.device("cpu")
+REQUEST = DepthRequest(mode=Mode.BINARY, planes=(9,))
+
+
+class Named(TorchRuntime):
+    """The torch runtime under another name; how fast it seems is set by ``timed`` below."""
+
+    def __init__(self, model: Any, name: str) -> None:
+        super().__init__(model, CPU)
+        self.name = name
+
+
+@pytest.fixture
+def timings(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """What the probe measures for each runtime (ms), so the choice does not follow the load."""
+    measured: dict[str, float] = {}
+    monkeypatch.setattr(chain_module, "_probe", lambda runtime, left, right: measured[runtime.name])
+    return measured
+
+
+@pytest.fixture(scope="module")
+def model():  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    return build_model("binary", 0.25).eval()
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[np.ndarray, np.ndarray]:
+    left = np.random.default_rng(5).integers(0, 255, (96, 160, 3), dtype=np.uint8)
+    return left, np.roll(left, -6, axis=1)
+
+
+def _engine(model: Any, store: ChoiceStore, timings: dict[str, float]) -> Bi3DEngine:
+    openers = [(n, lambda n=n: Named(model, n)) for n in ("a", "b")]
+    return Bi3DEngine(model, runtime=RuntimeChain(openers, probe=True, key="cpu|fp32|m", store=store))
+
+
+def test_the_first_decision_is_kept_even_when_the_load_changes(model, pair, tmp_path: Path, timings) -> None:  # type: ignore[no-untyped-def]
+    store = ChoiceStore(tmp_path / "choices.json")
+    timings.update(a=30.0, b=10.0)
+    first = _engine(model, store, timings).compute(*pair, REQUEST)
+    assert first.runtime == "b" and first.runtime_choice == "timed"
+    timings.update(a=10.0, b=30.0)  # another program now slows b down: the choice stays
+    again = _engine(model, ChoiceStore(tmp_path / "choices.json"), timings).compute(*pair, REQUEST)
+    assert again.runtime == "b" and again.runtime_choice == "cache"
+    assert any("from the cache" in n for n in again.notes)
+    np.testing.assert_array_equal(first.probabilities, again.probabilities)
+    entry = json.loads((tmp_path / "choices.json").read_text())["choices"]["cpu|fp32|m|192x192"]
+    assert entry["runtime"] == "b" and set(entry["timings_ms"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe{", b'{"format": "someone else"}', b"[1, 2]", b""])
+def test_a_damaged_or_foreign_cache_is_ignored_and_rebuilt(  # type: ignore[no-untyped-def]
+    model, pair, tmp_path: Path, content: bytes, timings
+) -> None:
+    path = tmp_path / "choices.json"
+    path.write_bytes(content)
+    timings.update(a=10.0, b=30.0)
+    result = _engine(model, ChoiceStore(path), timings).compute(*pair, REQUEST)
+    assert result.runtime == "a" and result.runtime_choice == "timed"
+    assert any("damaged or foreign" in n and "rebuilt" in n for n in result.notes)
+    data = json.loads(path.read_text())
+    assert data["format"] == CHOICES_FORMAT and data["choices"]["cpu|fp32|m|192x192"]["runtime"] == "a"
+
+
+def test_a_cached_runtime_that_is_not_here_is_timed_again(model, pair, tmp_path: Path, timings) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "choices.json"
+    choices = {"cpu|fp32|m|192x192": {"runtime": "tensorrt", "timings_ms": {"tensorrt": 1.0}}}
+    path.write_text(json.dumps({"format": CHOICES_FORMAT, "version": 1, "choices": choices}))
+    timings.update(a=30.0, b=10.0)
+    result = _engine(model, ChoiceStore(path), timings).compute(*pair, REQUEST)
+    assert result.runtime == "b" and result.runtime_choice == "timed"
+
+
+def test_a_chain_without_a_key_times_every_run_and_writes_nothing(
+    model, pair, tmp_path: Path, timings
+) -> None:  # type: ignore[no-untyped-def]
+    timings.update(a=10.0, b=30.0)
+    chain = RuntimeChain([(n, lambda n=n: Named(model, n)) for n in ("a", "b")], probe=True)
+    result = Bi3DEngine(model, runtime=chain).compute(*pair, REQUEST)
+    assert result.runtime == "a" and result.runtime_choice == "timed"
+    assert not list(tmp_path.iterdir())

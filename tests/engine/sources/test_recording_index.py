@@ -1,0 +1,90 @@
+"""A recording's index: damaged or missing files named with the rebuild command, rebuilt from the
+frames on disk, leftovers of a killed recorder removed on the next open, overlaps refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.engine.errors import UserError
+from app.engine.sources.recording import Recorder, open_recording, record
+from app.engine.sources.recording_index import overlaps, rebuild_index, remove_leftovers
+from app.engine.sources.spec import open_source
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("rec") / "rec"
+    with open_source("synthetic:24x32?frames=4&fps=10") as source, Recorder(folder) as recorder:
+        record(source, recorder)
+    return folder
+
+
+@pytest.fixture
+def copy(recording: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(recording, tmp_path / "copy"))
+
+
+def test_a_byte_that_is_not_ascii_in_the_timestamps_is_one_line(copy: Path) -> None:
+    path = copy / "timestamps.txt"
+    path.write_bytes(b"000000 0.0\n\xff00001 0.1\n")
+    with pytest.raises(UserError, match=r"line 2 is damaged.*record --reindex"):
+        open_recording(copy)
+
+
+def test_missing_timestamps_say_how_many_frames_sit_on_disk(copy: Path) -> None:
+    (copy / "timestamps.txt").unlink()
+    with pytest.raises(UserError, match=r"missing, while 4 frame pair\(s\) sit on disk.*--reindex"):
+        open_source(str(copy))
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "foreign"])
+def test_a_bad_session_file_is_refused_not_played_as_a_folder(copy: Path, damage: str) -> None:
+    session = copy / "session.json"
+    if damage == "missing":
+        session.unlink()
+    else:
+        session.write_bytes(b"\xff{" if damage == "garbage" else json.dumps({"format": "x"}).encode())
+    with pytest.raises(UserError, match="--reindex"):
+        open_source(str(copy))
+
+
+def test_rebuild_keeps_readable_timestamps_and_writes_a_session(copy: Path) -> None:
+    (copy / "timestamps.txt").write_text("000000 0.0\n000001 garbage\n")
+    (copy / "session.json").unlink()
+    count, notes = rebuild_index(copy)
+    assert count == 4 and any("3 frame(s) had no readable timestamp" in n for n in notes)
+    source = open_recording(copy)
+    assert source.frame_count == 4 and source.read().calibration is None  # type: ignore[union-attr]
+
+
+def test_leftovers_of_a_killed_recorder_go_on_the_next_open(copy: Path) -> None:
+    for sub in ("left", "right"):
+        (copy / sub / ".000004.png.x1y2.tmp").write_bytes(b"half")
+    open_recording(copy)
+    assert not list(copy.rglob(".*.tmp"))
+
+
+def test_a_live_recorders_temporary_files_are_left_alone(tmp_path: Path) -> None:
+    with Recorder(tmp_path / "live") as recorder:
+        tmp = recorder.folder / "left" / ".000000.png.live.tmp"
+        tmp.write_bytes(b"being written")
+        assert remove_leftovers(recorder.folder) == 0 and tmp.exists()
+    assert remove_leftovers(tmp_path / "live") == 1
+
+
+def test_overlaps() -> None:
+    a = Path("/x/rec")
+    assert overlaps(a, a) and overlaps(a, a / "sub") and overlaps(a / "left", a)
+    assert not overlaps(a, Path("/x/other")) and not overlaps(a, Path("/x/recording"))
+
+
+def test_overwriting_a_recording_that_is_being_written_is_refused(tmp_path: Path) -> None:
+    with Recorder(tmp_path / "live") as live:
+        with pytest.raises(UserError, match="another recorder is writing"):
+            Recorder(tmp_path / "live", overwrite=True)
+        assert (live.folder / "session.json").is_file() and (live.folder / "left").is_dir()
+    Recorder(tmp_path / "live", overwrite=True).close()  # closed: the folder may be reused

@@ -1,0 +1,64 @@
+"""The output set moves in whole: the old set stays on any failure, stale members go."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.engine import outputs
+from app.engine.types import DepthRequest, DepthResult, Mode
+
+
+def _result(mode: Mode, value: float) -> tuple[DepthResult, DepthRequest]:
+    disparity = np.full((6, 8), value, np.float32)
+    probs = np.full((1, 6, 8), 0.7, np.float32)
+    mask = probs[0] > 0.5 if mode is Mode.BINARY else None
+    result = DepthResult(disparity, probs, np.array([4.0], np.float32), mode, "sgbm", mask=mask)
+    request = DepthRequest(mode=mode, planes=(4.0,)) if mode is not Mode.CONTINUOUS else DepthRequest()
+    return result, request
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_a_new_folder_appears_whole_and_a_later_set_replaces_every_member(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    written = outputs.write_result(out, *_result(Mode.BINARY, 3.0), {})
+    assert {p.name for p in written} == set(outputs.OUTPUT_NAMES) and (out / "mask.png").is_file()
+    outputs.write_result(out, *_result(Mode.CONTINUOUS, 5.0), {})
+    assert not (out / "mask.png").exists()  # the binary run's mask is not left beside the new set
+    assert sorted(p.name for p in out.iterdir()) == sorted(set(outputs.OUTPUT_NAMES) - {"mask.png"})
+
+
+def test_a_failure_while_writing_leaves_the_earlier_set_and_no_staging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    outputs.write_result(out, *_result(Mode.BINARY, 3.0), {})
+    before = _files(out)
+
+    def broken(path: object, image: object) -> None:
+        raise RuntimeError("killed half-way")
+
+    monkeypatch.setattr(outputs, "write_color_png", broken)
+    with pytest.raises(RuntimeError):
+        outputs.write_result(out, *_result(Mode.CONTINUOUS, 5.0), {})
+    assert _files(out) == before
+
+
+def test_staging_left_by_a_killed_run_is_removed_later(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    old = out / ".result.dead.tmp"
+    old.mkdir()
+    (old / "result.npz").write_bytes(b"half")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    fresh = out / ".result.live.tmp"  # another process may be writing this one now
+    fresh.mkdir()
+    outputs.write_result(out, *_result(Mode.CONTINUOUS, 5.0), {})
+    assert not old.exists() and fresh.exists()

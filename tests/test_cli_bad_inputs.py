@@ -1,0 +1,293 @@
+"""Issue 18's failures, each as a test: one line and exit 2, or a crash report and exit 1;
+never a traceback without --debug, never an answer made up, never a saved file lost."""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from app.cli import main
+from app.engine import fileio
+from app.engine.bi3d.checkpoint import save_checkpoint
+from app.engine.bi3d.factory import build_model
+from tests.cli_helpers import bad, run
+
+SGBM = ["--engine", "sgbm", "--max-disparity", "16"]
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> list[str]:
+    """A 48 x 64 pair 4 px apart: SGBM answers it in a millisecond."""
+    wide = cv2.GaussianBlur(np.random.default_rng(0).integers(0, 255, (48, 68, 3), dtype=np.uint8), (3, 3), 0)
+    paths = [tmp_path / "l.png", tmp_path / "r.png"]
+    cv2.imwrite(str(paths[0]), wide[:, 4:])
+    cv2.imwrite(str(paths[1]), wide[:, :-4])
+    return [str(p) for p in paths]
+
+
+@pytest.fixture
+def crash_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BI3D_STUDIO_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "reports"
+
+
+def test_an_unexpected_error_is_one_line_naming_the_report(
+    capsys, tiny, tmp_path, crash_dir, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.depth import sgbm
+
+    def broken(*args: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(sgbm.SGBMEngine, "disparity", broken)
+    code, _, err = run(capsys, "depth", *tiny, *SGBM, "--out", str(tmp_path / "o"))
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and "Traceback" not in err
+    assert "internal error: ZeroDivisionError: a bug" in lines[0] and "sgbm" in lines[0]
+    (report,) = crash_dir.glob("crash-depth-*.txt")
+    assert "Traceback" in report.read_text() and lines[0].endswith(f"full report in {report}")
+    with pytest.raises(ZeroDivisionError):  # --debug: the traceback, anywhere on the line
+        main(["depth", *tiny, *SGBM, "--out", str(tmp_path / "o"), "--debug"])
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--mode", "selective", "--range", "nan", "30"], "not a finite number"),
+        (["--mode", "selective", "--range", "10", "inf"], "not a finite number"),
+        (["--budget-ms", "nan"], "not a finite number"),
+        (["--budget-ms", "inf"], "not a finite number"),
+        (["--mode", "quantized", "--levels", "10000"], "outside [1, 1024]"),
+        (["--mode", "quantized", "--levels", "1000"], "at most 15 planes 1 px apart"),
+        (["--mode", "binary", "--planes", "nan"], "not a finite number"),
+        (["--max-disparity", "100000"], "outside [16, 1024] px"),
+    ],
+)
+def test_numbers_that_no_engine_can_answer(capsys, tiny, tmp_path, args, needle) -> None:  # type: ignore[no-untyped-def]
+    assert needle in bad(capsys, "depth", *tiny, *SGBM, *args, "--out", str(tmp_path / "o"))
+
+
+@pytest.mark.parametrize("size", [(1, 1), (10, 10), (15, 64)])
+def test_images_below_the_minimum_are_refused(capsys, tmp_path, size) -> None:  # type: ignore[no-untyped-def]
+    image = np.zeros((*size, 3), np.uint8)
+    for name in ("l.png", "r.png"):
+        cv2.imwrite(str(tmp_path / name), image)
+    args = [str(tmp_path / "l.png"), str(tmp_path / "r.png"), "--mode", "binary", "--planes", "4"]
+    assert "at least 16x16 px" in bad(capsys, "depth", *args, "--out", str(tmp_path / "o"))
+    assert "at least 16x16 px" in bad(capsys, "calib", "check", *args[:2])
+
+
+def test_memory_is_estimated_before_allocating(capsys, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.engine import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda meminfo=None: 64 << 20)  # a 64 MiB machine
+    image = np.zeros((600, 800, 3), np.uint8)
+    for name in ("l.png", "r.png"):
+        cv2.imwrite(str(tmp_path / name), image)
+    pair = [str(tmp_path / "l.png"), str(tmp_path / "r.png")]
+    line = bad(capsys, "depth", *pair, "--engine", "sgbm", "--out", str(tmp_path / "o"))
+    assert "GiB, 0.1 GiB is free here" in line and "fewer planes" in line
+    line = bad(capsys, "record", "synthetic:4000x6000", str(tmp_path / "rec"))
+    assert "rendering a synthetic 4000x6000 scene needs about" in line and "smaller size" in line
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims this size (a decompression bomb's first bytes), and its end."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    )
+
+
+def test_an_image_too_large_to_decode_is_refused_before_decoding(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "bomb.png").write_bytes(_png_claiming(200_000, 100_000))
+    line = bad(capsys, "depth", str(tmp_path / "bomb.png"), tiny[1], *SGBM, "--out", str(tmp_path / "o"))
+    assert "reading the 200000x100000 image" in line and "GiB" in line
+
+
+def test_frames_held_in_memory_are_estimated_first(capsys) -> None:  # type: ignore[no-untyped-def]
+    line = bad(capsys, "eval", "synthetic:24x32", "--frames", "100000000000", "--engines", "sgbm")
+    assert "holding 100000000000 frames" in line and "give fewer --frames" in line
+
+
+def test_nan_weights_are_refused_on_load(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    model = build_model("binary", 0.25)
+    with torch.no_grad():
+        next(model.parameters()).fill_(float("nan"))
+    save_checkpoint(tmp_path / "nan.pt", model)
+    line = bad(capsys, "depth", *tiny, "--weights", str(tmp_path / "nan.pt"), "--out", str(tmp_path / "o"))
+    assert "hold NaN or infinite values" in line
+
+
+def test_checkpoint_metadata_is_validated(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    save_checkpoint(tmp_path / "m.pt", build_model("binary", 0.25))
+    data = torch.load(tmp_path / "m.pt", weights_only=True)
+    torch.save(dict(data, width=1e6), tmp_path / "wide.pt")
+    line = bad(capsys, "depth", *tiny, "--weights", str(tmp_path / "wide.pt"), "--out", str(tmp_path / "o"))
+    assert "metadata width 1000000 is outside (0, 8]" in line
+
+
+class _Boom:
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (os.system, ("echo pwned",))
+
+
+@pytest.mark.parametrize("zip_format", [True, False])
+def test_code_running_pickles_are_named_in_both_formats(capsys, tiny, tmp_path, zip_format) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "trap.pt"
+    torch.save({"state_dict": {}, "x": _Boom()}, path, _use_new_zipfile_serialization=zip_format)
+    line = bad(capsys, "depth", *tiny, "--weights", str(path), "--out", str(tmp_path / "o"))
+    assert "would run code when loaded; refused" in line
+
+
+def test_the_trainer_refuses_a_booby_trapped_state(tmp_path: Path) -> None:
+    from app.engine.errors import UserError
+    from app.engine.training.trainer import Trainer
+
+    trainer = Trainer.__new__(Trainer)  # only _load_state is exercised
+    trainer.out, trainer.step = tmp_path, 3
+    torch.save({"step": 3, "x": _Boom()}, tmp_path / "state.pt", _use_new_zipfile_serialization=False)
+    with pytest.raises(UserError, match="would run code"):
+        trainer._load_state()
+    (tmp_path / "state.pt").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(UserError, match=r"not a readable PyTorch checkpoint.*delete it to resume"):
+        trainer._load_state()
+
+
+def test_a_folder_given_as_an_image_is_called_a_folder(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    line = bad(capsys, "depth", tiny[0], str(tmp_path), "--out", str(tmp_path / "o"))
+    assert "is a folder where a file (image) was expected" in line
+
+
+def test_output_paths_that_cannot_be_written(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "file").write_text("x")
+    assert "is a file" in bad(capsys, "depth", *tiny, *SGBM, "--out", str(tmp_path / "file"))
+    gt = tmp_path / "gt.pfm"
+    from app.engine.formats import write_pfm
+
+    write_pfm(gt, np.full((48, 64), 4.0, np.float32))
+    json_args = ["eval", *tiny, "--gt", str(gt), "--engines", "sgbm", "--max-disparity", "16", "--json"]
+    assert "does not exist" in bad(capsys, *json_args, str(tmp_path / "nodir" / "x.json"))
+
+
+def test_output_folders_that_cannot_be_made(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "file").write_text("x")
+    assert "is a file" in bad(capsys, "flow", *tiny, "--out", str(tmp_path / "file"))
+    line = bad(capsys, "record", "synthetic:24x32?frames=1", str(tmp_path / "file" / "rec"))
+    assert "cannot create the recording folder" in line and "Not a directory" in line
+    assert "empty" in bad(capsys, "depth", *tiny, *SGBM, "--out", "")
+
+
+def test_a_metre_plane_names_the_bad_calibration_value(capsys, tiny, tmp_path, demo_dir) -> None:  # type: ignore[no-untyped-def]
+    calib = tmp_path / "calib.txt"
+    calib.write_text((demo_dir / "calib.txt").read_text().replace("baseline=193.001", "baseline=-193.001"))
+    args = ["--calib", str(calib), "--mode", "binary", "--planes", "2m", "--out", str(tmp_path / "o")]
+    line = bad(capsys, "depth", *tiny, *args)
+    # refused on load (the calibration checks), naming the file, the field and what to do
+    assert "calib.txt" in line and "baseline" in line and "swap the left and right" in line
+
+
+def test_record_refuses_a_destination_overlapping_its_source(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", "synthetic:24x32?frames=3", str(rec))[0] == 0
+    for destination in (rec, rec / "inner", tmp_path):
+        assert "overlaps the source" in bad(capsys, "record", str(rec), str(destination), "--overwrite")
+    assert len(list((rec / "left").glob("*.png"))) == 3
+
+
+def test_reindex_rebuilds_a_recording_without_timestamps(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", "synthetic:24x32?frames=3", str(rec))[0] == 0
+    (rec / "timestamps.txt").unlink()
+    assert "3 frame pair(s) sit on disk" in bad(
+        capsys, "depth", str(rec), *SGBM, "--out", str(tmp_path / "o")
+    )
+    code, out, _ = run(capsys, "record", "--reindex", str(rec))
+    assert code == 0 and "indexed 3 frame(s)" in out
+    assert run(capsys, "depth", str(rec), *SGBM, "--out", str(tmp_path / "o"))[0] == 0
+
+
+# ---- a full disk: the writer fails with ENOSPC; what was saved before stays whole -----------
+
+
+def _full_disk_after(monkeypatch: pytest.MonkeyPatch, files: int) -> None:
+    """Let ``files`` more atomic writes through, then fail every write with ENOSPC."""
+    real = os.fdopen
+    left = [files]
+
+    class Full(io.BufferedWriter):
+        def write(self, data) -> int:  # type: ignore[no-untyped-def, override]
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(fd: int, mode: str = "r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "w" in mode and left[0] <= 0:
+            return Full(io.FileIO(fd, "w"))
+        left[0] -= 1
+        return real(fd, mode, *args, **kwargs)
+
+    monkeypatch.setattr(fileio.os, "fdopen", fdopen)
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("files", [0, 1, 3, 4])  # the quantized set is five files
+def test_disk_full_during_depth_keeps_the_earlier_set(capsys, tiny, tmp_path, monkeypatch, files) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    assert run(capsys, "depth", *tiny, *SGBM, "--mode", "binary", "--planes", "4", "--out", str(out))[0] == 0
+    before = _snapshot(out)
+    _full_disk_after(monkeypatch, files)
+    line = bad(capsys, "depth", *tiny, *SGBM, "--mode", "quantized", "--levels", "4", "--out", str(out))
+    assert "the disk is full" in line
+    assert _snapshot(out) == before  # the binary set, whole: no quantized file beside it, none lost
+
+
+def test_disk_full_on_a_json_keeps_the_earlier_file(capsys, tiny, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.formats import write_pfm
+
+    gt = tmp_path / "gt.pfm"
+    write_pfm(gt, np.full((48, 64), 4.0, np.float32))
+    args = [
+        "eval",
+        *tiny,
+        "--gt",
+        str(gt),
+        "--engines",
+        "sgbm",
+        "--max-disparity",
+        "16",
+        "--json",
+        str(tmp_path / "e.json"),
+    ]
+    assert run(capsys, *args)[0] == 0
+    before = (tmp_path / "e.json").read_bytes()
+    _full_disk_after(monkeypatch, 0)
+    assert "the disk is full" in bad(capsys, *args)
+    assert (tmp_path / "e.json").read_bytes() == before and json.loads(before)
+
+
+def test_disk_full_while_recording_keeps_every_committed_frame(capsys, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.sources.recording import open_recording
+
+    # the log and the session; frame 0: both views, its ground truth and the session with the
+    # calibration; frames 1 and 2: views and ground truth; then frame 3's left view only
+    _full_disk_after(monkeypatch, 2 + 4 + 3 + 3 + 1)
+    assert "the disk is full" in bad(capsys, "record", "synthetic:24x32?frames=10", str(tmp_path / "rec"))
+    monkeypatch.undo()
+    source = open_recording(tmp_path / "rec")
+    assert source.frame_count == 3 and [p.timestamp for p in source] == [0.0, 0.1, 0.2]

@@ -45,6 +45,7 @@ from app.engine.depth.readout import (
     monotone_logits,
     normalized_to_disparity,
 )
+from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
 from app.engine.errors import Interrupted, UserError, setting
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
@@ -109,6 +110,8 @@ class Plan:
     span: tuple[int, int] | None = None
     notes: list[str] = field(default_factory=list)
     choice: dict[str, float] = field(default_factory=dict)
+    # coarse-to-fine search (``depth.search``): px between the coarse planes, 0 for the full sweep
+    strategy: Strategy | None = None
 
 
 class Bi3DEngine:
@@ -124,13 +127,17 @@ class Bi3DEngine:
         runtime: Runtime | RuntimeChain | None = None,
         subpixel: SubpixelConfig | None = DEFAULT_SUBPIXEL,
         plane_check: PlaneCheckConfig | None = DEFAULT_PLANE_CHECK,
+        search: str = "auto",
     ) -> None:
         """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
         None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
         per-plane readout in the continuous and selective modes (``bi3d.subpixel``); None
         leaves the network's readout as it is. ``plane_check``: the matching check of hesitant
         answers in the binary and quantized modes (``bi3d.planecheck``), for models that declare
-        ``plane_check`` (the light model); None leaves the network's probabilities as they are."""
+        ``plane_check`` (the light model); None leaves the network's probabilities as they are.
+        ``search``: how continuous depth finds each pixel's planes (``depth.searched``):
+        ``coarse-to-fine`` where the model and runtime offer per-pixel planes (else the full
+        sweep, with a note); ``full`` and ``auto`` (today) the full sweep."""
         self.device = resolve_device(device)
         precision = resolve_precision(precision, self.device, model)
         if precision not in PRECISIONS:
@@ -148,6 +155,10 @@ class Bi3DEngine:
             shift_mode = "interpolate" if model.exact_planes else "round"
         self.shift_mode = shift_mode
         self.subpixel = subpixel
+        if search not in SEARCHES:
+            raise UserError(f"unknown {setting('search')} {search!r}; use one of {', '.join(SEARCHES)}")
+        self.search = search
+        self.strategy = Strategy()  # the coarse-to-fine search without a budget
         # only for models whose answers were measured to gain from it (SweepModel.plane_check)
         self.plane_check = plane_check if model.plane_check else None
         # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
@@ -249,10 +260,16 @@ class Bi3DEngine:
         return plan
 
     def _plan_dense(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        searched = self._plan_search(request)
+        if searched is not None:
+            return searched
         lo, hi = continuous_range(request)
         top = self.model.max_disparity
         step = FEATURE_STRIDE
         notes: list[str] = []
+        why = can_search(self.model, self.backend)
+        if self.search == "coarse-to-fine" and why and request.mode is Mode.CONTINUOUS:
+            notes.append(f"full sweep: {why}")
         choice: dict[str, float] = {}
         if request.budget_ms is not None:
             step = self.costs.finest_step(size, request.budget_ms, lo, hi, FEATURE_STRIDE, top)
@@ -269,6 +286,22 @@ class Bi3DEngine:
                 "predicted_ms": self.costs.predict_ms(size, len(planes)),
             }
         return Plan(planes, step, (first, last), notes, choice)
+
+    def _plan_search(self, request: DepthRequest) -> Plan | None:
+        """The coarse-to-fine plan of a continuous request (``depth.searched``), or None for the
+        full sweep: asked for, not continuous, or not available here (with a note if asked for)."""
+        # auto is the full sweep: with the bundled weights the per-pixel passes are not as
+        # accurate (benchmarks/RESULTS.md, "Coarse-to-fine search")
+        if (
+            request.mode is not Mode.CONTINUOUS
+            or self.search != "coarse-to-fine"
+            or request.budget_ms is not None
+        ):
+            return None
+        if can_search(self.model, self.backend):
+            return None
+        found = search_plan(request, self.strategy, self.model.max_disparity)
+        return Plan(found.planes, FEATURE_STRIDE, found.span, found.notes, strategy=found.strategy)
 
     @staticmethod
     def _fit_3d(first: int, last: int, top: int, notes: list[str]) -> tuple[int, int]:
@@ -322,6 +355,9 @@ class Bi3DEngine:
         timings: dict[str, float],
         images: tuple[np.ndarray, np.ndarray],
     ) -> DepthResult:
+        if plan.strategy is not None:
+            args = (request, plan.planes, plan.strategy, feats, lowres, padder, timings, images)
+            return searched_result(self, *args)
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
             with self._timed(timings, "refine"):
                 # the sigmoid of the crop: a contiguous array that the check and the result keep

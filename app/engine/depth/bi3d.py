@@ -195,6 +195,7 @@ class Bi3DEngine:
         padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
         size = padder.padded_size
         t0 = time.perf_counter()
+        probe_ms = 0.0
         with torch.inference_mode():
             layout = self.model.channels_last_input
             l_in, r_in = padder.network_pair(left, right, self.device, layout)
@@ -204,6 +205,7 @@ class Bi3DEngine:
                     self._probe_costs(l_in, r_in, size)
                     if request.mode is Mode.CONTINUOUS and self._subpixel_runs():
                         self.costs.costs[size].subpixel_ms.update(probe_subpixel(left, right, self.subpixel))
+                    probe_ms = (time.perf_counter() - t0) * 1000
                 plan = self._plan(request, size)
                 if plan.answer is not None:  # the budget's quantized fallback
                     request = plan.answer
@@ -213,8 +215,11 @@ class Bi3DEngine:
                 with self._timed(timings, "planes"):
                     lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
-        timings["total"] = (time.perf_counter() - t0) * 1000
+        # the probe of a new size is reported apart: the cost model learns the frame's own time
+        timings["total"] = (time.perf_counter() - t0) * 1000 - probe_ms
         self._record_costs(size, request, plan, timings)
+        if probe_ms:
+            timings["probe"] = probe_ms
         result.timings = timings
         reason = self.backend.reason
         result.notes = (

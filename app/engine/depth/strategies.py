@@ -75,7 +75,8 @@ def choose(
     max_levels: int,
 ) -> Choice:
     """The most accurate strategy predicted to fit ``budget_ms`` over the disparity ``span``, else
-    the most quantized planes that fit; a ``UserError`` when not even one plane fits."""
+    the most quantized planes that fit; a ``UserError`` when not even one plane fits in a
+    measured frame (after the first frame's probe alone, one plane runs to measure it)."""
     lo, hi = span
     for strategy in ladder(subpixel):
         planes = grid_planes(lo, hi, strategy.step, top)
@@ -84,6 +85,9 @@ def choose(
             return Choice(predicted, strategy, planes=planes)
     levels = costs.max_planes(size, budget_ms, max_levels)
     predicted = costs.predict_ms(size, levels)
+    if predicted > budget_ms and costs.costs[size].samples < 2:
+        # only the first frame's probe says so: answer the fastest once and measure it
+        return Choice(predicted, None, levels=levels, planes=levels)
     if predicted > budget_ms:
         minimum = costs.predict_ms(size, 1)
         raise UserError(

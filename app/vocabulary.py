@@ -32,6 +32,7 @@ from app.engine.types import (
     MAX_DISPARITY_LIMIT,
     PRECISIONS,
     RUNTIMES,
+    SEARCHES,
     SGBM_MODES,
     SHIFT_MODES,
     Calibration,
@@ -125,6 +126,10 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
     Setting("plane_check", "Plane check", "--no-plane-check", "Bi3D binary and quantized modes: where "
             "the network hesitates near a plane, decide by local matching of the images (about 1 ms "
             "per plane at 480x640)", "switch", True, target="plane_check"),
+    _choice("search", "Search", "--search", SEARCHES, "auto",
+            "Bi3D continuous mode: the full sweep of every 3 px plane, or coarse-to-fine (9 coarse "
+            "planes, then 3 per-pixel bisection passes: about 5x fewer network passes, light model "
+            "on torch only, less accurate with the bundled weights); auto: the full sweep"),
     Setting("block_size", "SGBM block", "--block-size", "SGBM matching block size", "integer", 5,
             minimum=1, maximum=11, unit=" px", odd=True, target="sgbm.block_size"),
     Setting("uniqueness", "SGBM uniqueness", "--uniqueness", "SGBM uniqueness ratio", "integer", 10,

@@ -26,6 +26,7 @@ RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
 SHIFT_MODES = ("auto", "round", "interpolate")
 SGBM_MODES = ("sgbm", "hh", "3way", "hh4")
 FLOW_BACKENDS = ("auto", "nvof", "dis", "farneback")
+SEARCHES = ("auto", "coarse-to-fine", "full")  # continuous/selective search (depth.searched)
 
 
 class Mode(StrEnum):

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
 from app.engine.bi3d.padding import Padder
-from app.engine.depth.budget import CostModel
+from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
     continuous_range,
     dense_span,
@@ -46,6 +46,8 @@ from app.engine.depth.readout import (
     monotone_logits,
     normalized_to_disparity,
 )
+from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
+from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
 from app.engine.errors import Interrupted, UserError, setting
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
@@ -110,6 +112,9 @@ class Plan:
     span: tuple[int, int] | None = None
     notes: list[str] = field(default_factory=list)
     choice: dict[str, float] = field(default_factory=dict)
+    # coarse-to-fine search (``depth.search``): px between the coarse planes, 0 for the full sweep
+    strategy: Strategy | None = None
+    answer: DepthRequest | None = None  # the request answered instead (the budget's quantized fallback)
 
 
 class Bi3DEngine:
@@ -125,13 +130,17 @@ class Bi3DEngine:
         runtime: Runtime | RuntimeChain | None = None,
         subpixel: SubpixelConfig | None = DEFAULT_SUBPIXEL,
         plane_check: PlaneCheckConfig | None = DEFAULT_PLANE_CHECK,
+        search: str = "auto",
     ) -> None:
         """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
         None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
         per-plane readout in the continuous and selective modes (``bi3d.subpixel``); None
         leaves the network's readout as it is. ``plane_check``: the matching check of hesitant
         answers in the binary and quantized modes (``bi3d.planecheck``), for models that declare
-        ``plane_check`` (the light model); None leaves the network's probabilities as they are."""
+        ``plane_check`` (the light model); None leaves the network's probabilities as they are.
+        ``search``: how continuous depth finds each pixel's planes (``depth.searched``):
+        ``coarse-to-fine`` where the model and runtime offer per-pixel planes (else the full
+        sweep, with a note); ``full`` and ``auto`` (today) the full sweep."""
         self.device = resolve_device(device)
         precision = resolve_precision(precision, self.device, model)
         if precision not in PRECISIONS:
@@ -149,6 +158,10 @@ class Bi3DEngine:
             shift_mode = "interpolate" if model.exact_planes else "round"
         self.shift_mode = shift_mode
         self.subpixel = subpixel
+        if search not in SEARCHES:
+            raise UserError(f"unknown {setting('search')} {search!r}; use one of {', '.join(SEARCHES)}")
+        self.search = search
+        self.strategy = Strategy()  # the coarse-to-fine search without a budget
         # only for models whose answers were measured to gain from it (SweepModel.plane_check)
         self.plane_check = plane_check if model.plane_check else None
         # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
@@ -185,6 +198,7 @@ class Bi3DEngine:
         size = padder.padded_size
         self._check_memory(request, size)  # before the runtimes are opened and timed at this size
         t0 = time.perf_counter()
+        probe_ms = 0.0
         with torch.inference_mode():
             layout = self.model.channels_last_input
             l_in, r_in = padder.network_pair(left, right, self.device, layout)
@@ -192,16 +206,23 @@ class Bi3DEngine:
             with self.backend.context():
                 if request.budget_ms is not None and not self.costs.known(size):
                     self._probe_costs(l_in, r_in, size)
+                    if request.mode is Mode.CONTINUOUS and self._subpixel_runs():
+                        self.costs.costs[size].subpixel_ms.update(probe_subpixel(left, right, self.subpixel))
+                    probe_ms = (time.perf_counter() - t0) * 1000
                 plan = self._plan(request, size)
+                if plan.answer is not None:  # the budget's quantized fallback
+                    request = plan.answer
                 timings: dict[str, float] = {}
                 with self._timed(timings, "features"):
                     feats = self.backend.features(l_in, r_in)
                 with self._timed(timings, "planes"):
                     lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
-        timings["total"] = (time.perf_counter() - t0) * 1000
-        per_plane = timings["planes"] + timings.get("check", 0.0)  # the check's cost grows with the planes
-        self.costs.update(size, timings["total"] - per_plane, per_plane, len(plan.planes))
+        # the probe of a new size is reported apart: the cost model learns the frame's own time
+        timings["total"] = (time.perf_counter() - t0) * 1000 - probe_ms
+        self._record_costs(size, request, plan, timings)
+        if probe_ms:
+            timings["probe"] = probe_ms
         result.timings = timings
         reason = self.backend.reason
         result.notes = (
@@ -209,12 +230,40 @@ class Bi3DEngine:
         )
         result.choice = plan.choice
         result.runtime_choice = self.backend.choice_source
-        if request.budget_ms is not None:
+        if plan.choice:  # chosen under a budget
             result.choice["took_ms"] = timings["total"]
         return result
 
+    def _record_costs(
+        self, size: tuple[int, int], request: DepthRequest, plan: Plan, t: dict[str, float]
+    ) -> None:
+        """Feed the frame's stage times to the cost model, by the kind of frame it was."""
+        n = len(plan.planes)
+        sub = (
+            (plan.strategy.subpixel if plan.strategy else "colour", t["subpixel"])
+            if "subpixel" in t
+            else None
+        )
+        if not self.costs.known(size) or request.mode in (Mode.BINARY, Mode.QUANTIZED):
+            per_plane = t["planes"] + t.get("check", 0.0)  # the check's cost grows with the planes
+            self.costs.update(size, t["total"] - per_plane, per_plane, n)
+            if request.mode in (Mode.BINARY, Mode.QUANTIZED):
+                return
+        scaled = t["planes"] + t.get("refine", 0.0) + t.get("readout", 0.0)
+        base = t["total"] - scaled - t.get("subpixel", 0.0)
+        if plan.strategy is not None and plan.strategy.coarse_step:
+            passes = (plan.strategy.passes, t.get("search", 0.0))
+            base = t["total"] - t["planes"] - passes[1] - t.get("subpixel", 0.0)
+            self.costs.update_search(size, base, (n, t["planes"]), passes, sub)
+        elif request.mode is Mode.CONTINUOUS:
+            self.costs.update_dense(size, base, (n, scaled), sub)
+
+    def _subpixel_runs(self) -> bool:
+        return self.subpixel is not None and not self.model.has_disp_refine
+
     # ---- planning -----------------------------------------------------------------
     def _check_request(self, request: DepthRequest) -> None:
+        check_budget(request.budget_ms)
         top = self.model.max_disparity
         if request.max_disparity > top:
             raise UserError(
@@ -261,10 +310,18 @@ class Bi3DEngine:
         return plan
 
     def _plan_dense(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        searched = self._plan_search(request)
+        if searched is not None:
+            return searched
         lo, hi = continuous_range(request)
         top = self.model.max_disparity
         step = FEATURE_STRIDE
+        if request.budget_ms is not None and request.mode is Mode.CONTINUOUS:
+            return self._plan_budget(request, size)
         notes: list[str] = []
+        why = can_search(self.model, self.backend)
+        if self.search == "coarse-to-fine" and why and request.mode is Mode.CONTINUOUS:
+            notes.append(f"full sweep: {why}")
         choice: dict[str, float] = {}
         if request.budget_ms is not None:
             step = self.costs.finest_step(size, request.budget_ms, lo, hi, FEATURE_STRIDE, top)
@@ -281,6 +338,58 @@ class Bi3DEngine:
                 "predicted_ms": self.costs.predict_ms(size, len(planes)),
             }
         return Plan(planes, step, (first, last), notes, choice)
+
+    def _plan_budget(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
+        """Continuous depth under a budget (``depth.strategies``): the most accurate strategy that
+        fits, or the quantized answer that fits, with a note saying so."""
+        assert request.budget_ms is not None
+        budget, top = request.budget_ms, self.model.max_disparity
+        span = continuous_range(request)
+        chosen = choose(self.costs, size, budget, span, top, self._subpixel_runs(), self.model.max_shift - 1)
+        choice = {"predicted_ms": chosen.predicted_ms, "planes": float(chosen.planes), "budget_ms": budget}
+        if chosen.strategy is None:
+            cheapest = cheapest_ms(self.costs, size, span, top, self._subpixel_runs())
+            answer = DepthRequest(
+                mode=Mode.QUANTIZED, levels=chosen.levels, max_disparity=request.max_disparity
+            )
+            plan = self._plan_planes(answer, size)
+            plan.answer = answer
+            plan.notes.insert(
+                0,
+                f"budget {budget:g} ms is below the cheapest continuous depth here "
+                f"(about {cheapest:.0f} ms): "
+                f"answered {chosen.describe()} instead",
+            )
+            plan.choice = {**choice, "planes": float(len(plan.planes)), "quantized": 1.0}
+            return plan
+        strategy = chosen.strategy
+        first, last = dense_span(span[0], span[1], strategy.step, top)
+        if self.model.refinenet3d is not None and strategy.step == FEATURE_STRIDE:
+            first, last = self._fit_3d(first, last, top, [])
+        planes = np.arange(first, last + 1, strategy.step, dtype=np.float64)
+        note = f"budget {budget:g} ms: {chosen.describe()} (predicted {chosen.predicted_ms:.0f} ms)"
+        choice.update(
+            step_px=float(strategy.step),
+            subpixel=SUBPIXEL_CODES[strategy.subpixel],
+            planes=float(len(planes)),
+        )
+        return Plan(planes, strategy.step, (first, last), [note], choice, strategy=strategy)
+
+    def _plan_search(self, request: DepthRequest) -> Plan | None:
+        """The coarse-to-fine plan of a continuous request (``depth.searched``), or None for the
+        full sweep: asked for, not continuous, or not available here (with a note if asked for)."""
+        # auto is the full sweep: with the bundled weights the per-pixel passes are not as
+        # accurate (benchmarks/RESULTS.md, "Coarse-to-fine search")
+        if (
+            request.mode is not Mode.CONTINUOUS
+            or self.search != "coarse-to-fine"
+            or request.budget_ms is not None
+        ):
+            return None
+        if can_search(self.model, self.backend):
+            return None
+        found = search_plan(request, self.strategy, self.model.max_disparity)
+        return Plan(found.planes, FEATURE_STRIDE, found.span, found.notes, strategy=found.strategy)
 
     @staticmethod
     def _fit_3d(first: int, last: int, top: int, notes: list[str]) -> tuple[int, int]:
@@ -313,7 +422,10 @@ class Bi3DEngine:
         return min(chunk, limit) if limit else chunk
 
     def _probe_costs(self, l_in: Tensor, r_in: Tensor, size: tuple[int, int]) -> None:
-        """Seed the cost model for a new frame size with one feature pass and two planes."""
+        """Seed the cost model for a new frame size with one feature pass and two planes, after
+        one untimed pass of each (a new size's first call sets up its kernels: 1.4 s measured at
+        576 x 768 here, against 30 ms for the next)."""
+        self.backend.planes(self.backend.features(l_in, r_in), torch.tensor([0.0]))
         t0 = time.perf_counter()
         feats = self.backend.features(l_in, r_in)
         self._sync()
@@ -334,6 +446,9 @@ class Bi3DEngine:
         timings: dict[str, float],
         images: tuple[np.ndarray, np.ndarray],
     ) -> DepthResult:
+        if plan.strategy is not None and plan.strategy.coarse_step:
+            args = (request, plan.planes, plan.strategy, feats, lowres, padder, timings, images)
+            return searched_result(self, *args)
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
             with self._timed(timings, "refine"):
                 # the sigmoid of the crop: a contiguous array that the check and the result keep
@@ -387,10 +502,12 @@ class Bi3DEngine:
                 planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
                 disp = median_disparity(logits, planes)
         disp = padder.crop(disp)[0, 0]
-        if self.subpixel is not None and not self.model.has_disp_refine:
+        kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
+        if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
+            config = dataclasses.replace(self.subpixel, grey=kind == "grey")
             with self._timed(timings, "subpixel"):
                 left, right = (torch.from_numpy(im).to(disp.device) for im in images)
-                disp = refine_subpixel(left, right, disp, self.subpixel)
+                disp = refine_subpixel(left, right, disp, config)
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()

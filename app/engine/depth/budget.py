@@ -3,6 +3,11 @@
 Bi3D's cost is a fixed part (feature pass, refinement, readout) plus a part that
 grows linearly with the plane count. The engine feeds every frame's measured
 stage times in; requests with a budget ask it for the largest plane count that fits.
+
+Continuous depth by the coarse-to-fine search (``depth.search``) costs a base (features,
+upsampling, readout), the coarse planes, the per-pixel passes and the sub-pixel matching
+(colour, grey or none); each is measured per frame size, so the budget can predict every
+strategy of ``depth.strategies`` and choose the most accurate that fits.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from app.engine.depth.decoding import dense_span
+from app.engine.errors import UserError, setting
 
 
 @dataclass
@@ -20,6 +26,15 @@ class StageCost:
     fixed_ms: float
     per_plane_ms: float
     samples: int = 1
+    # the coarse-to-fine search (None until measured): base of a searched frame, one per-pixel
+    # pass, and the sub-pixel stage by kind ("colour", "grey")
+    search_base_ms: float | None = None
+    per_pass_ms: float | None = None
+    subpixel_ms: dict[str, float] = field(default_factory=dict)
+    # the full dense sweep (None until measured): its base, and per plane the network pass with
+    # its share of the full-resolution refinement and readout
+    dense_base_ms: float | None = None
+    dense_per_plane_ms: float | None = None
 
 
 @dataclass
@@ -42,6 +57,71 @@ class CostModel:
         old.fixed_ms = (1 - a) * old.fixed_ms + a * fixed_ms
         old.per_plane_ms = (1 - a) * old.per_plane_ms + a * per_plane
         old.samples += 1
+
+    def update_search(
+        self,
+        size: tuple[int, int],
+        base_ms: float,
+        planes: tuple[int, float],
+        passes: tuple[int, float],
+        subpixel: tuple[str, float] | None,
+    ) -> None:
+        """Record one searched frame: its base, (coarse planes, ms), (pixel passes, ms) and
+        (sub-pixel kind, ms) when that stage ran. The size must be known (``update`` first)."""
+        cost = self.costs[size]
+        a = self.smoothing
+        cost.search_base_ms = _mix(cost.search_base_ms, base_ms, a)
+        if planes[0]:
+            cost.per_plane_ms = _mix(cost.per_plane_ms, planes[1] / planes[0], a)
+        if passes[0]:
+            cost.per_pass_ms = _mix(cost.per_pass_ms, passes[1] / passes[0], a)
+        if subpixel is not None:
+            kind, ms = subpixel
+            cost.subpixel_ms[kind] = _mix(cost.subpixel_ms.get(kind), ms, a)
+
+    def update_dense(
+        self,
+        size: tuple[int, int],
+        base_ms: float,
+        planes: tuple[int, float],
+        subpixel: tuple[str, float] | None,
+    ) -> None:
+        """Record one full-sweep dense frame: its base, (planes, ms of planes, refinement and
+        readout) and (sub-pixel kind, ms) when that stage ran. The size must be known."""
+        cost = self.costs[size]
+        a = self.smoothing
+        cost.dense_base_ms = _mix(cost.dense_base_ms, base_ms, a)
+        if planes[0]:
+            cost.dense_per_plane_ms = _mix(cost.dense_per_plane_ms, planes[1] / planes[0], a)
+        if subpixel is not None:
+            cost.subpixel_ms[subpixel[0]] = _mix(cost.subpixel_ms.get(subpixel[0]), subpixel[1], a)
+
+    def predict_dense_ms(self, size: tuple[int, int], planes: int, subpixel: str) -> float:
+        """A full-sweep dense frame's time over ``planes`` planes with the sub-pixel stage
+        ``subpixel``; before one was measured, a plane costs 1.6 network passes (the readout of
+        65 planes at 480 x 640 took 0.55 of their network time here) and the base the fixed part."""
+        cost = self.costs[size]
+        base = cost.dense_base_ms if cost.dense_base_ms is not None else cost.fixed_ms
+        per = cost.dense_per_plane_ms if cost.dense_per_plane_ms is not None else 1.6 * cost.per_plane_ms
+        return base + planes * per + self._subpixel_ms(cost, subpixel)
+
+    @staticmethod
+    def _subpixel_ms(cost: StageCost, subpixel: str) -> float:
+        if subpixel == "off":
+            return 0.0
+        known = cost.subpixel_ms
+        colour = known.get("colour", 3 * known.get("grey", 0.0))
+        return known.get(subpixel, colour / 3 if subpixel == "grey" else colour)
+
+    def predict_search_ms(self, size: tuple[int, int], planes: int, passes: int, subpixel: str) -> float:
+        """A searched frame's time: ``planes`` coarse planes, ``passes`` pixel passes, the sub-pixel
+        stage ``subpixel`` ("colour", "grey" or "off"). Unmeasured parts are estimated from the
+        measured ones (a pass as a plane, the base as the fixed part of a sweep, grey as a third
+        of colour)."""
+        cost = self.costs[size]
+        base = cost.search_base_ms if cost.search_base_ms is not None else cost.fixed_ms
+        per_pass = cost.per_pass_ms if cost.per_pass_ms is not None else cost.per_plane_ms
+        return base + planes * cost.per_plane_ms + passes * per_pass + self._subpixel_ms(cost, subpixel)
 
     def predict_ms(self, size: tuple[int, int], planes: int) -> float:
         cost = self.costs[size]
@@ -69,6 +149,18 @@ class CostModel:
             if planes <= 2 or step >= top or self.predict_ms(size, planes) <= budget_ms:
                 return step
             step += base_step
+
+
+def _mix(old: float | None, new: float, weight: float) -> float:
+    return new if old is None else (1 - weight) * old + weight * new
+
+
+def check_budget(budget_ms: float | None) -> None:
+    """A ``UserError`` for a budget that is not a positive finite number of milliseconds."""
+    if budget_ms is None:
+        return
+    if not (isinstance(budget_ms, int | float) and math.isfinite(budget_ms) and budget_ms > 0):
+        raise UserError(f"{setting('budget_ms')} must be a positive, finite number of ms, got {budget_ms!r}")
 
 
 def grid_planes(lo: float, hi: float, step: int, top: int) -> int:

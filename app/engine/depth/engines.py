@@ -44,6 +44,7 @@ class EngineOptions:
     cuda_graphs: bool = False  # torch runtime on CUDA: replay captured graphs per size and plane bucket
     subpixel: bool = True  # Bi3D continuous/selective: refine the plane readout by local matching
     plane_check: bool = True  # Bi3D binary/quantized: check hesitant answers by local matching
+    search: str = "auto"  # Bi3D continuous: coarse-to-fine where it can run, or the full sweep
     # where TensorRT engine-build progress goes (None: stderr); builds take minutes
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -101,4 +102,5 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
         runtime=chain,
         subpixel=DEFAULT_SUBPIXEL if options.subpixel else None,
         plane_check=DEFAULT_PLANE_CHECK if options.plane_check else None,
+        search=options.search,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -49,6 +49,20 @@ class TorchRuntime:
     def planes(self, feats: Any, shifts: Tensor) -> Tensor:
         with out_of_memory_fails(self.name):
             return self.model.plane_logits(feats, shifts.cpu(), chunk=shifts.numel())
+
+    def pixel_sweep(self, feats: Any) -> Callable[[Tensor], Tensor] | None:
+        """Per-pixel planes for this frame (an h' x w' plane map in px -> h' x w' logits at it),
+        or None when the model has no such pass (only the light model has)."""
+        sweep = getattr(self.model, "pixel_sweep", None)
+        if sweep is None:
+            return None
+        planes = sweep(feats).at_planes
+
+        def run(plane_map: Tensor) -> Tensor:
+            with out_of_memory_fails(self.name):
+                return planes(plane_map)
+
+        return run
 
     def refine_planes(self, feats: Any, lowres: Tensor) -> Tensor:
         with out_of_memory_fails(self.name):

@@ -1,0 +1,140 @@
+"""The Bi3D engine's continuous answer by the coarse-to-fine search (``depth.search``).
+
+A coarse plane sweep (the engine's ordinary sweep, at ``coarse_step`` px) and per-pixel
+bisection passes give a disparity on the network's low-resolution grid; the model's own
+edge-aware upsampling (``refine_planes``, a convex combination per output pixel, so valid for
+disparities as for logits) takes it to the image, and the sub-pixel matching stage follows as
+after the full sweep. ``probabilities`` are the network's at the coarse planes, which are the
+result's ``planes``.
+
+Available where the model has a per-pixel plane pass (the light model) and the runtime answers
+it (torch); elsewhere the engine keeps the full sweep and says why. Not the default: the bundled
+weights were trained on fronto-parallel planes only, and a plane map that follows the scene
+(the last bisection passes, where every pixel's plane is within 6 px of its answer) is outside
+what they saw: on a held-out synthetic scene 31 % of the last pass's decisions differ from the
+full sweep's at the same planes (7 % at the first), while bisecting the full sweep's own logits
+reproduces its answer. Demo bad-2 improves (36.9 -> 36.4 %) but the held-out synthetic scenes
+worsen (benchmarks/RESULTS.md); a model trained with per-pixel planes would fix it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from app.engine.bi3d.padding import Padder
+from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
+from app.engine.depth.search import coarse_planes, passes_needed, search
+from app.engine.depth.subpixel import SubpixelConfig, refine_subpixel
+from app.engine.errors import Interrupted
+from app.engine.types import SEARCHES, DepthRequest, DepthResult, Mode
+
+__all__ = ["SEARCHES"]
+DEFAULT_COARSE_STEP = 24  # px between coarse planes: 9 planes over 0-192 px, then 3 passes
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One way to answer continuous depth: ``coarse_step`` 0 is the full sweep every ``step`` px."""
+
+    coarse_step: int = DEFAULT_COARSE_STEP
+    subpixel: str = "colour"  # the matching stage after it: "colour", "grey" or "off"
+    step: int = PLANE_STEP_PX
+
+    @property
+    def passes(self) -> int:
+        return passes_needed(self.coarse_step) if self.coarse_step else 0
+
+
+@dataclass
+class SearchPlan:
+    planes: np.ndarray  # the coarse planes (px)
+    span: tuple[int, int]
+    strategy: Strategy
+    notes: list[str] = field(default_factory=list)
+
+
+class SearchEngine(Protocol):
+    """What the search needs of the Bi3D engine."""
+
+    backend: Any
+    subpixel: SubpixelConfig | None
+    interrupt: Any
+
+    def _timed(self, timings: dict[str, float], stage: str) -> AbstractContextManager[None]: ...
+
+    def _result(
+        self, request: DepthRequest, disparity: np.ndarray, probs: np.ndarray, planes: np.ndarray
+    ) -> DepthResult: ...
+
+
+def pixel_sweep(backend: Any, feats: Any) -> Callable[[Tensor], Tensor] | None:
+    """The runtime's per-pixel plane pass for this frame, or None where it has none."""
+    current = getattr(backend, "current", backend)
+    make = getattr(current, "pixel_sweep", None)
+    return None if make is None else make(feats)
+
+
+def can_search(model: Any, backend: Any) -> str:
+    """Why the coarse-to-fine search cannot run here, or "" when it can."""
+    if not hasattr(model, "pixel_sweep"):
+        return "this model has no per-pixel plane pass (only the light model has)"
+    current = getattr(backend, "current", backend)
+    if not hasattr(current, "pixel_sweep"):
+        return f"runtime {current.name} has no per-pixel plane pass (torch has)"
+    return ""
+
+
+def search_plan(request: DepthRequest, strategy: Strategy, top: int) -> SearchPlan:
+    """The coarse planes of a continuous request's range for ``strategy``."""
+    lo, hi = continuous_range(request)
+    first, last = dense_span(lo, hi, PLANE_STEP_PX, top)
+    return SearchPlan(coarse_planes(first, last, strategy.coarse_step), (first, last), strategy)
+
+
+def searched_result(
+    engine: SearchEngine,
+    request: DepthRequest,
+    planes: np.ndarray,
+    strategy: Strategy,
+    feats: Any,
+    lowres: Tensor,
+    padder: Padder,
+    timings: dict[str, float],
+    images: tuple[np.ndarray, np.ndarray],
+) -> DepthResult:
+    """Coarse logits 1 x P x h' x w' at ``planes`` -> the continuous ``DepthResult``."""
+    assert request.mode is Mode.CONTINUOUS
+    sweep = pixel_sweep(engine.backend, feats)
+    assert sweep is not None  # checked when planning (can_search)
+
+    def run(plane_map: Tensor) -> Tensor:
+        if engine.interrupt is not None and engine.interrupt.is_set():
+            raise Interrupted("depth computation stopped")
+        return sweep(plane_map)
+
+    with engine._timed(timings, "search"):
+        low = search(lowres, planes, run, strategy.passes)
+    with engine._timed(timings, "refine"):
+        disp = padder.crop(engine.backend.refine_planes(feats, low[None, None]).float())[0, 0]
+        # the coarse planes' probabilities, bilinearly: a record, not the answer (10 ms, where
+        # the edge-aware upsampling of 9 planes took 45)
+        size = padder.padded_size
+        probs = padder.crop(F.interpolate(torch.sigmoid(lowres.float()), size, mode="bilinear"))[0]
+    if engine.subpixel is not None and strategy.subpixel != "off":
+        config = dataclasses.replace(engine.subpixel, grey=strategy.subpixel == "grey")
+        with engine._timed(timings, "subpixel"):
+            left, right = (torch.from_numpy(im).to(disp.device) for im in images)
+            disp = refine_subpixel(left, right, disp, config)
+    with engine._timed(timings, "readout"):
+        disparity = disp.cpu().numpy().astype(np.float32)
+        probs_np = probs.cpu().numpy()
+    return engine._result(request, disparity, probs_np, planes)

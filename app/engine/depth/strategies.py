@@ -1,0 +1,120 @@
+"""The latency budget's choice for continuous depth: strategies, not only plane counts.
+
+A strategy is a plane step of the full sweep (3, 6, 9 or 12 px) and a sub-pixel stage
+(colour, grey or none), listed most accurate first (``LADDER``, ordered by the measurements
+in benchmarks/RESULTS.md, "Latency budget"). The budget takes the first whose predicted time
+(``budget.CostModel``, measured on this device and frame size) fits. A sweep coarser than
+12 px is not offered as depth: below the cheapest strategy the engine answers the quantized
+mode with as many planes as fit, and says so; below one plane it is a ``UserError`` naming
+the minimum.
+
+Shapes: none (plans only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from app.engine.depth.budget import CostModel, grid_planes
+from app.engine.depth.searched import Strategy
+from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
+from app.engine.errors import UserError, setting
+
+# most accurate first; every step is a multiple of the 3 px feature column
+LADDER: tuple[Strategy, ...] = (
+    Strategy(coarse_step=0, step=3, subpixel="colour"),
+    Strategy(coarse_step=0, step=3, subpixel="grey"),
+    Strategy(coarse_step=0, step=6, subpixel="colour"),
+    Strategy(coarse_step=0, step=6, subpixel="grey"),
+    Strategy(coarse_step=0, step=9, subpixel="grey"),
+    Strategy(coarse_step=0, step=12, subpixel="grey"),
+)
+SUBPIXEL_CODES = {"off": 0.0, "grey": 1.0, "colour": 2.0}  # result.choice["subpixel"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A strategy that fits (``strategy``), or ``levels`` planes of the quantized fallback."""
+
+    predicted_ms: float
+    strategy: Strategy | None = None
+    levels: int = 0
+    planes: int = 0
+
+    def describe(self) -> str:
+        if self.strategy is None:
+            return f"quantized, {self.levels} planes"
+        sub = {"colour": "colour", "grey": "grey", "off": "no"}[self.strategy.subpixel]
+        return f"{self.planes} planes every {self.strategy.step} px, {sub} sub-pixel matching"
+
+
+def ladder(subpixel: bool) -> tuple[Strategy, ...]:
+    """``LADDER``, or its sub-pixel-free versions where the engine has no sub-pixel stage."""
+    if subpixel:
+        return LADDER
+    seen: list[Strategy] = []
+    for s in LADDER:
+        plain = Strategy(coarse_step=0, step=s.step, subpixel="off")
+        if plain not in seen:
+            seen.append(plain)
+    return tuple(seen)
+
+
+def choose(
+    costs: CostModel,
+    size: tuple[int, int],
+    budget_ms: float,
+    span: tuple[float, float],
+    top: int,
+    subpixel: bool,
+    max_levels: int,
+) -> Choice:
+    """The most accurate strategy predicted to fit ``budget_ms`` over the disparity ``span``, else
+    the most quantized planes that fit; a ``UserError`` when not even one plane fits in a
+    measured frame (after the first frame's probe alone, one plane runs to measure it)."""
+    lo, hi = span
+    for strategy in ladder(subpixel):
+        planes = grid_planes(lo, hi, strategy.step, top)
+        predicted = costs.predict_dense_ms(size, planes, strategy.subpixel)
+        if predicted <= budget_ms:
+            return Choice(predicted, strategy, planes=planes)
+    levels = costs.max_planes(size, budget_ms, max_levels)
+    predicted = costs.predict_ms(size, levels)
+    if predicted > budget_ms and costs.costs[size].samples < 2:
+        # only the first frame's probe says so: answer the fastest once and measure it
+        return Choice(predicted, None, levels=levels, planes=levels)
+    if predicted > budget_ms:
+        minimum = costs.predict_ms(size, 1)
+        raise UserError(
+            f"{setting('budget_ms')} {budget_ms:g} ms is below the fastest answer here "
+            f"(one plane, about {minimum:.0f} ms at {size[1]}x{size[0]}); use at least {np.ceil(minimum):.0f}"
+        )
+    return Choice(predicted, None, levels=levels, planes=levels)
+
+
+def cheapest_ms(
+    costs: CostModel, size: tuple[int, int], span: tuple[float, float], top: int, subpixel: bool
+) -> float:
+    """Predicted time of the cheapest continuous strategy (the note of a quantized fallback)."""
+    last = ladder(subpixel)[-1]
+    return costs.predict_dense_ms(size, grid_planes(span[0], span[1], last.step, top), last.subpixel)
+
+
+def probe_subpixel(left: np.ndarray, right: np.ndarray, config: SubpixelConfig | None) -> dict[str, float]:
+    """Milliseconds of the sub-pixel stage on this pair, colour and grey (the budget's first frame):
+    H x W x 3 uint8 images, run on a flat disparity (its cost does not depend on the values)."""
+    cfg = config or DEFAULT_SUBPIXEL
+    lt, rt = torch.from_numpy(left), torch.from_numpy(right)
+    flat = torch.full(left.shape[:2], 8.0)
+    refine_subpixel(lt, rt, flat, dataclasses.replace(cfg, grey=True))  # untimed: first calls set up
+    out = {}
+    for kind in ("colour", "grey"):
+        t0 = time.perf_counter()
+        refine_subpixel(lt, rt, flat, dataclasses.replace(cfg, grey=kind == "grey"))
+        out[kind] = (time.perf_counter() - t0) * 1000
+    return out

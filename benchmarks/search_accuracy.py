@@ -1,0 +1,94 @@
+"""Coarse-to-fine search against the full sweep: dense bad-2 on the demo pair and on held-out
+synthetic scenes (``training.data.selection_scenes``, never used in training), per strategy.
+
+python benchmarks/search_accuracy.py [--scenes 16] [--steps 12,24,48,96] [--ladder] [--precision fp32]
+    [--json FILE]
+
+``--ladder`` scores the latency budget's strategies (``depth.strategies.LADDER``: full sweeps
+every 3-12 px with colour or grey sub-pixel matching) instead, to check their order.
+
+Every strategy runs the bundled light model through torch on the same inputs; ``full`` is
+``--search full``. The search was designed before these figures were taken and nothing here
+tunes it: this only reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.engine.assets import demo_scene  # noqa: E402
+from app.engine.depth.budget import CostModel  # noqa: E402
+from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
+from app.engine.depth.searched import Strategy  # noqa: E402
+from app.engine.depth.strategies import LADDER  # noqa: E402
+from app.engine.metrics import evaluate  # noqa: E402
+from app.engine.sources.spec import find_scenes  # noqa: E402
+from app.engine.synthetic.layered import to_uint8  # noqa: E402
+from app.engine.training.data import selection_scenes  # noqa: E402
+from app.engine.types import DepthRequest, Mode  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--scenes", type=int, default=16)
+    p.add_argument("--steps", default="12,24,48,96", help="coarse steps (px) to compare")
+    p.add_argument("--ladder", action="store_true", help="score the budget's strategies instead")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--json")
+    args = p.parse_args()
+    pairs = []
+    demo, _ = find_scenes(demo_scene())[0].load()
+    pairs.append(("motorcycle", demo.left, demo.right, demo.gt_disparity))
+    for i, scene in enumerate(selection_scenes(args.scenes)):
+        pairs.append((f"synthetic{i}", to_uint8(scene.left), to_uint8(scene.right), scene.disparity.numpy()))
+    engine, _ = build_engine(EngineOptions(runtime="torch", precision=args.precision, search="full"))
+    strategies: dict[str, Strategy | None] = {"full": None}
+    for step in (int(s) for s in args.steps.split(",")):
+        strategies[f"c2f {step}"] = Strategy(coarse_step=step)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192)
+    if args.ladder:
+        strategies = {f"step {s.step} {s.subpixel}": s for s in LADDER}
+        # a budget no strategy but the one scored is predicted to meet: the engine's own plan
+        request = dataclasses.replace(request, budget_ms=1e9)
+    table: dict[str, dict[str, float]] = {}
+    for label, strategy in strategies.items():
+        engine.search = "full" if strategy is None or args.ladder else "coarse-to-fine"
+        if strategy is not None and not args.ladder:
+            engine.strategy = strategy
+        if args.ladder:
+            assert strategy is not None
+            only = (strategy.step, strategy.subpixel)
+            engine.costs = CostModel()
+            engine.costs.predict_dense_ms = (  # type: ignore[method-assign]
+                lambda size, planes, sub, only=only: (
+                    0.0 if (192 // max(planes - 1, 1), sub) == only else float("inf")
+                )
+            )
+        row = {}
+        for name, left, right, gt in pairs:
+            result = engine.compute(left, right, request)
+            assert not args.ladder or result.choice.get("step_px") == strategy.step  # type: ignore[union-attr]
+            row[name] = evaluate(result.disparity, gt)["dense"].bad2
+        table[label] = row
+        synth = [v for k, v in row.items() if k != "motorcycle"]
+        print(
+            f"{label:8s} motorcycle bad-2 {100 * row['motorcycle']:.2f} %, "
+            f"synthetic mean {100 * float(np.mean(synth)):.2f} % (max {100 * max(synth):.2f})",
+            flush=True,
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(table, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from app.commands.arguments import whole
+
 
 def parse_pattern(text: str) -> tuple[int, int]:
     """'9x6' -> (9, 6): inner corners per row (cols) x per column (rows)."""
@@ -15,8 +17,13 @@ def parse_pattern(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(
             f"pattern must be COLSxROWS inner corners, e.g. 9x6, got {text!r}"
         ) from None
-    if cols < 2 or rows < 2:
-        raise argparse.ArgumentTypeError(f"a chessboard needs at least 2x2 inner corners, got {text!r}")
+    from app.engine.calibration.chessboard import check_pattern
+    from app.engine.errors import UserError
+
+    try:
+        check_pattern((cols, rows))
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return cols, rows
 
 
@@ -222,7 +229,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--pattern", type=parse_pattern, help="chessboard inner corners COLSxROWS, e.g. 9x6")
     c.add_argument("--square", type=positive_metres, help="chessboard square size in metres")
     c.add_argument("--detector", default="orb", choices=["orb", "sift"])
-    c.add_argument("--max-features", type=int, default=3000, help="features per image (default 3000)")
+    c.add_argument(
+        "--max-features",
+        type=whole("--max-features", 50, 100_000),
+        default=3000,
+        help="features per image (default 3000; 50 to 100000)",
+    )
     c.add_argument("--json", help="also write the figures to this JSON file")
     c.set_defaults(func=run_check)
 

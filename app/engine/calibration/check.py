@@ -18,6 +18,7 @@ import numpy as np
 from app.engine.calibration.chessboard import detect_corners
 from app.engine.errors import UserError
 from app.engine.types import Calibration, check_pair
+from app.engine.validation import Bounds, integer
 
 GOOD_RMS_PX = 0.6
 MARGINAL_RMS_PX = 1.0
@@ -30,6 +31,9 @@ PLANAR_FRACTION = 0.6  # F inliers one homography explains, above which the scen
 _HALF = 7  # refinement patch is 15 x 15 px
 _SEARCH = 3  # px around the descriptor match
 _MIN_NCC = 0.9
+
+
+MIN_FEATURES, MAX_FEATURES = 50, 100_000  # per image: fewer cannot fit a geometry; more only cost time
 
 
 def verdict_for(vertical_rms_px: float) -> str:
@@ -166,6 +170,7 @@ def match_features(
     gl: np.ndarray, gr: np.ndarray, detector: str = "orb", max_features: int = 3000
 ) -> tuple[np.ndarray, np.ndarray]:
     """Ratio-tested matches between two H x W uint8 images: two N x 2 float32 arrays."""
+    integer(max_features, "features per image", Bounds(MIN_FEATURES, MAX_FEATURES))
     features: cv2.Feature2D
     if detector == "sift":
         if not hasattr(cv2, "SIFT"):

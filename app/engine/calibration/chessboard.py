@@ -69,8 +69,22 @@ def board_points(pattern: tuple[int, int], square_m: float) -> np.ndarray:
     return np.hstack([grid * square_m, np.zeros((len(grid), 1))]).astype(np.float32)
 
 
+MIN_CORNERS, MAX_CORNERS = 3, 100  # per side: OpenCV's detectors need more than 2 inner corners
+
+
+def check_pattern(pattern: tuple[int, int]) -> None:
+    """A ``UserError`` unless both sides count MIN_CORNERS to MAX_CORNERS inner corners."""
+    cols, rows = pattern
+    if not (MIN_CORNERS <= cols <= MAX_CORNERS and MIN_CORNERS <= rows <= MAX_CORNERS):
+        raise UserError(
+            f"a chessboard pattern of {cols}x{rows} inner corners cannot be detected; each side needs "
+            f"{MIN_CORNERS} to {MAX_CORNERS} inner corners (count the corners where four squares meet)"
+        )
+
+
 def detect_corners(gray: np.ndarray, pattern: tuple[int, int]) -> np.ndarray | None:
     """Sub-pixel corners of the board in an H x W uint8 image: N x 2 float32, or None."""
+    check_pattern(pattern)
     found, corners = cv2.findChessboardCornersSB(gray, pattern, flags=cv2.CALIB_CB_NORMALIZE_IMAGE)
     if not found:
         flags = cv2.CALIB_CB_ADAPTIVE_THRESH | cv2.CALIB_CB_NORMALIZE_IMAGE

@@ -156,6 +156,8 @@ class DepthResult:
     engine: str
     range_state: np.ndarray | None = None
     mask: np.ndarray | None = None
+    # H x W in [0, 1]: how far to trust each answer (None: the engine does not rate its answers)
+    confidence: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
     device: str = "cpu"
     runtime: str = "numpy"
@@ -173,7 +175,14 @@ class DepthResult:
             "probabilities": self.probabilities.astype(np.float32),
             "planes": self.planes.astype(np.float32),
             "range_state": state.astype(np.int8),
+            "confidence": self.known_confidence(),
         }
+
+    def known_confidence(self) -> np.ndarray:
+        """The engine's confidence, or 1 where an engine that does not rate its answers gave one."""
+        if self.confidence is not None:
+            return self.confidence.astype(np.float32)
+        return np.isfinite(self.disparity).astype(np.float32)
 
 
 @dataclass

@@ -29,23 +29,24 @@ from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
 from app.engine.bi3d.padding import Padder
+from app.engine.depth.agreement import (
+    DEFAULT_AGREEMENT,
+    AgreementConfig,
+    agree,
+    curve_confidence,
+    plane_confidence,
+)
 from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
     continuous_range,
     dense_span,
     quantized_disparity,
     range_state,
-    range_state_from_probabilities,
     requested_planes,
 )
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
-from app.engine.depth.readout import (
-    integrate_planes,
-    median_disparity,
-    monotone_logits,
-    normalized_to_disparity,
-)
+from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_disparity, step_fit
 from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
 from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
@@ -131,6 +132,7 @@ class Bi3DEngine:
         subpixel: SubpixelConfig | None = DEFAULT_SUBPIXEL,
         plane_check: PlaneCheckConfig | None = DEFAULT_PLANE_CHECK,
         search: str = "auto",
+        agreement: AgreementConfig | None = DEFAULT_AGREEMENT,
     ) -> None:
         """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
         None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
@@ -161,6 +163,8 @@ class Bi3DEngine:
         if search not in SEARCHES:
             raise UserError(f"unknown {setting('search')} {search!r}; use one of {', '.join(SEARCHES)}")
         self.search = search
+        # occlusion fill and matching confidence of per-plane classifiers' continuous answers
+        self.agreement = agreement
         self.strategy = Strategy()  # the coarse-to-fine search without a budget
         # only for models whose answers were measured to gain from it (SweepModel.plane_check)
         self.plane_check = plane_check if model.plane_check else None
@@ -464,12 +468,13 @@ class Bi3DEngine:
 
     def _plane_result(self, request: DepthRequest, plan: Plan, probs: np.ndarray) -> DepthResult:
         h, w = probs.shape[-2:]
+        confidence = plane_confidence(probs)
         if request.mode is Mode.BINARY:
             mask = probs[0] > 0.5
             disparity = np.full((h, w), np.nan, np.float32)
-            return self._result(request, disparity, probs, plan.planes, mask=mask)
+            return self._result(request, disparity, probs, plan.planes, mask=mask, confidence=confidence)
         disparity = quantized_disparity(probs, plan.planes, request.max_disparity)
-        return self._result(request, disparity, probs, plan.planes)
+        return self._result(request, disparity, probs, plan.planes, confidence=confidence)
 
     def _dense_result(
         self,
@@ -488,40 +493,49 @@ class Bi3DEngine:
             if self.model.refinenet3d is not None and plan.step == FEATURE_STRIDE:
                 lowres = self.backend.regularise(feats, lowres)
             logits = self.backend.refine_planes(feats, lowres).float()
-            if not self.model.has_disp_refine:
-                logits = monotone_logits(logits)
+        fit: StepFit | None = None
         with self._timed(timings, "readout"):
             probes = (round(lo) - first, round(hi) - first)
-            # the area under the curve feeds DispRefine; the selective range reads two probes of it
-            needs_dense = self.model.has_disp_refine or request.mode is Mode.SELECTIVE
-            dense = integrate_planes(logits, plan.step, probes) if needs_dense else None
-            if dense is not None and self.model.has_disp_refine:  # published continuous: area, DispRefine
+            if self.model.has_disp_refine:  # published: the area under the curve feeds DispRefine
+                dense = integrate_planes(logits, plan.step, probes)
                 normalized = self.backend.refine_disparity(feats, dense.normalized).float()
                 disp = normalized_to_disparity(normalized, first, last)
-            else:  # per-plane classifiers: the 0.5 crossing (see median_disparity)
+            else:  # per-plane classifiers: the best step of each curve (see step_fit)
                 planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
-                disp = median_disparity(logits, planes)
+                fit = step_fit(logits, planes)
+                disp = fit.disparity
         disp = padder.crop(disp)[0, 0]
+        stepped = disp  # before the sub-pixel stage: the selective range state reads this
         kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
         if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
             config = dataclasses.replace(self.subpixel, grey=kind == "grey")
             with self._timed(timings, "subpixel"):
                 left, right = (torch.from_numpy(im).to(disp.device) for im in images)
                 disp = refine_subpixel(left, right, disp, config)
+        confidence = None
+        if self.agreement is not None and fit is not None:
+            with self._timed(timings, "agreement"):
+                left, right = (torch.from_numpy(im).to(disp.device) for im in images)
+                agreed = agree(left, right, disp, padder.crop(fit.cost)[0, 0], self.agreement)
+                disp, confidence = agreed.disparity, agreed.confidence.cpu().numpy()
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
+        if confidence is None:  # the published continuous model: its curve's own step
+            planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
+            cost = padder.crop(step_fit(logits, planes).cost)[0, 0]
+            confidence = curve_confidence(cost).cpu().numpy()
         state = None
         if request.mode is Mode.SELECTIVE and self.model.has_disp_refine:
             # the published selective output is the refined disparity clamped to [lo - 0.5,
             # hi + 0.5]: outside the range is where that answer leaves it
             state = range_state(disparity, lo, hi)
             disparity[state != 0] = np.nan
-        elif dense is not None and request.mode is Mode.SELECTIVE:
-            p_lo, p_hi = (padder.crop(dense.probes[i]).cpu().numpy() for i in probes)
-            state = range_state_from_probabilities(p_lo, p_hi)
+        elif request.mode is Mode.SELECTIVE:
+            # the step lies below the first plane (farther), past the last (closer) or inside
+            state = range_state(stepped.cpu().numpy(), lo, hi)
             disparity[state != 0] = np.nan
-        return self._result(request, disparity, probs, plan.planes, range_state=state)
+        return self._result(request, disparity, probs, plan.planes, range_state=state, confidence=confidence)
 
     def _result(
         self,

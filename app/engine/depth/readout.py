@@ -83,16 +83,59 @@ def median_disparity(logits: Tensor, planes: Tensor) -> Tensor:
     plane + half a step, those already below at the first plane read the first - half a step.
     """
     probs = torch.sigmoid(logits.float())
-    p = probs.shape[1]
     below = probs < 0.5
     k = torch.argmax(below.to(torch.uint8), dim=1, keepdim=True)  # first plane below 0.5
     never = ~below.any(dim=1, keepdim=True)
+    return _crossing(probs, torch.where(never, torch.full_like(k, probs.shape[1]), k), planes)
+
+
+@dataclass
+class StepFit:
+    """The best step of a probability curve: where it goes from "closer" to "farther"."""
+
+    disparity: Tensor  # 1 x 1 x H x W px: the 0.5 crossing at the step
+    cost: Tensor  # 1 x 1 x H x W: the curve's disagreement with its step, in planes (0: a clean step)
+    above: Tensor  # 1 x 1 x H x W int64: planes judged closer (the step's index)
+
+
+def step_fit(logits: Tensor, planes: Tensor) -> StepFit:
+    """Fit each pixel's curve P(d > plane) with the step that disagrees with it least.
+
+    logits 1 x P x H x W of any shape of curve (not made monotone), planes (P,) px ascending.
+    The step after the first ``k`` planes costs ``sum_{i<k} (1 - p_i) + sum_{i>=k} p_i``; the
+    best ``k`` is read out at the curve's 0.5 crossing between planes ``k - 1`` and ``k``.
+
+    A run of false "closer" answers on planes far beyond the scene (the light model gives
+    them on real images: 15 % of Motorcycle's pixels moved by more than 10 px at a 192-px
+    sweep when the curve was made monotone first) costs less to ignore than to follow, as
+    long as it is shorter than the true "closer" run, so the answer no longer depends on
+    how far the sweep goes. Costs ``P`` element-wise passes; memory stays at H x W.
+    """
+    probs = torch.sigmoid(logits.float())
+    # cost(k) = sum(p) + sum_{i<k} (1 - 2 p_i): a running minimum of the prefix sums
+    run = torch.zeros_like(probs[:, :1])
+    best = torch.zeros_like(run)
+    above = torch.zeros_like(run, dtype=torch.int64)
+    for i in range(probs.shape[1]):
+        run.add_(1.0 - 2.0 * probs[:, i : i + 1])
+        better = run < best  # strictly: of equal fits the farther step wins
+        best = torch.where(better, run, best)
+        above = torch.where(better, torch.full_like(above, i + 1), above)
+    cost = best + probs.sum(1, keepdim=True)
+    return StepFit(_crossing(probs, above, planes), cost, above)
+
+
+def _crossing(probs: Tensor, k: Tensor, planes: Tensor) -> Tensor:
+    """The 0.5 crossing between planes ``k - 1`` and ``k`` (1 x 1 x H x W indices in [0, P]);
+    ``k = 0`` reads the first plane - half a step, ``k = P`` the last + half a step."""
+    p = probs.shape[1]
+    k1 = k.clamp(max=p - 1)
     k0 = (k - 1).clamp(min=0)
-    p_hi, p_lo = probs.gather(1, k0), probs.gather(1, k)
+    p_hi, p_lo = probs.gather(1, k0), probs.gather(1, k1)
     d = planes.to(probs)
-    d_hi, d_lo = d[k0], d[k]
+    d_hi, d_lo = d[k0], d[k1]
     t = ((p_hi - 0.5) / (p_hi - p_lo).clamp(min=1e-6)).clamp(0, 1)
     out = d_hi + t * (d_lo - d_hi)
     step = float(d[1] - d[0]) if p > 1 else 1.0
     out = torch.where(k == 0, d[0] - step / 2, out)
-    return torch.where(never, d[-1] + step / 2, out)
+    return torch.where(k >= p, d[-1] + step / 2, out)

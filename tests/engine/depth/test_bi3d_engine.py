@@ -10,6 +10,7 @@ from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import Bi3DModel
 from app.engine.bi3d.padding import Padder, to_network_input
 from app.engine.depth.bi3d import Bi3DEngine
+from app.engine.depth.readout import StepFit
 from app.engine.errors import UserError
 from app.engine.types import DepthRequest, Mode
 
@@ -255,15 +256,18 @@ def _constant_disparity_pair(disparity: int, seed: int, blur: float) -> tuple[np
 
 def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     left, right = _constant_disparity_pair(6, seed=2, blur=1.2)
+
     # whatever the random network reads out, say 7.4 px (within one plane of the truth)
-    monkeypatch.setattr(
-        "app.engine.depth.bi3d.median_disparity", lambda logits, planes: torch.full_like(logits[:, :1], 7.4)
-    )
+    def fit(logits: torch.Tensor, planes: torch.Tensor) -> StepFit:
+        flat = torch.zeros_like(logits[:, :1])
+        return StepFit(flat + 7.4, flat, flat.long())
+
+    monkeypatch.setattr("app.engine.depth.bi3d.step_fit", fit)
     torch.manual_seed(0)
     model = Bi3DModel("binary", width=0.25)
     request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
-    on = Bi3DEngine(model).compute(left, right, request)
-    off = Bi3DEngine(model, subpixel=None).compute(left, right, request)
+    on = Bi3DEngine(model, agreement=None).compute(left, right, request)
+    off = Bi3DEngine(model, subpixel=None, agreement=None).compute(left, right, request)
     assert "subpixel" in on.timings and "subpixel" not in off.timings
     assert np.allclose(off.disparity, 7.4)
     assert np.median(np.abs(on.disparity[10:-10, 20:-10] - 6.0)) < 0.2

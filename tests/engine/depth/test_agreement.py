@@ -1,0 +1,80 @@
+"""Step-fit readout, occlusion fill and confidence."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from app.engine.depth.agreement import AgreementConfig, agree, background_fill, match_score, plane_confidence
+from app.engine.depth.readout import median_disparity, monotone_logits, step_fit
+
+
+def _logits(curve: list[float]) -> torch.Tensor:
+    p = torch.tensor(curve).clamp(1e-4, 1 - 1e-4)
+    return torch.log(p / (1 - p)).view(1, -1, 1, 1)
+
+
+PLANES = torch.arange(0, 30, 3, dtype=torch.float32)  # 10 planes, 0..27 px
+
+
+def test_step_fit_ignores_a_short_false_closer_run_on_far_planes() -> None:
+    # closer than planes 0..3 (true disparity between 9 and 12), then a false "closer" run at 21..27
+    curve = [1, 1, 1, 1, 0.1, 0.1, 0.1, 0.1, 0.95, 0.95]
+    fit = step_fit(_logits(curve), PLANES)
+    assert fit.above.item() == 4
+    assert 9 <= fit.disparity.item() <= 12
+    assert abs(fit.cost.item() - 2.3) < 1e-2  # 4 x 0.1 below the step, 2 x 0.95 ignored
+    # the running bounds of the old readout followed the false run past the last plane
+    assert median_disparity(monotone_logits(_logits(curve)), PLANES).item() == 28.5
+
+
+def test_step_fit_reads_the_crossing_and_the_ends() -> None:
+    fit = step_fit(_logits([1, 1, 0.8, 0.2, 0, 0, 0, 0, 0, 0]), PLANES)
+    assert abs(fit.disparity.item() - 7.5) < 1e-3  # 0.5 halfway between planes 6 and 9 px
+    assert step_fit(_logits([0.0] * 10), PLANES).disparity.item() == -1.5
+    assert step_fit(_logits([1.0] * 10), PLANES).disparity.item() == 28.5
+    assert step_fit(_logits([1.0] * 10), PLANES).cost.item() < 1e-2
+
+
+def _shifted_pair(d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0, 255, (60, 160 + d, 3)).astype(np.uint8)
+    return base[:, :160].copy(), base[:, d:].copy()  # left(x) = right(x - d)
+
+
+def test_match_score_is_high_at_the_true_disparity_only() -> None:
+    left, right = (torch.from_numpy(a) for a in _shifted_pair(8))
+    good, std, inside = match_score(left, right, torch.full((60, 160), 8.0), 7)
+    bad, _, _ = match_score(left, right, torch.full((60, 160), 13.0), 7)
+    assert good[5:-5, 20:-5].min() > 0.95
+    assert bad[5:-5, 20:-5].median() < 0.3
+    assert (std > 10).all()
+    assert not inside[:, :8].any() and inside[:, 8:].all()
+
+
+def test_background_fill_takes_the_farther_neighbour() -> None:
+    d = torch.tensor([[5.0, 5.0, 20.0, 20.0, 20.0, 9.0]])
+    accepted = torch.tensor([[True, True, False, False, True, True]])
+    out = background_fill(d, accepted)
+    assert out[0, 2].item() == 5.0 and out[0, 3].item() == 5.0  # min(5 from the left, 20 from the right)
+    assert torch.isnan(background_fill(d, torch.zeros_like(accepted))).all()
+
+
+def test_agree_fills_a_mismatched_strip_and_lowers_its_confidence() -> None:
+    left, right = (torch.from_numpy(a) for a in _shifted_pair(8, seed=1))
+    disparity = torch.full((60, 160), 8.0)
+    disparity[:, 70:90] = 30.0  # a wrong (too near) strip
+    cost = torch.zeros(60, 160)
+    config = AgreementConfig(median=1)
+    out = agree(left, right, disparity, cost, config)
+    assert torch.allclose(out.disparity[:, 74:86], torch.tensor(8.0))
+    assert out.filled[:, 74:86].all()
+    assert out.confidence[:, 74:86].max() <= config.filled
+    assert out.confidence[10:-10, 20:60].min() > 0.9  # matched, clean curve
+    noisy = agree(left, right, torch.full((60, 160), 8.0), torch.full((60, 160), 6.0), config)
+    assert noisy.confidence[10:-10, 20:60].max() < 0.1  # a curve far from any step
+
+
+def test_plane_confidence_is_the_least_decided_plane() -> None:
+    p = np.array([[[0.95]], [[0.6]]], np.float32)
+    assert abs(plane_confidence(p)[0, 0] - 0.2) < 1e-6

@@ -26,6 +26,7 @@ from app.engine.errors import UserError, setting, word_settings
 from app.engine.formats import COLORMAPS
 from app.engine.types import (
     DEFAULT_MAX_DISPARITY,
+    DEFAULT_MIN_CONFIDENCE,
     DEVICES,
     ENGINES,
     FLOW_BACKENDS,
@@ -168,7 +169,15 @@ RANGE = Setting(
     "range", "Range", "--range", "selective: MIN MAX", "number", (20.0, 60.0), minimum=0, maximum=256,
     unit=" px",
 )  # fmt: skip
-REQUEST_SETTINGS: tuple[Setting, ...] = (MODE, PLANE, LEVELS, SPACING, RANGE, MAX_DISPARITY, BUDGET)
+MIN_CONFIDENCE = Setting(
+    "min_confidence", "Min confidence", "--min-confidence",
+    "Bi3D continuous and selective: pixels whose answer is rated below this (0-1; from the probability "
+    "curve and the images' matching) are left unknown; 0 keeps every answer", "number",
+    DEFAULT_MIN_CONFIDENCE, minimum=0, maximum=1,
+)  # fmt: skip
+REQUEST_SETTINGS: tuple[Setting, ...] = (
+    MODE, PLANE, LEVELS, SPACING, RANGE, MAX_DISPARITY, BUDGET, MIN_CONFIDENCE
+)  # fmt: skip
 
 FLOW = _choice("flow", "Optical flow", "--backend", ("off", *FLOW_BACKENDS), "off",
                "optical flow backend (auto: nvof when its probe passes, else dis)")  # fmt: skip
@@ -235,12 +244,18 @@ def depth_request(
     spacing: str = Spacing.DISPARITY.value,
     range_px: tuple[float, float] | None = None,
     budget_ms: float | None = None,
-    max_disparity: int = DEFAULT_MAX_DISPARITY,
+    max_disparity: int | str = "auto",
     calibration: Calibration | None = None,
+    min_confidence: float | None = None,
 ) -> DepthRequest:
-    """The request for ``mode``: inputs another mode uses are dropped, numbers are checked."""
+    """The request for ``mode``: inputs another mode uses are dropped, numbers are checked.
+    ``max_disparity`` "auto": continuous depth sweeps each frame up to its estimated reach, at
+    most ``DEFAULT_MAX_DISPARITY`` (other modes use that ceiling)."""
     m = Mode(MODE.check(mode))
-    top = int(MAX_DISPARITY.check(max_disparity))
+    auto = isinstance(max_disparity, str) and max_disparity.strip().lower() == "auto"
+    top = DEFAULT_MAX_DISPARITY if auto else int(MAX_DISPARITY.check(max_disparity))
+    if min_confidence is not None:
+        min_confidence = float(MIN_CONFIDENCE.check(min_confidence))
     if budget_ms is not None:
         budget_ms = float(BUDGET.check(budget_ms))
     if levels is not None and m is Mode.QUANTIZED:
@@ -261,4 +276,6 @@ def depth_request(
         budget_ms=budget_ms,
         max_disparity=top,
         calibration=calibration,
+        auto_range=auto and m is Mode.CONTINUOUS,
+        min_confidence=DEFAULT_MIN_CONFIDENCE if min_confidence is None else min_confidence,
     )

@@ -47,7 +47,7 @@ def test_depth_writes_the_contract_files(capsys, small_pair, tmp_path: Path) -> 
     )
     assert code == 0 and "engine: sgbm" in stdout
     with np.load(out / "result.npz") as z:
-        assert set(z.files) == {"disparity", "probabilities", "planes", "range_state"}
+        assert set(z.files) == {"disparity", "probabilities", "planes", "range_state", "confidence"}
         disparity = z["disparity"]
     assert disparity.shape == (200, 300)
     np.testing.assert_array_equal(read_pfm(out / "disparity.pfm"), disparity)
@@ -122,7 +122,12 @@ def test_depth_continuous_published_checkpoint_disparity(  # type: ignore[no-unt
         paths.append(str(path))
     weights = tmp_path / "cont.pth.tar"
     torch.save({"state_dict": deterministic_state_dict(key_specs["continuous_2d"])}, weights)
-    code, _, _ = run(capsys, "depth", *paths, "--weights", str(weights), "--out", str(tmp_path / "c"))
+    # the published continuous model always reads its whole trained range (auto has no effect);
+    # --min-confidence 0 keeps every answer of the reference
+    out = str(tmp_path / "c")
+    code, _, _ = run(
+        capsys, "depth", *paths, "--weights", str(weights), "--out", out, "--min-confidence", "0"
+    )
     assert code == 0
     n = reference["cont2d_full_disp_normalized"][0, 0]
     expected = np.clip(n * 193 - 0.5, -0.5, 192.5)

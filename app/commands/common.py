@@ -90,6 +90,7 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
         budget_ms=args.budget_ms,
         max_disparity=args.max_disparity,
         calibration=calibration,
+        min_confidence=getattr(args, "min_confidence", None),
     )
 
 
@@ -126,11 +127,32 @@ def add_setting(p: argparse.ArgumentParser | argparse._ArgumentGroup, setting: v
     p.add_argument(setting.flag, **kwargs)
 
 
-def add_engine_args(p: argparse.ArgumentParser, *, engine: bool = False) -> None:
-    """The engine's flags (``--engine`` too when ``engine``), and ``--max-disparity``."""
+def add_engine_args(p: argparse.ArgumentParser, *, engine: bool = False, auto_range: bool = False) -> None:
+    """The engine's flags (``--engine`` too when ``engine``), and ``--max-disparity`` (which
+    also takes ``auto``, its default, when ``auto_range``)."""
     sgbm = p.add_argument_group("SGBM baseline")
     for setting in vocabulary.ENGINE_SETTINGS:
         if setting.name == "engine" and not engine:
             continue
         add_setting(sgbm if setting.target.startswith("sgbm.") else p, setting)
-    add_setting(p, vocabulary.MAX_DISPARITY)
+    if not auto_range:
+        add_setting(p, vocabulary.MAX_DISPARITY)
+        return
+    number_type = argument_type(vocabulary.MAX_DISPARITY)
+
+    def auto_or_number(text: str) -> Any:
+        return AUTO if text.strip().lower() == AUTO else number_type(text)
+
+    auto_or_number.__name__ = vocabulary.MAX_DISPARITY.name
+    p.add_argument(
+        vocabulary.MAX_DISPARITY.flag,
+        dest=vocabulary.MAX_DISPARITY.name,
+        type=auto_or_number,
+        default=AUTO,
+        help=f"{vocabulary.MAX_DISPARITY.help}: auto (default) estimates each frame's reach and sweeps "
+        f"up to it (at most {vocabulary.DEFAULT_MAX_DISPARITY} px), or a number of px "
+        f"({vocabulary.MAX_DISPARITY.minimum}-{vocabulary.MAX_DISPARITY.maximum})",
+    )
+
+
+AUTO = "auto"

@@ -133,5 +133,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="calibration for metres: Middlebury calib.txt, OpenCV YAML/XML or stereodemo JSON",
     )
     p.add_argument("--out", default="out", help="output folder (default ./out)")
-    add_engine_args(p, engine=True)
+    add_setting(p, vocabulary.MIN_CONFIDENCE)
+    add_engine_args(p, engine=True, auto_range=True)
     p.set_defaults(func=run, usage_error=p.error)

@@ -1,6 +1,6 @@
 """Writing a ``DepthResult`` to disk as the command-line contract describes.
 
-``result.npz`` (disparity, probabilities, planes, range_state), ``disparity.pfm``,
+``result.npz`` (disparity, probabilities, planes, range_state, confidence), ``disparity.pfm``,
 ``disparity.png`` (KITTI 16-bit), ``disparity_color.png``, ``mask.png`` for binary
 mode, and ``result.json`` with the request, engine, timings and notes.
 """
@@ -153,6 +153,10 @@ def summary(result: DepthResult) -> dict[str, Any]:
             name: round(float(known[v].mean()), 4)
             for name, v in (("farther", -1), ("inside", 0), ("closer", 1))
         }
+    if result.searched is not None:  # --max-disparity auto: the sweep this frame chose
+        out["max_disparity_auto_px"] = [round(v, 2) for v in result.searched]
+    if result.confidence is not None:
+        out["confidence_mean"] = round(float(np.nanmean(result.confidence)), 4)
     if result.runtime_choice:
         out["runtime_choice"] = result.runtime_choice  # auto: from the cache, or timed in this run
     if result.choice:
@@ -188,6 +192,9 @@ def format_summary(result: DepthResult, calibration: Calibration | None = None) 
             f"range: {100 * f['inside']:.1f}% inside, {100 * f['closer']:.1f}% closer, "
             f"{100 * f['farther']:.1f}% farther"
         )
+    if "max_disparity_auto_px" in info:
+        lo, hi = info["max_disparity_auto_px"]
+        lines.append(f"searched: {lo:g}-{hi:g} px (max disparity auto)")
     if "budget_choice" in info:
         lines.append("budget: " + ", ".join(f"{k} {v:g}" for k, v in info["budget_choice"].items()))
     lines.append("time: " + ", ".join(f"{k} {v:.1f} ms" for k, v in info["timings_ms"].items()))

@@ -16,6 +16,8 @@ from app.engine.errors import UserError, setting
 from app.engine.validation import Bounds, integer, number
 
 DEFAULT_MAX_DISPARITY = 192
+# answers rated below this are unknown by default (chosen on held-out synthetic rooms: see depth.agreement)
+DEFAULT_MIN_CONFIDENCE = 0.1
 MAX_DISPARITY_LIMIT = 1024  # px: beyond any engine here (Bi3D models reach 192, SGBM searches W - 1)
 
 # The values the engine's settings take (``app.vocabulary`` gives them labels, help and ranges)
@@ -108,6 +110,11 @@ class DepthRequest:
     budget_ms: float | None = None
     max_disparity: int = DEFAULT_MAX_DISPARITY
     calibration: Calibration | None = None
+    # continuous: bound the sweep by a per-frame estimate of the scene's reach, at most
+    # ``max_disparity`` (``depth.scene_range``; the front ends' default, ``--max-disparity auto``)
+    auto_range: bool = False
+    # continuous and selective: answers rated below this (``DepthResult.confidence``) are unknown
+    min_confidence: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode(self.mode))
@@ -131,6 +138,7 @@ class DepthRequest:
             most = max(1, math.ceil(span) - 1)
             hint = f"a {span:g} px range holds at most {most} planes 1 px apart"
             integer(self.levels, "levels", Bounds(1, most), hint=hint)
+        number(self.min_confidence, "min confidence", Bounds(0, 1))
         if self.budget_ms is not None:
             number(self.budget_ms, "budget", Bounds(0, 3_600_000, low_open=True), "ms")
         if self.mode is Mode.BINARY and len(self.planes) > 1:
@@ -164,6 +172,7 @@ class DepthResult:
     precision: str = "fp32"
     notes: list[str] = field(default_factory=list)
     choice: dict[str, float] = field(default_factory=dict)
+    searched: tuple[float, float] | None = None  # px: the sweep of --max-disparity auto
     runtime_choice: str = ""  # --runtime auto: "cache" (an earlier run's decision) or "timed"
 
     def arrays(self) -> dict[str, np.ndarray]:

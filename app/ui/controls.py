@@ -110,7 +110,27 @@ class ControlsPanel(QWidget):
         self.max_disparity.setSuffix(" px")
         self.max_disparity.setValue(s.max_disparity)
         self.max_disparity.valueChanged.connect(self._on_max_disparity)
-        form.addRow("Max disparity", self.max_disparity)
+        self.max_disparity_auto = QCheckBox("auto")
+        self.max_disparity_auto.setToolTip(
+            "continuous: estimate each frame's disparity range and sweep only that far "
+            f"(at most {vocabulary.DEFAULT_MAX_DISPARITY} px); off: sweep to the number beside"
+        )
+        self.max_disparity_auto.setChecked(s.max_disparity_auto)
+        self.max_disparity_auto.toggled.connect(self._on_max_disparity_auto)
+        row = QHBoxLayout()
+        row.addWidget(self.max_disparity, 1)
+        row.addWidget(self.max_disparity_auto)
+        form.addRow("Max disparity", row)
+        self.min_confidence = QSlider(Qt.Orientation.Horizontal)
+        self.min_confidence.setRange(0, 100)
+        self.min_confidence.setValue(round(100 * s.min_confidence))
+        self.min_confidence.setToolTip(vocabulary.MIN_CONFIDENCE.help)
+        self.min_confidence.valueChanged.connect(self._on_min_confidence)
+        self.min_confidence_label = QLabel(f"{s.min_confidence:.2f}")
+        conf_row = QHBoxLayout()
+        conf_row.addWidget(self.min_confidence, 1)
+        conf_row.addWidget(self.min_confidence_label)
+        form.addRow("Min confidence", conf_row)
         self.budget_on = QCheckBox("Budget")
         self.budget_on.setToolTip("latency budget: the engine picks what fits in this time")
         self.budget_on.setChecked(s.budget_on)
@@ -285,6 +305,13 @@ class ControlsPanel(QWidget):
         self._update_labels()
         self._debounce.start()
 
+    def _on_max_disparity_auto(self, on: bool) -> None:
+        self._set("max_disparity_auto", bool(on))
+
+    def _on_min_confidence(self, value: int) -> None:
+        self.min_confidence_label.setText(f"{value / 100:.2f}")
+        self._set("min_confidence", value / 100)
+
     def _on_mode(self, mode: str) -> None:
         self._set("mode", mode)
         self._update_visibility()
@@ -352,8 +379,9 @@ class ControlsPanel(QWidget):
             spacing=s.spacing if self.calibration is not None else Spacing.DISPARITY.value,
             range_px=s.range_px if mode is Mode.SELECTIVE else None,
             budget_ms=s.budget_ms if s.budget_on else None,
-            max_disparity=s.max_disparity,
+            max_disparity="auto" if s.max_disparity_auto else s.max_disparity,
             calibration=self.calibration,
+            min_confidence=s.min_confidence,
         )
 
     def show_choice(self, result: DepthResult) -> None:
@@ -367,6 +395,8 @@ class ControlsPanel(QWidget):
             )
         else:
             text = f"{len(result.planes)} planes, took {took:.0f} ms"
+        if result.searched is not None:
+            text += f"; searched {result.searched[0]:g}-{result.searched[1]:g} px (auto)"
         self.budget_label.setText(text)
 
     def set_flow_status(self, text: str) -> None:

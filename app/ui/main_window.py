@@ -427,6 +427,8 @@ class MainWindow(QMainWindow):
         self.calibration.note_source_calibration(result.calibration)
         notes = "; ".join(depth.notes)
         status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
+        if depth.searched is not None:
+            status += f" · searched {depth.searched[0]:g}-{depth.searched[1]:g} px"
         self.engine_label.setText(status + (f" · {notes}" if notes else ""))
         self.engine_label.setToolTip(self.engine_label.text())
         if self._hover_at is not None:  # the readout follows the newest result

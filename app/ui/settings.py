@@ -46,6 +46,8 @@ class SettingsBase(BaseModel):
     budget_on: bool = False
     budget_ms: float = vocabulary.BUDGET.default
     max_disparity: int = 128
+    max_disparity_auto: bool = True  # continuous: sweep to each frame's estimated reach (at most 192 px)
+    min_confidence: float = vocabulary.MIN_CONFIDENCE.default
     compare: bool = False
     colormap: str = vocabulary.COLORMAP.default
     auto_range: bool = True

@@ -211,10 +211,19 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         c.compare.setChecked(True)
     assert blocker.args[0].baseline is not None and blocker.args[0].baseline.engine == "sgbm"
-    # maximum disparity reaches the request and bounds the plane slider
+    # continuous depth opens with the automatic range, up to the default ceiling
+    assert engine.requests[-1].auto_range and engine.requests[-1].max_disparity == 192
+    assert 0 < engine.requests[-1].min_confidence < 1
+    # a fixed maximum disparity reaches the request and bounds the plane slider
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        c.max_disparity_auto.setChecked(False)
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         c.max_disparity.setValue(32)
+    assert not engine.requests[-1].auto_range
     assert engine.requests[-1].max_disparity == 32 and c.plane.maximum() == 32
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        c.min_confidence.setValue(40)
+    assert engine.requests[-1].min_confidence == 0.4
     # spacing in depth needs a calibration: offered once one is known
     c.mode.setCurrentText("quantized")
     window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))

@@ -17,7 +17,10 @@ how well its answer matches:
    the curve's disagreement with its best step, in planes: a clean sharp step is 1) with
    the matching (a textured pixel's ZNCC mapped linearly from ``zncc_low`` -> 0 to
    ``zncc_high`` -> 1; a textureless one has no matching evidence and keeps
-   ``untextured`` x the curve's); a filled pixel keeps at most ``filled``.
+   ``untextured`` x the curve's, or 0 when it is nearer by ``support_px`` than every matched
+   textured answer found along its row and column: blank walls and ceilings cannot carry a
+   "near" answer that nothing around them supports), measured at the final answer; a
+   filled pixel is rated ``filled``.
 
 The fill's settings (grey ZNCC over 7 x 7, fill below 0.5, a 5 x 5 median) were chosen on
 the 16 held-out synthetic selection scenes (``training.data.selection_scenes``): dense bad-2
@@ -46,8 +49,9 @@ class AgreementConfig:
     zncc_low: float = 0.2  # matching confidence 0 at or below this ZNCC
     zncc_high: float = 0.8  # matching confidence 1 at or above this ZNCC
     untextured: float = 0.8  # share of the curve's confidence a pixel without texture keeps
-    filled: float = 0.3  # the most confidence a filled (guessed) pixel keeps
+    filled: float = 0.3  # the confidence of a filled (guessed) pixel
     median: int = 5  # median filter of the filled answer (odd; 1 = none)
+    support_px: float = 3.0  # a textureless answer this much nearer than all its support is rated 0
 
 
 DEFAULT_AGREEMENT = AgreementConfig()
@@ -111,6 +115,26 @@ def plane_confidence(probabilities: np.ndarray) -> np.ndarray:
     return np.abs(2.0 * probabilities - 1.0).min(axis=0).astype(np.float32)
 
 
+def nearest_support(disparity: Tensor, accepted: Tensor) -> Tensor:
+    """The nearest (largest) of the closest accepted answers in the four directions along rows
+    and columns; -inf where none. H x W float, H x W bool -> H x W."""
+    best = torch.full_like(disparity, float("-inf"))
+    for transpose in (False, True):
+        d, ok = (disparity.T, accepted.T) if transpose else (disparity, accepted)
+        h, w = d.shape
+        cols = torch.arange(w, device=d.device).expand(h, w)
+        missing = torch.full_like(cols, -1)
+        for flip in (False, True):
+            dd, mm = (d.flip(1), ok.flip(1)) if flip else (d, ok)
+            last = torch.cummax(torch.where(mm, cols, missing), dim=1).values
+            found = torch.where(
+                last >= 0, dd.gather(1, last.clamp(min=0)), torch.full_like(dd, float("-inf"))
+            )
+            found = found.flip(1) if flip else found
+            best = torch.maximum(best, found.T if transpose else found)
+    return best
+
+
 def agree(
     left: Tensor, right: Tensor, disparity: Tensor, curve_cost: Tensor | None, config: AgreementConfig
 ) -> Agreement:
@@ -122,13 +146,18 @@ def agree(
     fill = background_fill(disparity, ~suspect)
     filled = suspect & ~torch.isnan(fill)  # a row without accepted answers keeps its own
     out = median_filter(torch.where(filled, fill, disparity), config.median)
+    zncc, _, inside = match_score(left, right, out, config.window)  # the final answer's match
     span = max(config.zncc_high - config.zncc_low, 1e-6)
-    matching = ((zncc - config.zncc_low) / span).clamp(0, 1)
-    curve = (
-        curve_confidence(curve_cost, config.curve_scale)
-        if curve_cost is not None
-        else torch.ones_like(disparity)
-    )
-    confidence = torch.where(textured, curve * matching, curve * config.untextured)
-    confidence = torch.where(filled, confidence.clamp(max=config.filled), confidence)
+    matching = ((zncc - config.zncc_low) / span).clamp(0, 1) * inside
+    curve = torch.ones_like(disparity)
+    if curve_cost is not None:
+        curve = curve_confidence(curve_cost, config.curve_scale)
+    # a textureless pixel nearer than every matched textured answer around it (left, right,
+    # above, below) has no support: the phantom "near" blobs of blank walls and ceilings
+    matched = textured & (zncc >= config.fill_below) & inside
+    unsupported = ~textured & (out > nearest_support(out, matched) + config.support_px)
+    untextured = torch.where(unsupported, torch.zeros_like(curve), curve * config.untextured)
+    confidence = torch.where(textured, curve * matching, untextured)
+    # a filled pixel is a guess from its row: neither its curve nor its (occluded) match rates it
+    confidence = torch.where(filled, torch.full_like(confidence, config.filled), confidence)
     return Agreement(out, confidence.clamp(0, 1), filled)

@@ -47,6 +47,7 @@ from app.engine.depth.decoding import (
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
 from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_disparity, step_fit
+from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
 from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
 from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
@@ -102,6 +103,9 @@ def resolve_device(name: str) -> torch.device:
     if name not in DEVICES:
         raise UserError(f"unknown {setting('device')} {name!r}; use one of {', '.join(DEVICES)}")
     return torch.device(name)
+
+
+WIDEN_ABOVE = 0.005  # share of pixels "closer" at an auto bound's last plane that widens the sweep
 
 
 @dataclass
@@ -163,6 +167,7 @@ class Bi3DEngine:
         if search not in SEARCHES:
             raise UserError(f"unknown {setting('search')} {search!r}; use one of {', '.join(SEARCHES)}")
         self.search = search
+        self.ranges = RangeTracker()  # --max-disparity auto, frame to frame
         # occlusion fill and matching confidence of per-plane classifiers' continuous answers
         self.agreement = agreement
         self.strategy = Strategy()  # the coarse-to-fine search without a budget
@@ -200,6 +205,14 @@ class Bi3DEngine:
     def _compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
         size = padder.padded_size
+        ceiling = request.max_disparity
+        t_range = time.perf_counter()
+        found = None
+        if self.model.has_disp_refine:  # DispRefine reads the area under the whole trained range
+            request = dataclasses.replace(request, auto_range=False)
+        else:
+            request, found = bounded(request, self.ranges, left, right)
+        range_ms = (time.perf_counter() - t_range) * 1000
         self._check_memory(request, size)  # before the runtimes are opened and timed at this size
         t0 = time.perf_counter()
         probe_ms = 0.0
@@ -221,6 +234,9 @@ class Bi3DEngine:
                     feats = self.backend.features(l_in, r_in)
                 with self._timed(timings, "planes"):
                     lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
+                if found is not None:
+                    timings["range"] = range_ms
+                    request, plan, lowres = self._widen(request, plan, feats, lowres, size, ceiling, timings)
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
         # the probe of a new size is reported apart: the cost model learns the frame's own time
         timings["total"] = (time.perf_counter() - t0) * 1000 - probe_ms
@@ -233,6 +249,17 @@ class Bi3DEngine:
             plan.notes + result.notes + ([f"runtime {self.backend.name}: {reason}"] if reason else [])
         )
         result.choice = plan.choice
+        if found is not None:
+            result.searched = (0.0, float(request.max_disparity))
+            result.notes.insert(
+                0,
+                found.note
+                if found.bound == request.max_disparity
+                else (
+                    f"max disparity auto: 0-{request.max_disparity} px (the estimate, {found.bound} px, "
+                    "cut off pixels nearer than it: swept to the ceiling)"
+                ),
+            )
         result.runtime_choice = self.backend.choice_source
         if plan.choice:  # chosen under a budget
             result.choice["took_ms"] = timings["total"]
@@ -261,6 +288,32 @@ class Bi3DEngine:
             self.costs.update_search(size, base, (n, t["planes"]), passes, sub)
         elif request.mode is Mode.CONTINUOUS:
             self.costs.update_dense(size, base, (n, scaled), sub)
+
+    def _widen(
+        self,
+        request: DepthRequest,
+        plan: Plan,
+        feats: FrameFeatures,
+        lowres: Tensor,
+        size: tuple[int, int],
+        ceiling: int,
+        timings: dict[str, float],
+    ) -> tuple[DepthRequest, Plan, Tensor]:
+        """``--max-disparity auto``: when more than a trace of pixels is still "closer" at the
+        bound's last plane, sweep the planes up to the ceiling as well (the estimate missed
+        something near) and keep the wider bound for the next frames."""
+        if request.max_disparity >= ceiling or closer_than_top(lowres) <= WIDEN_ABOVE:
+            return request, plan, lowres
+        wider = dataclasses.replace(request, max_disparity=ceiling)
+        more = self._plan(wider, size)
+        n = len(plan.planes)
+        grid = len(more.planes) > n and np.allclose(more.planes[:n], plan.planes)
+        if plan.strategy is not None or not grid:
+            return request, plan, lowres  # a budget's or a 3D regulariser's grid: keep the bound
+        with self._timed(timings, "planes"):
+            extra = self._sweep(feats, self._shifts(more.planes[n:]), self._chunk(size))
+        self.ranges.grow(ceiling)
+        return wider, more, torch.cat([lowres, extra], dim=1)
 
     def _subpixel_runs(self) -> bool:
         return self.subpixel is not None and not self.model.has_disp_refine
@@ -535,6 +588,8 @@ class Bi3DEngine:
             # the step lies below the first plane (farther), past the last (closer) or inside
             state = range_state(stepped.cpu().numpy(), lo, hi)
             disparity[state != 0] = np.nan
+        if request.min_confidence > 0:
+            disparity[confidence < request.min_confidence] = np.nan
         return self._result(request, disparity, probs, plan.planes, range_state=state, confidence=confidence)
 
     def _result(

@@ -16,6 +16,7 @@ import numpy as np
 
 from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
+from app.engine.depth.scene_range import RangeTracker, bounded
 from app.engine.errors import UserError, setting
 from app.engine.types import SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
 
@@ -83,6 +84,7 @@ def search_range(max_disparity: float) -> int:
 class SGBMEngine:
     params: SGBMParams = field(default_factory=SGBMParams)
     name: str = "sgbm"
+    ranges: RangeTracker = field(default_factory=RangeTracker, repr=False, compare=False)
 
     def disparity(self, left: np.ndarray, right: np.ndarray, max_disparity: float) -> np.ndarray:
         """H x W float32 disparity from RGB uint8 images; NaN where SGBM finds no match."""
@@ -117,13 +119,17 @@ class SGBMEngine:
         disparity H x W px (NaN where SGBM has no answer), probabilities P x H x W (0 or 1)."""
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
-        self._check_memory(left.shape[:2], request)
         t0 = time.perf_counter()
+        request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto
+        self._check_memory(left.shape[:2], request)
         disp = self.disparity(left, right, request.max_disparity)
         t1 = time.perf_counter()
         result = self._answer(disp, request)
         t2 = time.perf_counter()
         result.timings = {"match": (t1 - t0) * 1000, "readout": (t2 - t1) * 1000, "total": (t2 - t0) * 1000}
+        if found is not None:
+            result.searched = (0.0, float(request.max_disparity))
+            result.notes.insert(0, found.note)
         return result
 
     def _check_memory(self, size: tuple[int, int], request: DepthRequest) -> None:

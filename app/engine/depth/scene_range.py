@@ -1,0 +1,152 @@
+"""``--max-disparity auto``: a cheap estimate of how far a frame's disparities reach.
+
+A sweep far beyond the scene's nearest point costs time linearly (every plane is a network
+pass) and gives the network more chances to answer a false "closer". The estimate is a
+classical semi-global match at a quarter of the resolution, checked left against right by
+OpenCV (``disp12MaxDiff``) and by its uniqueness ratio, over the whole allowed range: a few
+milliseconds at 480 x 640. Its ``percentile`` of the answered pixels, times ``margin`` plus
+``pad_px``, rounded up to a whole plane step, bounds the sweep, never below ``minimum`` and
+never above the request's ceiling. Frames with too few answered pixels (blank, dark) keep
+the ceiling.
+
+On live input a ``RangeTracker`` keeps the bound steady: it grows at once (something came
+closer: never cut it off) and shrinks only after ``patience`` frames in a row all asked for
+less than ``shrink_below`` of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+from torch import Tensor
+
+from app.engine.types import DepthRequest, Mode
+
+STEP_PX = 3  # the sweep's plane step: bounds are multiples of it
+
+
+@dataclass(frozen=True)
+class RangeConfig:
+    scale: int = 4  # the estimate runs at 1 / scale of the resolution
+    percentile: float = 99.5  # of the answered pixels' disparities
+    margin: float = 1.25
+    pad_px: float = 12.0
+    minimum: int = 48  # px: the smallest bound
+    min_answered: float = 0.02  # share of pixels the estimate must answer to be trusted
+    shrink_below: float = 0.8
+    patience: int = 10  # frames
+
+
+DEFAULT_RANGE = RangeConfig()
+
+
+@dataclass
+class SceneRange:
+    bound: int  # px: the sweep goes from 0 to this
+    estimate: float | None  # px: the scene's estimated reach (None: too few answered pixels)
+    note: str
+
+
+def _grey(image: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
+
+
+def estimate_reach(
+    left: np.ndarray, right: np.ndarray, ceiling: int, config: RangeConfig = DEFAULT_RANGE
+) -> float | None:
+    """The ``percentile`` of a quarter-resolution, left-right-checked SGBM's disparities (px of
+    the full resolution), or None when it answers under ``min_answered`` of the pixels.
+    ``left``, ``right`` H x W (x 3) uint8, rectified."""
+    s = config.scale
+    small_l, small_r = (
+        cv2.resize(_grey(im), None, fx=1 / s, fy=1 / s, interpolation=cv2.INTER_AREA) for im in (left, right)
+    )
+    h, w = small_l.shape
+    num = int(math.ceil(ceiling / s / 16.0) * 16)
+    num = min(num, max(16, (w - 8) // 16 * 16))
+    if w < num + 8 or h < 8:
+        return None
+    block = 5
+    matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
+        minDisparity=0,
+        numDisparities=num,
+        blockSize=block,
+        P1=8 * block * block,
+        P2=32 * block * block,
+        disp12MaxDiff=1,
+        uniquenessRatio=15,
+        speckleWindowSize=50,
+        speckleRange=2,
+        mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY,
+    )
+    raw = matcher.compute(small_l, small_r).astype(np.float32) / 16.0
+    answered = raw[:, num:] > 0  # the left strip has no match in the right view
+    if answered.mean() < config.min_answered:
+        return None
+    return float(np.percentile(raw[:, num:][answered], config.percentile)) * s
+
+
+def bound_for(reach: float | None, ceiling: int, config: RangeConfig = DEFAULT_RANGE) -> int:
+    """The sweep's top (px, a multiple of the plane step) for an estimated reach."""
+    if reach is None:
+        return ceiling
+    want = math.ceil((reach * config.margin + config.pad_px) / STEP_PX) * STEP_PX
+    return int(min(ceiling, max(config.minimum, want)))
+
+
+@dataclass
+class RangeTracker:
+    """Frame-to-frame bound of one stream (module docstring)."""
+
+    config: RangeConfig = DEFAULT_RANGE
+    bound: int | None = None
+    ceiling: int | None = None
+    size: tuple[int, ...] | None = None
+    _lower: list[int] = field(default_factory=list)
+
+    def update(
+        self, left: np.ndarray, right: np.ndarray, ceiling: int, size: tuple[int, ...] = ()
+    ) -> SceneRange:
+        """The bound for this frame (a new ceiling or frame size starts afresh)."""
+        reach = estimate_reach(left, right, ceiling, self.config)
+        want = bound_for(reach, ceiling, self.config)
+        if self.bound is None or (ceiling, size) != (self.ceiling, self.size) or want >= self.bound:
+            self.bound, self.ceiling, self.size, self._lower = want, ceiling, size, []
+        elif want < self.config.shrink_below * self.bound:
+            self._lower.append(want)
+            if len(self._lower) >= self.config.patience:
+                self.bound, self._lower = max(self._lower), []
+        else:
+            self._lower = []
+        seen = (
+            f"scene reaches about {reach:.0f} px" if reach is not None else "too little texture to estimate"
+        )
+        return SceneRange(self.bound, reach, f"max disparity auto: 0-{self.bound} px ({seen})")
+
+    def grow(self, bound: int) -> None:
+        """The sweep had to reach ``bound`` after all: keep it from the next frame on."""
+        self.bound, self._lower = max(self.bound or 0, bound), []
+
+    def reset(self) -> None:
+        self.bound, self.ceiling, self.size, self._lower = None, None, None, []
+
+
+def closer_than_top(lowres_logits: Tensor) -> float:
+    """Share of pixels whose answer at the sweep's last plane is still "closer" (1 x P x h x w
+    logits at any resolution): the bound cut something off when this is more than a trace."""
+    return float((lowres_logits[:, -1] > 0).float().mean())
+
+
+def bounded(
+    request: DepthRequest, tracker: RangeTracker, left: np.ndarray, right: np.ndarray
+) -> tuple[DepthRequest, SceneRange | None]:
+    """The request with its sweep bounded by the tracker, for continuous requests that ask for
+    ``auto_range``; others are returned as they are (with None)."""
+    if not request.auto_range or request.mode is not Mode.CONTINUOUS:
+        return request, None
+    found = tracker.update(left, right, request.max_disparity, left.shape[:2])
+    return dataclasses.replace(request, max_disparity=found.bound, auto_range=False), found

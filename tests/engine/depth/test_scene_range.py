@@ -1,0 +1,59 @@
+"""--max-disparity auto: the per-frame reach estimate, its bound and its frame-to-frame tracker."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.engine.depth.scene_range import DEFAULT_RANGE, RangeTracker, bound_for, estimate_reach
+from app.engine.depth.sgbm import SGBMEngine
+from app.engine.types import DepthRequest, Mode
+
+
+def _pair(d: int, seed: int = 0, size: tuple[int, int] = (240, 320)) -> tuple[np.ndarray, np.ndarray]:
+    import cv2
+
+    h, w = size
+    rng = np.random.default_rng(seed)
+    base = cv2.GaussianBlur(rng.uniform(0, 255, (h, w + d, 3)).astype(np.float32), (0, 0), 1.0)
+    base = base.round().astype(np.uint8)
+    return base[:, :w].copy(), base[:, d : d + w].copy()  # left(x) = right(x - d)
+
+
+def test_the_estimate_finds_the_reach_of_a_textured_scene() -> None:
+    left, right = _pair(40)
+    reach = estimate_reach(left, right, 192)
+    assert reach is not None and 34 <= reach <= 46
+    bound = bound_for(reach, 192)
+    assert 48 <= bound <= 72 and bound % 3 == 0
+    assert bound_for(reach, 40) == 40  # never above the ceiling
+
+
+def test_a_blank_frame_keeps_the_ceiling() -> None:
+    grey = np.full((240, 320, 3), 128, np.uint8)
+    assert estimate_reach(grey, grey, 192) is None
+    assert bound_for(None, 192) == 192
+
+
+def test_the_tracker_grows_at_once_and_shrinks_only_after_patience() -> None:
+    near, far = _pair(60, seed=1), _pair(10, seed=2)
+    tracker = RangeTracker()
+    first = tracker.update(*near, 192).bound
+    assert tracker.update(*far, 192).bound == first  # one far frame does not shrink it
+    for _ in range(DEFAULT_RANGE.patience):
+        got = tracker.update(*far, 192).bound
+    assert got < first
+    assert tracker.update(*near, 192).bound == first  # something near again: at once
+
+
+def test_auto_bounds_continuous_requests_and_reports_the_sweep() -> None:
+    left, right = _pair(30)
+    engine = SGBMEngine()
+    auto = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, auto_range=True))
+    assert auto.searched is not None and auto.searched[1] < 192
+    assert any("max disparity auto" in n for n in auto.notes)
+    valid = np.isfinite(auto.disparity[20:-20, 80:-20])
+    assert np.abs(auto.disparity[20:-20, 80:-20][valid] - 30).mean() < 1
+    fixed = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS))
+    assert fixed.searched is None
+    binary = engine.compute(left, right, DepthRequest(mode=Mode.BINARY, planes=(20,), auto_range=True))
+    assert binary.searched is None  # auto bounds the continuous sweep only

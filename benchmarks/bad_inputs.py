@@ -470,6 +470,10 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
     )
     add(Case("depth --budget-ms nan", ["depth", L, R, "--budget-ms", "nan", *o("a")], needle="finite"))
     add(Case("depth --budget-ms inf", ["depth", L, R, "--budget-ms", "inf", *o("a")], needle="finite"))
+    add(Case("depth --min-confidence 2", ["depth", L, R, "--min-confidence", "2", *o("a")], needle="1"))
+    more = (("--min-confidence", "nan", "finite"), ("--max-disparity", "autox", "number"))
+    for flag, value, needle in more:
+        add(Case(f"depth {flag} {value}", ["depth", L, R, flag, value, *o("a")], needle=needle))
     add(Case("depth 8000x6000 continuous (Bi3D)", ["depth", BL, BR, *o("a")], needle="GiB"))
     add(Case("depth 8000x6000 SGBM", ["depth", BL, BR, "--engine", "sgbm", *o("a")], needle="GiB"))
     add(

@@ -56,6 +56,7 @@ class Builder:
     def __init__(self, g: torch.Generator, natural: float, blank_share: float) -> None:
         self.g, self.natural, self.blank_share = g, natural, blank_share
         self.scene = Scene()
+        self.made: dict[bool, list[int]] = {True: [], False: []}  # texture ids, blank or not
 
     def u(self, lo: float = 0.0, hi: float = 1.0) -> float:
         return _rand(self.g, lo, hi)
@@ -66,8 +67,13 @@ class Builder:
         """A new texture (plaster when ``blank``; None: blank with the builder's share) and its mapping."""
         if blank is None:
             blank = self.u() < self.blank_share
-        tex = plaster(self.g) if blank else random_texture(self.g, self.natural)
-        self.scene.textures.append(tex)
+        made = self.made[blank]
+        if len(made) >= (3 if blank else 8):  # enough drawn: reuse one (tint and mapping stay new)
+            tex_id = made[_randint(self.g, 0, len(made) - 1)]
+        else:
+            self.scene.textures.append(plaster(self.g) if blank else random_texture(self.g, self.natural))
+            tex_id = len(self.scene.textures) - 1
+            made.append(tex_id)
         period = period if period is not None else self.u(0.5, 3.0)
         if blank:  # walls and ceilings in pale paint
             tint = np.array([self.u(0.55, 0.95)] * 3) * (
@@ -77,7 +83,7 @@ class Builder:
             tint = np.array([self.u(0.75, 1.0) for _ in range(3)])
         stretch = self.u(0.7, 1.4)
         return (
-            len(self.scene.textures) - 1, period, period * stretch, self.u(0, 2), self.u(0, 2),
+            tex_id, period, period * stretch, self.u(0, 2), self.u(0, 2),
             *tint.clip(0, 1), 0.0, float(blank), float(kind),
         )  # fmt: skip
 

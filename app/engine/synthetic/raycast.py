@@ -38,19 +38,28 @@ class Primitive:
     shape: int
     params: tuple[float, ...]
 
-    def bounds(self) -> np.ndarray | None:
-        """The 8 corners of an axis-aligned box around it (8 x 3), None when unbounded."""
+    def bounds(self, lo_frac: float = 0.0, hi_frac: float = 1.0) -> np.ndarray | None:
+        """The 8 corners of an axis-aligned box around it (8 x 3), None when unbounded; for a
+        cylinder, around the part between those fractions of its length."""
         p = self.params
         if self.shape == BOX:
             lo, hi = np.array(p[0:3]), np.array(p[3:6])
         elif self.shape == CYLINDER:
             base, axis, length, r = np.array(p[0:3]), np.array(p[3:6]), p[6], p[7]
-            end = base + length * axis
+            a, b = base + lo_frac * length * axis, base + hi_frac * length * axis
             ext = r * np.sqrt(np.clip(1 - axis**2, 0, 1))
-            lo, hi = np.minimum(base, end) - ext, np.maximum(base, end) + ext
+            lo, hi = np.minimum(a, b) - ext, np.maximum(a, b) + ext
         else:
             return None
         return np.array([[(lo, hi)[(i >> k) & 1][k] for k in range(3)] for i in range(8)])
+
+    def pieces(self) -> list[np.ndarray | None]:
+        """Bounding boxes whose union holds it: a long thin cylinder (a cable across the view)
+        in up to 16 pieces, so that its rays are a few narrow rectangles, not one large one."""
+        if self.shape != CYLINDER:
+            return [self.bounds()]
+        n = min(16, max(1, int(self.params[6] / max(8 * self.params[7], 1.0))))
+        return [self.bounds(i / n, (i + 1) / n) for i in range(n)]
 
 
 def cylinder(base: np.ndarray, end: np.ndarray, radius: float) -> Primitive:
@@ -115,24 +124,32 @@ def _safe_inverse(d: Tensor) -> Tensor:
     return 1.0 / torch.where(d.abs() < 1e-12, tiny, d)
 
 
-def _hit_plane(p: tuple[float, ...], o: np.ndarray, inv: Tensor) -> Tensor:
+# face codes kept per ray: 0-2 a plane's or box face's normal axis, then these
+SIDE, CAP, SKY_FACE = 3, 4, 5
+Hit = tuple[Tensor, Tensor | int]  # ray parameter (inf: no hit) and face code per ray
+
+
+def _hit_plane(p: tuple[float, ...], o: np.ndarray, d: Tensor, inv: Tensor) -> Hit:
     k = int(p[0])
     t = (p[1] - float(o[k])) * inv[k]
-    return torch.where(t > EPS, t, math.inf)
+    return torch.where(t > EPS, t, math.inf), k
 
 
-def _hit_box(p: tuple[float, ...], o: np.ndarray, inv: Tensor) -> Tensor:
-    near = far = None
+def _hit_box(p: tuple[float, ...], o: np.ndarray, d: Tensor, inv: Tensor) -> Hit:
+    near = far = face = None
     for k in range(3):
         a, b = (p[k] - float(o[k])) * inv[k], (p[k + 3] - float(o[k])) * inv[k]
         lo, hi = torch.minimum(a, b), torch.maximum(a, b)
-        near = lo if near is None else torch.maximum(near, lo)
-        far = hi if far is None else torch.minimum(far, hi)
-    assert near is not None and far is not None
-    return torch.where((near <= far) & (near > EPS), near, math.inf)
+        if near is None or far is None or face is None:
+            near, far, face = lo, hi, torch.zeros_like(lo, dtype=torch.uint8)
+        else:
+            face = torch.where(lo > near, k, face)
+            near, far = torch.maximum(near, lo), torch.minimum(far, hi)
+    assert near is not None and far is not None and face is not None
+    return torch.where((near <= far) & (near > EPS), near, math.inf), face
 
 
-def _hit_cylinder(p: tuple[float, ...], o: np.ndarray, d: Tensor) -> Tensor:
+def _hit_cylinder(p: tuple[float, ...], o: np.ndarray, d: Tensor, inv: Tensor) -> Hit:
     """Nearest hit of the side or the two end discs; the origin is outside the cylinder."""
     base, axis, length, r = np.array(p[0:3]), np.array(p[3:6]), p[6], p[7]
     oc = o - base
@@ -146,57 +163,59 @@ def _hit_cylinder(p: tuple[float, ...], o: np.ndarray, d: Tensor) -> Tensor:
     t_side = (-b - disc.clamp_min(0).sqrt()) / a.clamp_min(1e-12)
     s = oa + t_side * da
     best = torch.where((disc >= 0) & (t_side > EPS) & (s >= 0) & (s <= length), t_side, math.inf)
-    inv_da = _safe_inverse(da)
+    side = torch.isfinite(best)
     for end in (0.0, length):
-        t = (end - oa) * inv_da
+        t = (end - oa) / da  # da = 0: inf or nan, and both fail the tests below
         inside = c + t * (2 * b + t * a) <= 0  # |oc_perp + t d_perp|^2 <= r^2
         best = torch.minimum(best, torch.where(inside & (t > EPS), t, math.inf))
-    return best
+    return best, torch.where(side & (best == t_side), SIDE, CAP).to(torch.uint8)
 
 
-def _hit_sphere(p: tuple[float, ...], o: np.ndarray, d: Tensor) -> Tensor:
+def _hit_sphere(p: tuple[float, ...], o: np.ndarray, d: Tensor, inv: Tensor) -> Hit:
     """Exit point of a sphere around the origin (the sky)."""
     oc = o - np.array(p[0:3])
     a = (d * d).sum(0)
     b = d[0] * oc[0] + d[1] * oc[1] + d[2] * oc[2]
     c = float(oc @ oc) - p[3] ** 2
     t = (-b + (b * b - a * c).clamp_min(0).sqrt()) / a
-    return torch.where(t > EPS, t, math.inf)
+    return torch.where(t > EPS, t, math.inf), SKY_FACE
 
 
-def hit(prim: Primitive, origin: np.ndarray, d: Tensor, inv: Tensor) -> Tensor:
-    """Ray parameter of the nearest hit of ``prim`` (inf: none) for rays ``d`` (3 x h x w)."""
-    if prim.shape == PLANE:
-        return _hit_plane(prim.params, origin, inv)
-    if prim.shape == BOX:
-        return _hit_box(prim.params, origin, inv)
-    if prim.shape == CYLINDER:
-        return _hit_cylinder(prim.params, origin, d)
-    return _hit_sphere(prim.params, origin, d)
+HITS = {PLANE: _hit_plane, BOX: _hit_box, CYLINDER: _hit_cylinder, SPHERE: _hit_sphere}
+
+
+def hit(prim: Primitive, origin: np.ndarray, d: Tensor, inv: Tensor) -> Hit:
+    """Nearest hit of ``prim`` for rays ``d`` (3 x h x w, ``inv`` their inverse): t and face."""
+    return HITS[prim.shape](prim.params, origin, d, inv)
 
 
 class DepthBuffer:
-    """Nearest hit and primitive index per ray of a view, filled primitive by primitive."""
+    """Nearest hit, primitive index and face code per ray of a view, filled primitive by primitive."""
 
     def __init__(self, view: View | None, dirs: Tensor) -> None:
         self.view, self.dirs, self.inv = view, dirs, _safe_inverse(dirs)
         self.t = torch.full(dirs.shape[1:], math.inf, device=dirs.device)
         self.index = torch.full(dirs.shape[1:], -1, dtype=torch.long, device=dirs.device)
+        self.face = torch.zeros(dirs.shape[1:], dtype=torch.uint8, device=dirs.device)
 
     def add(self, prims: list[Primitive], first_index: int, origin: np.ndarray) -> None:
+        full = (slice(None), slice(None))
         for i, prim in enumerate(prims):
-            if self.view is None:
-                win: tuple[slice, ...] | None = (slice(None), slice(None))
-            else:
-                win = self.view.window(prim.bounds())
-            if win is None:
-                continue
-            sl = (slice(None), *win)
-            t = hit(prim, origin, self.dirs[sl], self.inv[sl])
-            tb, ib = self.t[win], self.index[win]
-            closer = t < tb
-            tb.copy_(torch.minimum(tb, t))
-            ib.masked_fill_(closer, first_index + i)
+            windows = [full] if self.view is None else [self.view.window(c) for c in prim.pieces()]
+            for win in windows:
+                if win is None:
+                    continue
+                sl = (slice(None), *win)
+                t, face = hit(prim, origin, self.dirs[sl], self.inv[sl])
+                tb = self.t[win]
+                closer = t < tb
+                tb.copy_(torch.minimum(tb, t))
+                self.index[win].masked_fill_(closer, first_index + i)
+                if isinstance(face, int):
+                    self.face[win].masked_fill_(closer, face)
+                else:
+                    fb = self.face[win]
+                    fb.copy_(torch.where(closer, face, fb))
 
 
 def params_table(prims: list[Primitive], device: torch.device) -> tuple[Tensor, Tensor]:
@@ -207,54 +226,47 @@ def params_table(prims: list[Primitive], device: torch.device) -> tuple[Tensor, 
 
 
 def surface(
-    points: Tensor, dirs: Tensor, index: Tensor, shapes: Tensor, params: Tensor
+    points: Tensor, dirs: Tensor, index: Tensor, face: Tensor, params: Tensor
 ) -> tuple[Tensor, Tensor]:
     """Unit normals facing the ray (3 x n) and texture coordinates in metres (2 x n) of hits.
 
-    ``points``, ``dirs``: 3 x n; ``index``: n primitive indices (all valid). Each shape's
-    formulas run on its own hits only.
+    ``points``, ``dirs``: 3 x n; ``index``: n primitive indices (all valid); ``face``: n face
+    codes from the trace. Flat faces need only their axis; cylinders and the sky run their
+    formulas on their own hits.
     """
-    n = points.shape[1]
-    normal = torch.zeros(3, n, device=points.device)
-    uv = torch.zeros(2, n, device=points.device)
-    shape = shapes[index]
-    for kind, fn in ((PLANE, _flat), (BOX, _flat), (CYLINDER, _cylinder_surface), (SPHERE, _sphere_surface)):
-        rows = torch.nonzero(shape == kind).squeeze(1)
+    flat = face < SIDE
+    axis = torch.where(flat, face, 0).long()
+    u_ax = torch.tensor(U_AXIS, device=points.device)[axis]
+    v_ax = torch.tensor(V_AXIS, device=points.device)[axis]
+    normal = torch.zeros_like(points).scatter_(0, axis[None], 1.0)
+    uv = torch.cat([points.gather(0, u_ax[None]), points.gather(0, v_ax[None])])
+    for fn, rows in (
+        (_cylinder_surface, (face == SIDE) | (face == CAP)),
+        (_sphere_surface, face == SKY_FACE),
+    ):
+        rows = torch.nonzero(rows).squeeze(1)
         if rows.numel():
-            nrm, coords = fn(points[:, rows], params[index[rows]].T, kind)
+            nrm, coords = fn(points[:, rows], params[index[rows]].T, face[rows])
             normal[:, rows], uv[:, rows] = nrm, coords
     # face the ray: a surface seen from either side is lit on the side the camera sees
     facing = torch.where((normal * dirs).sum(0) > 0, -1.0, 1.0)
     return normal * facing, uv
 
 
-def _flat(p: Tensor, prm: Tensor, kind: int) -> tuple[Tensor, Tensor]:
-    """Planes (axis from the parameters) and boxes (the face nearest the point)."""
-    if kind == PLANE:
-        axis = prm[0].long()
-    else:
-        q = (p - 0.5 * (prm[0:3] + prm[3:6])) / (0.5 * (prm[3:6] - prm[0:3])).clamp_min(1e-9)
-        axis = q.abs().argmax(0)
-    u_ax = torch.tensor(U_AXIS, device=p.device)[axis]
-    v_ax = torch.tensor(V_AXIS, device=p.device)[axis]
-    normal = torch.zeros_like(p).scatter_(0, axis[None], 1.0)
-    return normal, torch.cat([p.gather(0, u_ax[None]), p.gather(0, v_ax[None])])
-
-
-def _cylinder_surface(p: Tensor, prm: Tensor, kind: int) -> tuple[Tensor, Tensor]:
-    """Side (u: arc length, v: along the axis) or end disc (u, v across it), whichever is nearer."""
+def _cylinder_surface(p: Tensor, prm: Tensor, face: Tensor) -> tuple[Tensor, Tensor]:
+    """Side (u: arc length, v: along the axis) or end disc (u, v across it)."""
     rel = p - prm[0:3]
     s = (rel * prm[3:6]).sum(0)
     perp = rel - s * prm[3:6]
     rad = perp.norm(dim=0).clamp_min(1e-9)
     a1, a2 = (perp * prm[8:11]).sum(0), (perp * prm[11:14]).sum(0)
-    cap = torch.minimum(s.abs(), (prm[6] - s).abs()) < (prm[7] - rad).abs()
+    cap = face == CAP
     normal = torch.where(cap[None], prm[3:6], perp / rad)
     uv = torch.where(cap[None], torch.stack([a1, a2]), torch.stack([prm[7] * torch.atan2(a2, a1), s]))
     return normal, uv
 
 
-def _sphere_surface(p: Tensor, prm: Tensor, kind: int) -> tuple[Tensor, Tensor]:
+def _sphere_surface(p: Tensor, prm: Tensor, face: Tensor) -> tuple[Tensor, Tensor]:
     """The sky: u the azimuth (rad), v from 0 at the zenith to 1 at the horizon."""
     rel = p - prm[0:3]
     direction = rel / rel.norm(dim=0).clamp_min(1e-9)

@@ -219,13 +219,13 @@ def _shade(scene: Scene, view: View, mats: Tensor, tex: Tensor, dev: torch.devic
     dirs = view.rays(dev)
     buf = DepthBuffer(view, dirs)
     buf.add(scene.prims, 0, view.origin)
-    t, index = buf.t.reshape(-1), buf.index.reshape(-1)
+    t, index, face = buf.t.reshape(-1), buf.index.reshape(-1), buf.face.reshape(-1)
     miss = index < 0
     index, t = index.clamp_min(0), torch.where(miss, 0.0, t)
     d = dirs.reshape(3, -1)
     points = torch.as_tensor(view.origin, dtype=torch.float32, device=dev)[:, None] + t * d
-    shapes, params = params_table(scene.prims, dev)
-    normal, uv = surface(points, d, index, shapes, params)
+    _, params = params_table(scene.prims, dev)
+    normal, uv = surface(points, d, index, face, params)
     m = mats[index].T  # N_MATERIAL x n
     footprint = t * TEXTURE_SIZE / (view.focal * m[1].clamp_min(1e-6))
     colour = _lookup(tex, m[0], uv / m[1:3] + m[3:5], footprint) * m[5:8]

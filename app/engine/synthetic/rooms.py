@@ -105,7 +105,8 @@ def render_room_labelled(
     scene = b.scene
     top = _rand(g, min(cfg.min_top_disparity, cfg.max_disparity), cfg.max_disparity)
     misaligned = cfg.photometric and _rand(g) < cfg.misalign_share
-    offset = _rand(g, -0.5, 0.5) * misaligned  # drawn either way: the rest of the scene stays put
+    drawn = _rand(g, -0.5, 0.5)  # drawn either way: the rest of the scene stays put
+    offset = drawn if misaligned else 0.0
     centre = _centre_depth(scene, focal, cfg, dev)
     seen = centre.t[torch.isfinite(centre.t)]
     z_min = float(seen.min()) if seen.numel() else scene.extent

@@ -63,7 +63,7 @@ bench: setup
 
 # Reruns the recipe of the bundled model; resumes from runs/default when interrupted.
 train-default: setup
-	$(BIN)/bi3d-studio train --out runs/default --kind light --steps 60000 --val-every 1000 --seed 0
+	$(BIN)/bi3d-studio train --out runs/default --kind light --steps 60000 --val-every 1000 --seed 0 --rooms-share 0
 	$(BIN)/python packaging/bundle_default_model.py runs/default/best.pt
 
 clean:

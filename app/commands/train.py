@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         continuous_window=args.window,
         plane_step=args.plane_step,
         near_share=args.near_share,
+        rooms_share=args.rooms_share,
     )
     result = train(cfg)
     print("\n" + json.dumps({k: round(v, 4) for k, v in result.items()}))
@@ -92,6 +93,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="binary kinds: share of each sample's planes drawn within a few px of the ground truth "
         "(default: the bundled recipe, near planes about twice as often as chance)",
+    )
+    p.add_argument(
+        "--rooms-share",
+        type=real("--rooms-share", 0, 1),
+        default=0.5,
+        help="synthetic data: share of scenes that are 3D rooms, corridors and outdoor scenes "
+        "(the rest: layered planes); the bundled model was trained with 0",
     )
     p.add_argument(
         "--window",

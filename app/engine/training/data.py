@@ -1,4 +1,8 @@
-"""Training data: the synthetic generator and users' datasets, as crops with planes.
+"""Training data: the synthetic generators and users' datasets, as crops with planes.
+
+The synthetic stream mixes the layered generator (``synthetic.layered``) with 3D rooms,
+corridors and outdoor scenes (``synthetic.rooms``) in a share ``rooms_share``, decided per
+scene index by a low-discrepancy rule (the share holds in every window of scenes).
 
 Every item is ``(left, right, disparity)``: 3 x H x W float in [0, 1] (RGB) and H x W
 disparity in pixels, NaN where unknown. Planes are drawn by the loss, per batch.
@@ -6,6 +10,7 @@ disparity in pixels, NaN where unknown. Planes are drawn by the loss, per batch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +23,20 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from app.engine.errors import UserError
 from app.engine.synthetic.layered import SceneConfig, StereoSample, render_scene
+from app.engine.synthetic.rooms import RoomConfig, RoomRender, render_room, render_room_labelled
 
 if TYPE_CHECKING:
     from app.engine.sources.spec import Scene
 
 Item = tuple[Tensor, Tensor, Tensor]
+GENERATORS = ("layered", "rooms")
+GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def is_room_scene(seed: int, rooms_share: float) -> bool:
+    """Whether scene ``seed`` of the stream is a room: the fractional part of seed x golden
+    ratio below the share, so any run of consecutive seeds holds the share within a few scenes."""
+    return (seed * GOLDEN) % 1.0 < rooms_share
 
 
 @dataclass(frozen=True)
@@ -37,7 +51,8 @@ class SyntheticStream(IterableDataset):
     Rendering costs about as much as a training step on a small CPU, so every scene is
     shown ``reuse`` times, vertically flipped or not (a valid stereo augmentation; a
     horizontal flip is not) and with new planes each time. Seeds are disjoint per
-    worker and per distributed rank; ``seed_base`` keeps validation scenes apart.
+    worker and per distributed rank; ``seed_base`` keeps validation scenes apart. A share
+    ``rooms_share`` of the scenes are 3D rooms (``is_room_scene``), the rest layered.
     """
 
     def __init__(
@@ -49,8 +64,11 @@ class SyntheticStream(IterableDataset):
         rank: int = 0,
         world: int = 1,
         device: str = "cpu",
+        rooms_share: float = 0.0,
     ) -> None:
         self.cfg = SceneConfig(crop.height, crop.width, max_disparity)
+        self.room_cfg = RoomConfig(crop.height, crop.width, max_disparity)
+        self.rooms_share = rooms_share
         self.seed_base, self.reuse, self.rank, self.world = seed_base, reuse, rank, world
         self.device = device  # "cuda": render on the GPU, so data never starves it
         self.start = 0
@@ -61,7 +79,7 @@ class SyntheticStream(IterableDataset):
         stride = workers * self.world
         index = self.start * stride + self.rank * workers + wid
         while True:
-            sample = render_scene(self.seed_base + index, self.cfg, self.device)
+            sample = self.scene(self.seed_base + index)
             for k in range(self.reuse):
                 if k % 2:
                     yield sample.left.flip(1), sample.right.flip(1), sample.disparity.flip(0)
@@ -69,24 +87,61 @@ class SyntheticStream(IterableDataset):
                     yield sample.left, sample.right, sample.disparity
             index += stride
 
+    def scene(self, seed: int) -> StereoSample:
+        """The stream's scene for this seed (a room or a layered scene)."""
+        if is_room_scene(seed, self.rooms_share):
+            return render_room(seed, self.room_cfg, self.device)
+        return render_scene(seed, self.cfg, self.device)
+
 
 SELECTION_SEED = 2 * 10**9  # far from the training stream and from validation_scenes
+VALIDATION_SEED = 10**9
+ROOM_VALIDATION_SEED = 15 * 10**8
+ROOM_SELECTION_SEED = 3 * 10**9
+BLANK_WALL_SEED = 4 * 10**9
 
 
-def selection_scenes(count: int = 16) -> list[StereoSample]:
+def _check_generator(generator: str) -> None:
+    if generator not in GENERATORS:
+        raise UserError(f"unknown synthetic generator {generator!r}; use {' or '.join(GENERATORS)}")
+
+
+def selection_scenes(count: int = 16, generator: str = "layered") -> list[StereoSample]:
     """The larger held-out synthetic scenes (384 x 576, seeds from 2 x 10^9) on which bundled
     models and the engine's matching stages are chosen (``benchmarks/compare_models.py``);
-    never used in training or its validation."""
+    never used in training or its validation. ``generator="rooms"``: ``room_selection_scenes``."""
+    _check_generator(generator)
+    if generator == "rooms":
+        return room_selection_scenes(count)
     cfg = SceneConfig(height=384, width=576)
     return [render_scene(SELECTION_SEED + i, cfg) for i in range(count)]
 
 
-def validation_scenes(crop: CropConfig, count: int, max_disparity: float = 192.0) -> list[Item]:
-    """Fixed held-out synthetic scenes (seeds far from the training stream)."""
-    cfg = SceneConfig(crop.height, crop.width, max_disparity)
+def room_selection_scenes(count: int = 16, height: int = 384, width: int = 576) -> list[StereoSample]:
+    """Held-out 3D room scenes (seeds from 3 x 10^9, far from any training stream)."""
+    cfg = RoomConfig(height=height, width=width)
+    return [render_room(ROOM_SELECTION_SEED + i, cfg) for i in range(count)]
+
+
+def blank_wall_scenes(count: int = 16, height: int = 384, width: int = 576) -> list[RoomRender]:
+    """Held-out rooms dominated by blank walls and ceilings (seeds from 4 x 10^9), with their
+    ``low_texture`` masks: where a model should not paint phantom near blobs."""
+    cfg = RoomConfig(height=height, width=width, blank_walls=True)
+    return [render_room_labelled(BLANK_WALL_SEED + i, cfg) for i in range(count)]
+
+
+def validation_scenes(
+    crop: CropConfig, count: int, max_disparity: float = 192.0, generator: str = "layered"
+) -> list[Item]:
+    """Fixed held-out synthetic scenes (seeds far from the training stream): layered from 10^9
+    (the figures of the bundled model), or rooms from 1.5 x 10^9."""
+    _check_generator(generator)
     out = []
     for i in range(count):
-        s = render_scene(10**9 + i, cfg)
+        if generator == "rooms":
+            s = render_room(ROOM_VALIDATION_SEED + i, RoomConfig(crop.height, crop.width, max_disparity))
+        else:
+            s = render_scene(VALIDATION_SEED + i, SceneConfig(crop.height, crop.width, max_disparity))
         out.append((s.left, s.right, s.disparity))
     return out
 

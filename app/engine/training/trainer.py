@@ -80,6 +80,9 @@ class TrainConfig:
     # share of each sample's planes drawn near the ground truth (None: the bundled recipe's
     # mixing, about twice chance; see losses.sample_planes)
     near_share: float | None = None
+    # share of synthetic scenes that are 3D rooms, corridors and outdoor scenes (synthetic.rooms);
+    # the rest are layered scenes. The bundled model predates the rooms: it was trained with 0
+    rooms_share: float = 0.5
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -92,6 +95,8 @@ class TrainConfig:
             raise UserError(f"--plane-step {self.plane_step} is not supported; use 1 or 3")
         if self.near_share is not None and not 0 <= self.near_share <= 1:
             raise UserError(f"--near-share {self.near_share} must lie between 0 and 1")
+        if not 0 <= self.rooms_share <= 1:
+            raise UserError(f"--rooms-share {self.rooms_share} must lie between 0 and 1")
 
 
 class TrainingForward(nn.Module):
@@ -208,6 +213,7 @@ class Trainer:
                 rank=self.dist.rank,
                 world=self.dist.world,
                 device=str(self.device) if cfg.data_device == "cuda" else "cpu",
+                rooms_share=cfg.rooms_share,
             )
             stream.start = self.step * per_rank // max(cfg.reuse, 1)
             # CUDA tensors cannot cross into loader processes: render in this process then

@@ -37,7 +37,7 @@ from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, make_folder
 from app.engine.metrics import binary_agreement, evaluate
 from app.engine.synthetic.layered import to_uint8
-from app.engine.training.data import CropConfig, SceneDataset, SyntheticStream, validation_scenes
+from app.engine.training.data import CropConfig, Item, SceneDataset, SyntheticStream, validation_scenes
 from app.engine.training.losses import disparity_loss, monotone_penalty, plane_loss, sample_planes
 from app.engine.types import DepthRequest, Mode
 
@@ -361,15 +361,20 @@ class Trainer:
                 "the previous checkpoint is kept; free disk space and resume"
             ) from exc
 
+    def _validation_scenes(self) -> list[Item]:
+        """Held-out scenes for choosing ``best.pt``: layered only (the bundled model's figures),
+        or, when the training mixes in rooms, half of them rooms as well."""
+        cfg = self.cfg
+        crop = CropConfig(*cfg.crop)
+        rooms = cfg.val_count // 2 if cfg.rooms_share > 0 and cfg.data == "synthetic" else 0
+        scenes = validation_scenes(crop, cfg.val_count - rooms, cfg.max_disparity)
+        return scenes + (validation_scenes(crop, rooms, cfg.max_disparity, "rooms") if rooms else [])
+
     def run(self) -> dict[str, float]:
         cfg = self.cfg
         if self.dist.main:
             make_folder(self.out, "run folder")
-        val = (
-            validation_scenes(CropConfig(*cfg.crop), cfg.val_count, cfg.max_disparity)
-            if self.dist.main
-            else []
-        )
+        val = self._validation_scenes() if self.dist.main else []
         log = _CsvLog(self.out / "log.csv") if self.dist.main else None
         board = _tensorboard(self.out) if self.dist.main else None
         self.model.train()

@@ -11,7 +11,8 @@ how well its answer matches:
 2. where the left patch has texture (``min_std``) and the correlation stays below
    ``fill_below``, or the answer points outside the right image, the answer is replaced
    by the background fill: the farther of the nearest accepted answers to its left and
-   right in the same row (occluded strips belong to the farther surface); a ``median``
+   right in the same row, at most ``fill_reach`` px away (occluded strips belong to the
+   farther surface; a row of blank wall with nothing matched nearby stays as it is); a ``median``
    filter then smooths the seams;
 3. ``confidence`` in [0, 1] combines the probability curve (``exp(-cost / curve_scale)``,
    the curve's disagreement with its best step, in planes: a clean sharp step is 1) with
@@ -43,7 +44,7 @@ from app.engine.depth.subpixel import box_mean, median_filter, to_grey
 @dataclass(frozen=True)
 class AgreementConfig:
     window: int = 7  # correlation window (odd)
-    min_std: float = 2.55  # left-patch standard deviation (0-255 grey levels) that counts as texture
+    min_std: float = 2.55  # deviation (0-255 grey levels) of the 3 x 3-smoothed left patch that is texture
     fill_below: float = 0.5  # ZNCC under which a textured pixel's answer is an occlusion candidate
     curve_scale: float = 2.0  # planes of curve disagreement at which the curve's confidence is 1/e
     zncc_low: float = 0.2  # matching confidence 0 at or below this ZNCC
@@ -51,6 +52,7 @@ class AgreementConfig:
     untextured: float = 0.8  # share of the curve's confidence a pixel without texture keeps
     filled: float = 0.3  # the confidence of a filled (guessed) pixel
     median: int = 5  # median filter of the filled answer (odd; 1 = none)
+    fill_reach: int = 64  # px: an occluded strip is filled from matched answers this close at most
     support_px: float = 3.0  # a textureless answer this much nearer than all its support is rated 0
 
 
@@ -78,18 +80,24 @@ def match_score(left: Tensor, right: Tensor, disparity: Tensor, window: int) -> 
     i0 = x0.long()
     i1 = (i0 + 1).clamp(max=w - 1)
     moved = (1 - t) * grey_r.gather(1, i0) + t * grey_r.gather(1, i1)
-    stats = torch.stack([grey_l, moved, grey_l * grey_l, moved * moved, grey_l * moved], dim=2)
+    # texture is measured on a 3 x 3 mean of the left image: sensor noise alone (a blank wall)
+    # loses two thirds of its deviation there, structure keeps it
+    smooth = box_mean(grey_l.unsqueeze(-1).contiguous(), 3)[..., 0]
+    stats = torch.stack(
+        [grey_l, moved, grey_l * grey_l, moved * moved, grey_l * moved, smooth, smooth * smooth], dim=2
+    )
     mean = box_mean(stats.contiguous(), window)
     mu_l, mu_r = mean[..., 0], mean[..., 1]
     var_l = (mean[..., 2] - mu_l * mu_l).clamp_min(1e-6)
     var_r = (mean[..., 3] - mu_r * mu_r).clamp_min(1e-6)
     zncc = ((mean[..., 4] - mu_l * mu_r) * (var_l * var_r).rsqrt()).clamp(-1, 1)
-    return zncc, var_l.sqrt(), inside
+    texture = (mean[..., 6] - mean[..., 5] * mean[..., 5]).clamp_min(0).sqrt()
+    return zncc, texture, inside
 
 
-def background_fill(disparity: Tensor, accepted: Tensor) -> Tensor:
-    """The farther (smaller) of the nearest accepted answers left and right in each row;
-    NaN where a row has none. H x W float, H x W bool -> H x W."""
+def background_fill(disparity: Tensor, accepted: Tensor, reach: int | None = None) -> Tensor:
+    """The farther (smaller) of the nearest accepted answers left and right in each row, each
+    at most ``reach`` px away (None: any); NaN where there is none. H x W float, H x W bool -> H x W."""
     h, w = disparity.shape
     cols = torch.arange(w, device=disparity.device).expand(h, w)
     missing = torch.full_like(cols, -1)
@@ -97,8 +105,12 @@ def background_fill(disparity: Tensor, accepted: Tensor) -> Tensor:
     flipped = torch.where(accepted.flip(1), cols, missing)
     nxt = (w - 1) - torch.cummax(flipped, dim=1).values.flip(1)  # nearest to the right
     nan = torch.full_like(disparity, float("nan"))
-    from_left = torch.where(last >= 0, disparity.gather(1, last.clamp(min=0)), nan)
-    from_right = torch.where(nxt <= w - 1, disparity.gather(1, nxt.clamp(max=w - 1)), nan)
+    near_left, near_right = last >= 0, nxt <= w - 1
+    if reach is not None:
+        near_left &= cols - last <= reach
+        near_right &= nxt - cols <= reach
+    from_left = torch.where(near_left, disparity.gather(1, last.clamp(min=0)), nan)
+    from_right = torch.where(near_right, disparity.gather(1, nxt.clamp(max=w - 1)), nan)
     return torch.fmin(from_left, from_right)
 
 
@@ -143,7 +155,7 @@ def agree(
     zncc, std, inside = match_score(left, right, disparity, config.window)
     textured = std > config.min_std
     suspect = (textured & (zncc < config.fill_below)) | ~inside
-    fill = background_fill(disparity, ~suspect)
+    fill = background_fill(disparity, ~suspect, config.fill_reach)
     filled = suspect & ~torch.isnan(fill)  # a row without accepted answers keeps its own
     out = median_filter(torch.where(filled, fill, disparity), config.median)
     zncc, _, inside = match_score(left, right, out, config.window)  # the final answer's match

@@ -48,7 +48,12 @@ def test_match_score_is_high_at_the_true_disparity_only() -> None:
     bad, _, _ = match_score(left, right, torch.full((60, 160), 13.0), 7)
     assert good[5:-5, 20:-5].min() > 0.95
     assert bad[5:-5, 20:-5].median() < 0.3
-    assert (std > 10).all()
+    assert (std > 5).all()
+    # sensor noise on a blank wall is not texture: the deviation is measured 3 x 3-smoothed
+    rng = np.random.default_rng(3)
+    wall = torch.from_numpy(np.clip(128 + rng.normal(0, 3, (60, 160, 3)), 0, 255).astype(np.uint8))
+    _, wall_std, _ = match_score(wall, wall, torch.zeros(60, 160), 7)
+    assert wall_std.median() < AgreementConfig().min_std
     assert not inside[:, :8].any() and inside[:, 8:].all()
 
 

@@ -1,8 +1,10 @@
 """Compare Bi3D checkpoints on 16 held-out synthetic scenes before any of them meets the demo.
 
 python benchmarks/compare_models.py WEIGHTS [WEIGHTS ...] [--scenes 16] [--shift-mode auto|round|interpolate]
+    [--precision bf16|fp32] [--generator layered|rooms]
 
-Scenes are 384 x 576 with seeds from 2 x 10^9 (never used in training or its validation), run
+Scenes are 384 x 576 with seeds from 2 x 10^9 (``--generator rooms``: 3D rooms from 3 x 10^9;
+never used in training or its validation), run
 through the engine as the app runs it (torch, bf16, default shift mode). For each checkpoint:
 continuous-mode dense bad-2 without and with the sub-pixel refinement, and binary agreement on
 the 3 px grid (12/24/36/48 px) and off it (10, 11, 20, 23, 34, 40, 46 px), of the network alone
@@ -41,8 +43,10 @@ COLUMNS = {  # key: heading
 }
 
 
-def score(weights: Path, scenes: list[StereoSample], shift_mode: str = "auto") -> dict[str, float]:
-    base = EngineOptions(weights=weights, runtime="torch", precision="bf16", shift_mode=shift_mode)
+def score(
+    weights: Path, scenes: list[StereoSample], shift_mode: str = "auto", precision: str = "bf16"
+) -> dict[str, float]:
+    base = EngineOptions(weights=weights, runtime="torch", precision=precision, shift_mode=shift_mode)
     refined, _ = build_engine(base)
     plain, _ = build_engine(dataclasses.replace(base, subpixel=False, plane_check=False))
     dense = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192)
@@ -66,11 +70,13 @@ def main() -> int:
     p.add_argument("weights", nargs="+", type=Path)
     p.add_argument("--scenes", type=int, default=16)
     p.add_argument("--shift-mode", default="auto", choices=["auto", "round", "interpolate"])
+    p.add_argument("--precision", default="bf16", help="bf16 (the recorded figures) or fp32 (AVX2-only CPUs)")
+    p.add_argument("--generator", default="layered", choices=["layered", "rooms"], help="held-out scenes")
     args = p.parse_args()
-    scenes = selection_scenes(args.scenes)
+    scenes = selection_scenes(args.scenes, args.generator)
     print(f"{'checkpoint':<48} " + " ".join(f"{h:>11}" for h in COLUMNS.values()))
     for weights in args.weights:
-        s = score(weights, scenes, args.shift_mode)
+        s = score(weights, scenes, args.shift_mode, args.precision)
         print(f"{weights!s:<48} " + " ".join(f"{s[k]:>11.4f}" for k in COLUMNS))
     return 0
 

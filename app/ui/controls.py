@@ -307,6 +307,7 @@ class ControlsPanel(QWidget):
 
     def _on_max_disparity_auto(self, on: bool) -> None:
         self._set("max_disparity_auto", bool(on))
+        self._update_visibility()
 
     def _on_min_confidence(self, value: int) -> None:
         self.min_confidence_label.setText(f"{value / 100:.2f}")
@@ -343,6 +344,8 @@ class ControlsPanel(QWidget):
         }
         for widget, visible in shown.items():
             self._rows[widget].setRowVisible(widget, visible)
+        # continuous depth with auto sweeps to each frame's reach: the number does not apply
+        self.max_disparity.setEnabled(not (mode is Mode.CONTINUOUS and self.settings.max_disparity_auto))
         self.plane_label.setVisible(mode is Mode.BINARY)
         self.range_label.setVisible(mode is Mode.SELECTIVE)
         self._update_labels()

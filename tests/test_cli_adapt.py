@@ -98,7 +98,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(footage: Path, tmp_pa
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err
     last = err.strip().splitlines()[-1]
-    assert "stopped at step" in last and "run the same command again to resume" in last, err
+    assert "stopped at step" in last and "run the same adaptation again (same command" in last, err
     assert "Traceback" not in err and partial.is_file() and not out.exists()
     step = torch.load(partial, weights_only=True)["step"]
     resumed = subprocess.run(

@@ -205,6 +205,7 @@ class Session:
         steps: int | None = None,
         minutes: float | None = None,
         frames: int | None = None,
+        eval_frames: int | None = None,
     ) -> AdaptJob:
         """A job that fine-tunes the current Bi3D weights (the bundled model when none are set) to
         the footage of ``source`` (a spec) and writes ``out``; budgets default as on the command line.
@@ -217,6 +218,7 @@ class Session:
                 steps=config.steps if steps is None else steps,
                 minutes=config.minutes if minutes is None else minutes,
                 frames=config.frames if frames is None else frames,
+                eval_frames=config.eval_frames if eval_frames is None else eval_frames,
             )
         )
 

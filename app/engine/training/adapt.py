@@ -330,13 +330,14 @@ class Adapter:
         if self.before is None:
             if self.cfg.partial.is_file():  # stopped while reading: the earlier progress stays
                 raise AdaptCancelled(
-                    f"adaptation stopped; {self.cfg.partial} is kept: run the same command again to resume"
+                    f"adaptation stopped; {self.cfg.partial} is kept: run the same adaptation again to resume"
                 )
             raise AdaptCancelled("adaptation stopped before training began; nothing to resume")
         self._save_partial()
         raise AdaptCancelled(
             f"adaptation stopped at step {self.step} of {self.cfg.steps}; the progress is kept in "
-            f"{self.cfg.partial}: run the same command again to resume"
+            f"{self.cfg.partial}: run the same adaptation again (same command, or the window's Adapt "
+            "to the same file) to resume"
         )
 
     def _save(

@@ -120,7 +120,7 @@ def test_cancel_keeps_a_checkpoint_and_the_same_call_resumes(footage: Path, tmp_
         if p.stage == "training" and p.done >= 3:
             cancel.set()
 
-    with pytest.raises(AdaptCancelled, match=r"stopped at step 3 of 6.*run the same command again"):
+    with pytest.raises(AdaptCancelled, match=r"stopped at step 3 of 6.*again.*to resume"):
         adapt(cfg, stop_at_three, cancel)
     assert Path(str(out) + ".partial").is_file() and not out.exists()
     with pytest.raises(UserError, match="other settings"):

@@ -121,8 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--minutes",
         type=real("--minutes", 0, 10**4, "min", low_open=True),
-        default=8.0,
-        help="training time budget; training stops at --steps or here (default 8)",
+        default=9.0,
+        help="training time budget; training stops at --steps or here (default 9)",
     )
     p.add_argument(
         "--frames", type=whole("--frames", 2, 10**5), default=300, help="frames used, spread (default 300)"

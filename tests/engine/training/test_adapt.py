@@ -124,7 +124,7 @@ def test_cancel_keeps_a_checkpoint_and_the_same_call_resumes(footage: Path, tmp_
         adapt(cfg, stop_at_three, cancel)
     assert Path(str(out) + ".partial").is_file() and not out.exists()
     with pytest.raises(UserError, match="other settings"):
-        adapt(_cfg(footage, out, steps=6, lr=1e-3))
+        adapt(_cfg(footage, out, steps=6, lr=3e-4))
     messages: list[str] = []
     result = adapt(cfg, lambda p: messages.append(p.message))
     assert any("resuming from step 3" in m for m in messages)

@@ -1280,9 +1280,56 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
         )
     )
 
+    # -- adapt (issue 21) ----------------------------------------------------------------------------
+    ad = _adapt_footage(fx)
+    state = fx / "adapt_state.pt"
+    _save_tensors(state, {"step": 1, "optimizer": {"state": {}, "param_groups": []}})
+    foreign = fx / "adapt_foreign.pt"
+    _save_tensors(foreign, {"weights": [1.0, 2.0]})
+    out = str(work / "adapted.pt")
+    for name, argv, needle in [
+        ("adapt one pair", [f"{L},{R}", "--out", out], "at least 2"),
+        ("adapt unrectified footage", [ad["tilted"], "--out", out], "calib check"),
+        (
+            "adapt --out in a missing folder",
+            [ad["good"], "--out", str(work / "none" / "a.pt")],
+            "does not exist",
+        ),
+        ("adapt --out a folder", [ad["good"], "--out", str(work)], "is a folder"),
+        ("adapt --out unwritable", [ad["good"], "--out", "/proc/adapted.pt"], "cannot write"),
+        (
+            "adapt --weights an optimizer state",
+            [ad["good"], "--out", out, "--weights", str(state)],
+            "training state",
+        ),
+        ("adapt --weights a random .pt", [ad["good"], "--out", out, "--weights", str(foreign)], "not a Bi3D"),
+        ("adapt --weights a text file", [ad["good"], "--out", out, "--weights", f["afile"]], "checkpoint"),
+        ("adapt --steps 0", [ad["good"], "--out", out, "--steps", "0"], "--steps"),
+    ]:
+        add(Case(name, ["adapt", *argv], needle=needle, check=_no_file(out)))
+
     # -- full disk --------------------------------------------------------------------------------
     cases += _disk_full_cases(work, L, R, t)
     return cases
+
+
+def _adapt_footage(folder: Path) -> dict[str, str]:
+    """Ten tiny frames of the adaptation footage, and a copy whose right camera sits 6 px lower."""
+    sys.path.insert(0, str(ROOT))
+    from app.engine.synthetic.footage import FootageConfig, write_footage
+
+    good, tilted = folder / "adapt_footage", folder / "adapt_tilted"
+    write_footage(good, FootageConfig(height=96, width=160, frames=10, shots=1, max_disparity=24, pan_px=20))
+    shutil.copytree(good, tilted)
+    for path in (tilted / "right").glob("*.png"):
+        cv2.imwrite(str(path), np.roll(cv2.imread(str(path)), 6, axis=0))
+    return {"good": str(good), "tilted": str(tilted)}
+
+
+def _save_tensors(path: Path, value: object) -> None:
+    import torch
+
+    torch.save(value, path)
 
 
 def _disk_full_cases(work: Path, L: str, R: str, t: list[str]) -> list[Case]:

@@ -34,9 +34,20 @@ from app.engine.formats import COLORMAPS, colorize
 from app.engine.metrics import evaluate
 from app.engine.sources.recording import Recorder
 from app.engine.sources.spec import open_source
+from app.engine.training.adapt import AdaptConfig, AdaptProgress, AdaptResult, adapt
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
-__all__ = ["Display", "EventHook", "FrameResult", "Session", "SessionEvents", "TruthError"]
+__all__ = [
+    "AdaptJob",
+    "AdaptProgress",
+    "AdaptResult",
+    "Display",
+    "EventHook",
+    "FrameResult",
+    "Session",
+    "SessionEvents",
+    "TruthError",
+]
 
 STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
@@ -109,6 +120,32 @@ class TruthError:
     epe: float  # px
 
 
+class AdaptJob:
+    """One adaptation of the depth model to a source's footage, run by whoever calls ``run``
+    (the window: on a thread of its own, never the frame worker). ``cancel`` stops it between
+    steps; its progress is kept in ``OUT.partial`` and a new job with the same settings resumes."""
+
+    def __init__(self, config: AdaptConfig) -> None:
+        self.config = config
+        self._cancel = threading.Event()
+
+    @property
+    def out(self) -> Path:
+        return Path(self.config.out)
+
+    def run(self, progress: Callable[[AdaptProgress], None] | None = None) -> AdaptResult:
+        """Blocks until done; ``progress`` is called on the running thread. ``UserError`` when the
+        input is refused or the job was cancelled (its message says how to resume)."""
+        return adapt(self.config, progress, self._cancel)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+
 class Display:
     """How results are drawn (colour maps, flow colours and arrows); the UI renders with these."""
 
@@ -155,6 +192,35 @@ class Session:
         if hasattr(engine, "interrupt"):
             engine.interrupt = self.interrupt
         return engine, reason
+
+    def load_weights(self, path: str | Path) -> str:
+        """Run Bi3D with the checkpoint at ``path`` (checked first: a bad file keeps the engine)."""
+        return self.set_engine(dataclasses.replace(self.options, engine="bi3d", weights=Path(path)))
+
+    def adapt(
+        self,
+        source: str,
+        out: str | Path,
+        *,
+        steps: int | None = None,
+        minutes: float | None = None,
+        frames: int | None = None,
+        eval_frames: int | None = None,
+    ) -> AdaptJob:
+        """A job that fine-tunes the current Bi3D weights (the bundled model when none are set) to
+        the footage of ``source`` (a spec) and writes ``out``; budgets default as on the command line.
+        The output is checked when the job runs, before any training."""
+        weights = str(self.options.weights) if self.options.weights is not None else None
+        config = AdaptConfig(source, str(out), weights)
+        return AdaptJob(
+            dataclasses.replace(
+                config,
+                steps=config.steps if steps is None else steps,
+                minutes=config.minutes if minutes is None else minutes,
+                frames=config.frames if frames is None else frames,
+                eval_frames=config.eval_frames if eval_frames is None else eval_frames,
+            )
+        )
 
     def set_compare(self, compare: bool) -> None:
         """Run SGBM beside the main engine (when the main engine is not SGBM already)."""

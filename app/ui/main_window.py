@@ -15,7 +15,9 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
     QLabel,
+    QLineEdit,
     QMainWindow,
+    QMessageBox,
     QScrollArea,
     QSlider,
     QStackedWidget,
@@ -27,9 +29,10 @@ from PySide6.QtWidgets import (
 
 from app import vocabulary
 from app.engine.errors import UserError
-from app.engine.session import FrameSource, Session
+from app.engine.session import AdaptResult, FrameSource, Session
 from app.engine.types import FrameResult, StereoPair
 from app.ui import work
+from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
 from app.ui.cloud_view import CloudView
 from app.ui.controller import SessionController
@@ -68,6 +71,10 @@ class MainWindow(QMainWindow):
         self._open_source = open_source or session.open_source
         self.controls = ControlsPanel(settings, session.flow_parameters)
         self.controller = SessionController(session, self, self.controls.request, self.display_spec)
+        self.adapt_runner = AdaptRunner(self, self._adapted, self.show_error)
+        # the window's questions, replaceable in tests: where to write the adapted model, whether to load it
+        self.ask_adapt_path: Callable[[], str] = self._ask_adapt_path
+        self.ask_load_adapted: Callable[[AdaptResult], bool] = self._ask_load_adapted
         self._build_views()
         self._build_docks()
         self._build_menus()
@@ -201,6 +208,16 @@ class MainWindow(QMainWindow):
         self.ply_action.triggered.connect(self.export_ply)
         for action in (self.snapshot_action, self.record_action, self.ply_action):
             file.addAction(action)
+        file.addSeparator()
+        self.load_model_action = QAction("Load model file…", self)
+        self.load_model_action.triggered.connect(self._pick_model)
+        self.adapt_action = QAction("Adapt model to this recording…", self)
+        self.adapt_action.setToolTip(
+            "fine-tune the depth model on the current source's footage (no ground truth needed)"
+        )
+        self.adapt_action.triggered.connect(self.adapt_to_source)
+        file.addAction(self.load_model_action)
+        file.addAction(self.adapt_action)
         file.addSeparator()
         self._build_playback()
         quit_action = QAction("Quit", self, shortcut=QKeySequence(QKeySequence.StandardKey.Quit))
@@ -510,6 +527,75 @@ class MainWindow(QMainWindow):
                 return
             self.show_status(f"wrote {count} points to {path}")
 
+    # ---- the model ---------------------------------------------------------------------------
+    def _pick_model(self) -> None:
+        kinds = "Checkpoints (*.pt *.pth *.tar);;All (*)"
+        path, _ = QFileDialog.getOpenFileName(self, "Bi3D model", "", kinds)
+        if path:
+            self.load_model(path)
+
+    def load_model(self, path: str) -> bool:
+        """Run Bi3D with the checkpoint at ``path``; a bad file is a message and changes nothing."""
+        try:
+            reason = self.session.load_weights(path)
+        except UserError as exc:
+            self.show_error(exc.worded(vocabulary.window_words))
+            return False
+        for name, value in (("engine", "bi3d"), ("weights", path)):  # kept for the next start
+            setattr(self.settings, name, value)
+        holder = self.controls.engine_controls.get("weights")
+        edit = holder.findChild(QLineEdit) if holder is not None else None
+        if edit is not None:
+            edit.setText(path)
+        engine = self.controls.engine_controls.get("engine")
+        if engine is not None and hasattr(engine, "setCurrentText"):
+            engine.blockSignals(True)  # the engine is built already
+            engine.setCurrentText("bi3d")
+            engine.blockSignals(False)
+        self.show_status(f"engine: {self.session.engine.name} ({vocabulary.word(reason)})")
+        self.controller.refresh()
+        return True
+
+    def adapt_to_source(self) -> None:
+        """Fine-tune the model on the current source's footage, in the background."""
+        spec = self.settings.source
+        if not spec:
+            self.show_error("open a recording, a video or a folder of pairs first, then adapt the model")
+            return
+        out = self.ask_adapt_path()
+        if not out:
+            return
+        try:
+            job = self.session.adapt(spec, out)
+        except UserError as exc:
+            self.show_error(exc.worded(vocabulary.window_words))
+            return
+        self.adapt_runner.start(job)
+
+    def _ask_adapt_path(self) -> str:
+        suggested = str(self.session.output_root / "adapted.pt")
+        path, _ = QFileDialog.getSaveFileName(self, "Adapted model", suggested, "Checkpoints (*.pt)")
+        return path
+
+    def _adapted(self, result: AdaptResult) -> None:
+        after, before = result.after, result.before
+        summary = ", ".join(
+            f"{name} {before[name]:.3f} -> {after[name]:.3f}"
+            for name in ("photometric_l1", "pseudo_bad2", "dense_bad2")
+            if name in before and name in after
+        )
+        self.show_status(f"adapted model written to {result.out} ({summary})")
+        if self.ask_load_adapted(result):
+            self.load_model(str(result.out))
+
+    def _ask_load_adapted(self, result: AdaptResult) -> bool:
+        answer = QMessageBox.question(
+            self,
+            "Adapt model",
+            f"The adapted model is in {result.out}; the report is in {result.report_path}.\n\nLoad it now?",
+        )
+        return answer == QMessageBox.StandardButton.Yes
+
     # ---- lifecycle -------------------------------------------------------------------------
     def _restore_layout(self) -> None:
         q = QSettings("Bi3D Studio", "bi3d-studio")
@@ -520,6 +606,7 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        self.adapt_runner.shutdown()  # a running adaptation keeps its progress for a later run
         self.controller.shutdown()
         q = QSettings("Bi3D Studio", "bi3d-studio")
         q.setValue("geometry", self.saveGeometry())

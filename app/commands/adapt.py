@@ -1,0 +1,138 @@
+"""`bi3d-studio adapt`: fine-tune the depth model to a rig from its own unlabeled footage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from app.commands.arguments import real, whole
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.engine.training.adapt import AdaptConfig, AdaptProgress, adapt
+
+    cfg = AdaptConfig(
+        source=args.source,
+        out=args.out,
+        weights=args.weights,
+        steps=args.steps,
+        minutes=args.minutes,
+        frames=args.frames,
+        eval_frames=args.eval_frames,
+        seed=args.seed,
+    )
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    bar = _Bar()
+
+    def progress(p: AdaptProgress) -> None:
+        bar.show(p.stage, p.done, p.total, p.message)
+
+    cancel = threading.Event()
+    with _first_ctrl_c_cancels(cancel):
+        try:
+            result = adapt(cfg, progress, cancel)
+        finally:
+            bar.end()
+    figures = {"before": result.before, "after": result.after}
+    print(json.dumps({k: {n: round(v, 4) for n, v in f.items()} for k, f in figures.items()}))
+    took = f"{result.steps} steps, {result.elapsed_s / 60:.1f} min"
+    print(f"wrote {result.out} ({took}) and {result.report_path}")
+    return 0
+
+
+class _Bar:
+    """On a terminal, one line on stderr, redrawn: stage, a bar, what is happening. Elsewhere (a
+    log, a pipe) one line on stdout per stage, so stderr keeps to the one-line errors."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.drawn = False
+        self.stage = ""
+
+    def show(self, stage: str, done: int, total: int, message: str) -> None:
+        if not self.tty:
+            if stage != self.stage:
+                print(f"adapt: {message}", flush=True)
+            self.stage = stage
+            return
+        width = 24
+        filled = round(width * done / total) if total else 0
+        line = f"\r{stage:<9} [{'#' * filled}{'.' * (width - filled)}] {message}"
+        print(f"{line[:110]:<110}", end="", file=sys.stderr, flush=True)
+        self.drawn = True
+
+    def end(self) -> None:
+        if self.drawn:
+            print(file=sys.stderr)
+
+
+class _first_ctrl_c_cancels:
+    """The first Ctrl-C asks the run to stop at the next step (it saves and says how to resume);
+    a second one interrupts at once."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+        self.previous: Any = None
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signals reach the main thread only (tests call main() from others)
+        self.previous = signal.getsignal(signal.SIGINT)
+
+        def handler(_signum: int, _frame: FrameType | None) -> None:
+            self.cancel.set()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            print("\nstopping after this step (Ctrl-C again to stop at once)", file=sys.stderr)
+
+        signal.signal(signal.SIGINT, handler)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "adapt",
+        help="fine-tune the depth model to your rig from unlabeled footage",
+        description=(
+            "Fine-tune the bundled Bi3D model (or --weights) on rectified footage of your rig without "
+            "ground truth: SGBM's left-right-checked pixels are the labels. Every 5th frame is held "
+            "back; the photometric error, left-right consistency and agreement with those pixels (and "
+            "dense bad-2 when the footage has ground truth) are reported before and after. Writes OUT "
+            "(load it with --weights) and OUT's name with .json (the report). Progress is saved in "
+            "OUT.partial: Ctrl-C stops cleanly and the same command resumes."
+        ),
+    )
+    p.add_argument("source", help="rectified footage: a recording folder, a video, a folder of pairs")
+    p.add_argument("--out", required=True, help="the adapted checkpoint to write (e.g. adapted.pt)")
+    p.add_argument("--weights", help="the model to start from (default: the bundled one)")
+    p.add_argument(
+        "--steps", type=whole("--steps", 1, 10**6), default=600, help="training steps (default 600)"
+    )
+    p.add_argument(
+        "--minutes",
+        type=real("--minutes", 0, 10**4, "min", low_open=True),
+        default=9.0,
+        help="training time budget; training stops at --steps or here (default 9)",
+    )
+    p.add_argument(
+        "--frames", type=whole("--frames", 2, 10**5), default=300, help="frames used, spread (default 300)"
+    )
+    p.add_argument(
+        "--eval-frames",
+        type=whole("--eval-frames", 1, 10**4),
+        default=16,
+        help="held-back frames the report measures (default 16)",
+    )
+    p.add_argument("--seed", type=whole("--seed", 0), default=0)
+    p.add_argument("--threads", type=whole("--threads", 1, 1024), help="torch CPU threads")
+    p.set_defaults(func=run)

@@ -1,0 +1,112 @@
+"""The before/after report of an adaptation, on frames held back from training.
+
+Without ground truth three figures say whether the model fits the footage better:
+
+- ``photometric_l1``: mean |left - right warped by the disparity| (grey levels, 0-255) over
+  pixels whose match lies inside the right view: lower is better;
+- ``lr_consistency``: share of the left disparities that the right view's disparity (the model
+  on the mirrored pair) confirms within 1 px: higher is better;
+- ``pseudo_bad2``: share of the confident classical pixels (``pseudo.confident_disparity``) the
+  model misses by more than 2 px: lower is better.
+
+With ground truth (synthetic footage, datasets) also ``dense_bad2`` (holes count as wrong) and
+``epe``. Every figure is the mean over the frames, each answered by the app's engine in
+continuous mode, as the user would see it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import cv2
+import numpy as np
+
+from app.engine.bi3d.model import SweepModel
+from app.engine.depth.engines import EngineOptions, bi3d_engine
+from app.engine.errors import Interrupted
+from app.engine.metrics import evaluate
+from app.engine.training.pseudo import lr_consistent
+from app.engine.types import DepthRequest, Mode, StereoPair
+
+FIGURES = ("photometric_l1", "lr_consistency", "pseudo_bad2", "dense_bad2", "epe")
+
+
+def photometric_l1(left: np.ndarray, right: np.ndarray, disparity: np.ndarray) -> float:
+    """Mean absolute grey difference (0-255) between the left view and the right view sampled at
+    x - disparity (bilinear), over pixels with a disparity whose match lies inside the right view."""
+    gl = cv2.cvtColor(left, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    gr = cv2.cvtColor(right, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    h, w = gl.shape
+    xs = np.arange(w, dtype=np.float32)[None, :] - np.nan_to_num(disparity, nan=-1e6)
+    ys = np.arange(h, dtype=np.float32)[:, None].repeat(w, 1)
+    valid = np.isfinite(disparity) & (xs >= 0) & (xs <= w - 1)
+    if not valid.any():
+        return float("nan")
+    warped = cv2.remap(gr, xs.astype(np.float32), ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return float(np.abs(gl - warped)[valid].mean())
+
+
+def label_bad2(disparity: np.ndarray, labels: np.ndarray) -> float:
+    """Share of the labelled pixels (finite ``labels``) the disparity misses by more than 2 px
+    (no answer counts as a miss)."""
+    known = np.isfinite(labels)
+    if not known.any():
+        return float("nan")
+    with np.errstate(invalid="ignore"):
+        hit = np.abs(disparity[known] - labels[known]) <= 2.0
+    return float(1.0 - hit.mean())
+
+
+def frame_figures(
+    answer: Callable[[np.ndarray, np.ndarray], np.ndarray], pair: StereoPair, labels: np.ndarray
+) -> dict[str, float]:
+    """The figures of one frame; ``answer(left, right)`` is the model's H x W disparity."""
+    left, right = pair.left, pair.right
+    disparity = answer(left, right)
+    mirrored = answer(right[:, ::-1].copy(), left[:, ::-1].copy())[:, ::-1]
+    finite = np.isfinite(disparity)
+    lr = lr_consistent(disparity, np.ascontiguousarray(mirrored))
+    out = {
+        "photometric_l1": photometric_l1(left, right, disparity),
+        "lr_consistency": float(lr.sum() / max(1, finite.sum())),
+        "pseudo_bad2": label_bad2(disparity, labels),
+    }
+    if pair.gt_disparity is not None and np.isfinite(pair.gt_disparity).any():
+        dense = evaluate(disparity, pair.gt_disparity)["dense"]
+        out["dense_bad2"], out["epe"] = dense.bad2, dense.epe
+    return out
+
+
+def report(
+    model: SweepModel,
+    pairs: Sequence[StereoPair],
+    labels: Sequence[np.ndarray],
+    max_disparity: int,
+    cancel: threading.Event | None = None,
+    on_frame: Callable[[int], None] | None = None,
+) -> dict[str, float]:
+    """Mean figures over ``pairs`` (each with its confident-pixel ``labels``), the model answering
+    through the app's engine (default options, torch runtime) in continuous mode up to ``max_disparity`` px.
+    Raises ``Interrupted`` when ``cancel`` is set between frames."""
+    was_training = model.training
+    model.eval()
+    # the torch runtime: the weights as they are now (the other runtimes export and cache graphs)
+    engine = bi3d_engine(model, EngineOptions(runtime="torch"))
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=max_disparity)
+
+    def answer(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        return engine.compute(left, right, request).disparity
+
+    rows = []
+    try:
+        for i, (pair, label) in enumerate(zip(pairs, labels, strict=True)):
+            if cancel is not None and cancel.is_set():
+                raise Interrupted("adaptation cancelled")
+            rows.append(frame_figures(answer, pair, label))
+            if on_frame is not None:
+                on_frame(i + 1)
+    finally:
+        model.train(was_training)
+    keys = [k for k in FIGURES if all(k in r for r in rows)]
+    return {k: float(np.nanmean([r[k] for r in rows])) for k in keys} | {"frames": len(rows)}

@@ -1,0 +1,191 @@
+"""Adaptation to unlabeled footage: it learns, writes a loadable checkpoint with provenance,
+resumes, cancels, and refuses bad input in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from app.engine.bi3d.checkpoint import load_model
+from app.engine.depth.sgbm import SGBMEngine
+from app.engine.errors import UserError
+from app.engine.formats import read_image_rgb, write_color_png
+from app.engine.synthetic.footage import FootageConfig, footage_frames, write_footage
+from app.engine.training import adapt as adapt_module
+from app.engine.training.adapt import AdaptCancelled, AdaptConfig, Adapter, adapt
+from app.engine.training.adapt_data import batch, crop_size, prepare, split
+from app.engine.training.losses import plane_loss
+from app.engine.training.pseudo import confident_disparity
+
+TINY = FootageConfig(height=96, width=160, frames=10, shots=1, max_disparity=24, pan_px=20)
+
+
+@pytest.fixture(scope="module")
+def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("footage") / "rig"
+    assert write_footage(folder, TINY) == 10
+    return folder
+
+
+def _cfg(footage: Path, out: Path, **kw) -> AdaptConfig:  # type: ignore[no-untyped-def]
+    base = dict(steps=4, eval_frames=1, frames=10, save_every=2, warmup=1)
+    base.update(kw)
+    return AdaptConfig(str(footage), str(out), **base)  # type: ignore[arg-type]
+
+
+def test_footage_is_exact_and_repeatable() -> None:
+    a, b = list(footage_frames(TINY)), list(footage_frames(TINY))
+    assert len(a) == 10 and all(np.array_equal(x.left, y.left) for x, y in zip(a, b, strict=True))
+    clean = FootageConfig(**{**TINY.__dict__, "noise": 0.0, "right_gain": 1.0})
+    f = list(footage_frames(clean))[3]
+    # without sensor noise, a left pixel and the right pixel d to its left show the same surface
+    h, w = f.disparity.shape
+    xs = np.arange(w)[None].repeat(h, 0) - np.round(f.disparity).astype(int)
+    rows = np.arange(h)[:, None].repeat(w, 1)
+    right = f.right[rows, xs.clip(0)].astype(float)
+    inside = xs >= 0
+    good = np.median(np.abs(f.left.astype(float) - right)[inside])
+    wrong = np.median(np.abs(f.left.astype(float) - np.roll(right, 3, axis=1))[inside])
+    assert good <= 3 and wrong > 2 * good + 2
+
+
+def test_pseudo_labels_are_sparse_and_more_often_right_than_plain_sgbm() -> None:
+    f = next(footage_frames(FootageConfig(frames=1, shots=1)))  # 240 x 320, disparities to 64 px
+    labels = confident_disparity(f.left, f.right, 80)
+    plain = SGBMEngine().disparity(f.left, f.right, 80)
+    known, answered = np.isfinite(labels), np.isfinite(plain)
+    wrong = np.mean(np.abs(labels[known] - f.disparity[known]) > 2)
+    assert 0.3 < known.mean() < answered.mean()
+    assert wrong < 0.05 and wrong < np.mean(np.abs(plain[answered] - f.disparity[answered]) > 2)
+
+
+@pytest.mark.slow
+def test_training_on_pseudo_labels_lowers_their_loss(footage: Path, tmp_path: Path) -> None:
+    adapter = Adapter(_cfg(footage, tmp_path / "a.pt", lr=1e-3, distill=0.0, steps=25))
+    data = prepare(str(footage), 10, 192)
+    crop = crop_size(*data.size)
+    g = torch.Generator().manual_seed(5)
+    left, right, labels = batch(data, 4, crop, g)
+    planes = torch.tensor([3.0, 9.0, 15.0, 21.0])
+
+    def loss() -> float:
+        with torch.no_grad():
+            logits = adapter.model((left - 0.5) / 0.5, (right - 0.5) / 0.5, planes / 3)
+        return float(plane_loss(logits, labels, planes))
+
+    before = loss()
+    for _ in range(25):
+        adapter._step(data, crop, 30)
+    assert loss() < 0.8 * before
+
+
+@pytest.mark.slow
+def test_adapt_writes_a_loadable_checkpoint_with_provenance(footage: Path, tmp_path: Path) -> None:
+    out = tmp_path / "adapted.pt"
+    seen: list[str] = []
+    result = adapt(_cfg(footage, out), lambda p: seen.append(p.stage))
+    _model, info = load_model(out)
+    assert info.kind.value == "light" and result.steps == 4
+    t = info.training
+    assert t["method"] == adapt_module.METHOD and t["source"] == str(footage) and t["frames"] == 10
+    assert t["train_frames"] == 8 and t["held_back_frames"] == 2 and t["steps"] == 4
+    assert t["base_model"].endswith("bi3d_default.pt") and t["date"]
+    for side in ("before", "after"):
+        assert {"photometric_l1", "lr_consistency", "pseudo_bad2", "dense_bad2"} <= set(t["report"][side])
+    assert json.loads(result.report_path.read_text())["report"] == json.loads(json.dumps(t["report"]))
+    assert not Path(str(out) + ".partial").exists()
+    assert seen[0] == "reading" and {"labelling", "before", "training", "after"} <= set(seen)
+
+
+def test_split_holds_back_every_fifth_frame() -> None:
+    pairs = list(range(12))
+    train, held = split(pairs)  # type: ignore[arg-type]
+    assert held == [4, 9] and len(train) == 10
+    assert split([0, 1])[1] == [1]  # type: ignore[list-item]
+
+
+@pytest.mark.slow
+def test_cancel_keeps_a_checkpoint_and_the_same_call_resumes(footage: Path, tmp_path: Path) -> None:
+    out = tmp_path / "adapted.pt"
+    cfg = _cfg(footage, out, steps=6)
+    cancel = threading.Event()
+
+    def stop_at_three(p: adapt_module.AdaptProgress) -> None:
+        if p.stage == "training" and p.done >= 3:
+            cancel.set()
+
+    with pytest.raises(AdaptCancelled, match=r"stopped at step 3 of 6.*again.*to resume"):
+        adapt(cfg, stop_at_three, cancel)
+    assert Path(str(out) + ".partial").is_file() and not out.exists()
+    with pytest.raises(UserError, match="other settings"):
+        adapt(_cfg(footage, out, steps=6, lr=3e-4))
+    messages: list[str] = []
+    result = adapt(cfg, lambda p: messages.append(p.message))
+    assert any("resuming from step 3" in m for m in messages)
+    assert result.provenance["resumed"] and result.steps == 6
+    assert not any(m.startswith("before:") for m in messages)  # the first run's report is kept
+
+
+def test_cancel_before_training_says_nothing_to_resume(footage: Path, tmp_path: Path) -> None:
+    cancel = threading.Event()
+
+    def stop(p: adapt_module.AdaptProgress) -> None:
+        if p.stage == "labelling":
+            cancel.set()
+
+    with pytest.raises(AdaptCancelled, match="nothing to resume"):
+        adapt(_cfg(footage, tmp_path / "a.pt"), stop, cancel)
+
+
+def test_one_frame_is_refused(footage: Path, tmp_path: Path) -> None:
+    spec = f"{footage / 'left' / '000000.png'},{footage / 'right' / '000000.png'}"
+    with pytest.raises(UserError, match="has 1 frame; adaptation needs at least 2"):
+        adapt(AdaptConfig(spec, str(tmp_path / "a.pt")))
+
+
+def test_unrectified_footage_points_to_the_calibration_check(footage: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "tilted"
+    shutil.copytree(footage, bad)
+    for path in sorted((bad / "right").glob("*.png")):
+        write_color_png(path, np.roll(read_image_rgb(path), 6, axis=0))  # the right camera 6 px lower
+    with pytest.raises(UserError, match=r"does not look rectified.*bi3d-studio calib check"):
+        adapt(AdaptConfig(str(bad), str(tmp_path / "a.pt")))
+
+
+@pytest.mark.parametrize("where", ["missing", "folder", "read-only"])
+def test_an_unwritable_output_is_refused_before_any_work(
+    footage: Path, tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outs = {"missing": tmp_path / "nowhere" / "a.pt", "folder": tmp_path, "read-only": tmp_path / "a.pt"}
+    out = outs[where]
+    if where == "read-only":
+        out.write_bytes(b"keep")
+        out.chmod(0o444)
+        monkeypatch.setattr(adapt_module.os, "access", lambda p, m: False)  # root ignores modes
+    monkeypatch.setattr(adapt_module, "prepare", lambda *a, **k: pytest.fail("work started"))
+    with pytest.raises(UserError, match=r"does not exist|is a folder|read-only"):
+        adapt(AdaptConfig(str(footage), str(out)))
+    if where == "read-only":
+        assert out.read_bytes() == b"keep"
+
+
+def test_weights_of_another_kind_are_refused(footage: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state.pt"
+    torch.save({"step": 3, "optimizer": {"state": {}, "param_groups": []}}, state)
+    random = tmp_path / "random.pt"
+    torch.save({"weights": torch.zeros(3)}, random)
+    text = tmp_path / "notes.pt"
+    text.write_text("not a checkpoint")
+    for path, needle in [
+        (state, "training state"),
+        (random, "not a Bi3D checkpoint"),
+        (text, "not a readable PyTorch checkpoint"),
+    ]:
+        with pytest.raises(UserError, match=needle):
+            adapt(AdaptConfig(str(footage), str(tmp_path / "a.pt"), weights=str(path)))

@@ -1,0 +1,114 @@
+"""`bi3d-studio adapt`: end to end, bad input in one line, Ctrl-C keeps the progress."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from app.engine.bi3d.checkpoint import load_model
+from app.engine.synthetic.footage import FootageConfig, write_footage
+from tests.cli_helpers import bad, run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("footage") / "rig"
+    write_footage(
+        folder, FootageConfig(height=96, width=160, frames=10, shots=1, max_disparity=24, pan_px=20)
+    )
+    return folder
+
+
+@pytest.mark.slow
+def test_adapt_writes_a_model_that_loads_as_weights(capsys, footage: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "adapted.pt"
+    code, stdout, err = run(
+        capsys, "adapt", str(footage), "--out", str(out), "--steps", "2", "--eval-frames", "1"
+    )
+    assert code == 0, err
+    figures = json.loads(stdout.strip().splitlines()[-2])
+    assert set(figures) == {"before", "after"} and "dense_bad2" in figures["after"]
+    _model, info = load_model(out)
+    assert info.training["steps"] == 2 and (tmp_path / "adapted.json").is_file()
+    code, _, err = run(
+        capsys,
+        "depth",
+        str(footage / "left" / "000000.png"),
+        str(footage / "right" / "000000.png"),
+        "--mode",
+        "binary",
+        "--planes",
+        "12",
+        "--weights",
+        str(out),
+        "--out",
+        str(tmp_path / "d"),
+    )
+    assert code == 0, err
+
+
+def test_bad_inputs_are_one_line(capsys, footage: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pair = f"{footage / 'left' / '000000.png'},{footage / 'right' / '000000.png'}"
+    assert "at least 2" in bad(capsys, "adapt", pair, "--out", str(tmp_path / "a.pt"))
+    assert "does not exist" in bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "no" / "a.pt"))
+    assert "is a folder" in bad(capsys, "adapt", str(footage), "--out", str(tmp_path))
+    state = tmp_path / "state.pt"
+    torch.save({"step": 1, "optimizer": {"state": {}, "param_groups": []}}, state)
+    line = bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "a.pt"), "--weights", str(state))
+    assert "training state" in line
+    assert "--steps" in bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "a.pt"), "--steps", "0")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(footage: Path, tmp_path: Path) -> None:
+    out = tmp_path / "adapted.pt"
+    partial = Path(str(out) + ".partial")
+    command = [
+        sys.executable,
+        "-m",
+        "app",
+        "adapt",
+        str(footage),
+        "--out",
+        str(out),
+        "--steps",
+        "100000",
+        "--eval-frames",
+        "1",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 240
+    while not partial.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)  # the partial checkpoint appears once the report before training is done
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    last = err.strip().splitlines()[-1]
+    assert "stopped at step" in last and "run the same adaptation again (same command" in last, err
+    assert "Traceback" not in err and partial.is_file() and not out.exists()
+    step = torch.load(partial, weights_only=True)["step"]
+    resumed = subprocess.run(
+        [*command[:-4], "--steps", str(step + 1), "--eval-frames", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    # other --steps: the partial checkpoint belongs to another run and is refused, not overwritten
+    assert resumed.returncode == 2 and "other settings" in resumed.stderr
+    assert partial.is_file()

@@ -1,0 +1,89 @@
+"""Adapting the model from the window: in the background, cancellable, then offered to load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.engine.depth.engines import EngineOptions
+from app.engine.session import AdaptResult, Session
+from app.engine.synthetic.footage import FootageConfig, write_footage
+from app.ui.main_window import MainWindow
+from app.ui.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("footage") / "rig"
+    write_footage(
+        folder, FootageConfig(height=96, width=160, frames=10, shots=1, max_disparity=24, pan_px=20)
+    )
+    return folder
+
+
+def _window(qtbot, steps: int) -> MainWindow:  # type: ignore[no-untyped-def]
+    session = Session(EngineOptions(engine="sgbm"))
+    adapt = session.adapt
+    session.adapt = lambda spec, out, **kw: adapt(spec, out, steps=steps, eval_frames=1)  # type: ignore[method-assign]
+    window = MainWindow(session, Settings(max_disparity=48, range_px=(10.0, 40.0)))
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def _open(qtbot, window: MainWindow, footage: Path) -> None:  # type: ignore[no-untyped-def]
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20000):
+        window.open_spec(str(footage))
+
+
+@pytest.mark.slow
+def test_adapt_runs_in_the_background_and_loads_the_result(qtbot, footage: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, steps=2)
+    _open(qtbot, window, footage)
+    out = tmp_path / "adapted.pt"
+    offered: list[AdaptResult] = []
+    window.ask_adapt_path = lambda: str(out)
+    window.ask_load_adapted = lambda result: offered.append(result) or True
+    window.adapt_action.trigger()
+    assert window.adapt_runner.running and window.adapt_runner.dialog is not None
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20000):
+        window.controller.refresh()  # the frame worker answers while the model adapts
+    qtbot.waitUntil(lambda: bool(offered), timeout=180000)
+    assert offered[0].out == out and out.is_file()
+    assert window.session.options.weights == out and window.session.engine.name == "bi3d"
+    assert window.settings.weights == str(out)
+    assert not window.adapt_runner.running and window.adapt_runner.dialog is None
+
+
+@pytest.mark.slow
+def test_cancel_stops_the_job_and_keeps_its_progress(qtbot, footage: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, steps=100000)
+    _open(qtbot, window, footage)
+    out = tmp_path / "adapted.pt"
+    window.ask_adapt_path = lambda: str(out)
+    window.adapt_action.trigger()
+    dialog = window.adapt_runner.dialog
+    assert dialog is not None
+    qtbot.waitUntil(lambda: dialog.labelText().startswith("training"), timeout=180000)
+    dialog.canceled.emit()  # what its Cancel button sends
+    qtbot.waitUntil(
+        lambda: not window.adapt_runner.running and window.adapt_runner.dialog is None, timeout=60000
+    )
+    assert "stopped at step" in window.last_error and "to resume" in window.last_error
+    assert Path(str(out) + ".partial").is_file() and not out.exists()
+
+
+def test_adapt_without_a_source_says_what_to_open(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, steps=1)
+    window.settings.source = ""
+    window.adapt_action.trigger()
+    assert "open a recording" in window.last_error and not window.adapt_runner.running
+
+
+def test_a_bad_model_file_is_a_message_and_keeps_the_engine(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, steps=1)
+    bad = tmp_path / "bad.pt"
+    bad.write_text("not a model")
+    assert not window.load_model(str(bad))
+    assert "not a readable PyTorch checkpoint" in window.last_error and window.session.engine.name == "sgbm"

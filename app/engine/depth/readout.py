@@ -89,12 +89,15 @@ def median_disparity(logits: Tensor, planes: Tensor) -> Tensor:
     return _crossing(probs, torch.where(never, torch.full_like(k, probs.shape[1]), k), planes)
 
 
+COST_WINDOW = 8  # planes either side of the step that its rating (StepFit.cost) counts
+
+
 @dataclass
 class StepFit:
     """The best step of a probability curve: where it goes from "closer" to "farther"."""
 
     disparity: Tensor  # 1 x 1 x H x W px: the 0.5 crossing at the step
-    cost: Tensor  # 1 x 1 x H x W: the curve's disagreement with its step, in planes (0: a clean step)
+    cost: Tensor  # 1 x 1 x H x W: disagreement with the step within COST_WINDOW planes of it (0: clean)
     above: Tensor  # 1 x 1 x H x W int64: planes judged closer (the step's index)
 
 
@@ -121,7 +124,13 @@ def step_fit(logits: Tensor, planes: Tensor) -> StepFit:
         better = run < best  # strictly: of equal fits the farther step wins
         best = torch.where(better, run, best)
         above = torch.where(better, torch.full_like(above, i + 1), above)
-    cost = best + probs.sum(1, keepdim=True)
+    # the rating counts the planes near the step only: a curve's far end (false "closer" runs
+    # many planes beyond the scene) would otherwise rate the same answer by the sweep's reach
+    cost = torch.zeros_like(run)
+    for i in range(probs.shape[1]):
+        p = probs[:, i : i + 1]
+        miss = torch.where(above > i, 1.0 - p, p)
+        cost += torch.where((above - i).abs() <= COST_WINDOW, miss, torch.zeros_like(miss))
     return StepFit(_crossing(probs, above, planes), cost, above)
 
 

@@ -249,8 +249,9 @@ def depth_request(
     min_confidence: float | None = None,
 ) -> DepthRequest:
     """The request for ``mode``: inputs another mode uses are dropped, numbers are checked.
-    ``max_disparity`` "auto": continuous depth sweeps each frame up to its estimated reach, at
-    most ``DEFAULT_MAX_DISPARITY`` (other modes use that ceiling)."""
+    ``max_disparity`` "auto": continuous depth sweeps each frame up to its estimated reach, and
+    quantized levels spread up to it, at most ``DEFAULT_MAX_DISPARITY`` (binary and selective
+    modes use that ceiling)."""
     m = Mode(MODE.check(mode))
     auto = isinstance(max_disparity, str) and max_disparity.strip().lower() == "auto"
     top = DEFAULT_MAX_DISPARITY if auto else int(MAX_DISPARITY.check(max_disparity))
@@ -276,6 +277,6 @@ def depth_request(
         budget_ms=budget_ms,
         max_disparity=top,
         calibration=calibration,
-        auto_range=auto and m is Mode.CONTINUOUS,
+        auto_range=auto and m in (Mode.CONTINUOUS, Mode.QUANTIZED),
         min_confidence=DEFAULT_MIN_CONFIDENCE if min_confidence is None else min_confidence,
     )

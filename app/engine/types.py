@@ -110,7 +110,7 @@ class DepthRequest:
     budget_ms: float | None = None
     max_disparity: int = DEFAULT_MAX_DISPARITY
     calibration: Calibration | None = None
-    # continuous: bound the sweep by a per-frame estimate of the scene's reach, at most
+    # continuous (and quantized levels): bound the sweep by a per-frame estimate of the scene's reach, at most
     # ``max_disparity`` (``depth.scene_range``; the front ends' default, ``--max-disparity auto``)
     auto_range: bool = False
     # continuous and selective: answers rated below this (``DepthResult.confidence``) are unknown

@@ -144,9 +144,11 @@ def closer_than_top(lowres_logits: Tensor) -> float:
 def bounded(
     request: DepthRequest, tracker: RangeTracker, left: np.ndarray, right: np.ndarray
 ) -> tuple[DepthRequest, SceneRange | None]:
-    """The request with its sweep bounded by the tracker, for continuous requests that ask for
+    """The request with its sweep bounded by the tracker, for continuous requests and quantized
+    ones without explicit planes (their levels spread over the bound) that ask for
     ``auto_range``; others are returned as they are (with None)."""
-    if not request.auto_range or request.mode is not Mode.CONTINUOUS:
+    spread = request.mode is Mode.QUANTIZED and not request.planes
+    if not request.auto_range or not (request.mode is Mode.CONTINUOUS or spread):
         return request, None
     found = tracker.update(left, right, request.max_disparity, left.shape[:2])
     return dataclasses.replace(request, max_disparity=found.bound, auto_range=False), found

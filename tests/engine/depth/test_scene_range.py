@@ -56,4 +56,6 @@ def test_auto_bounds_continuous_requests_and_reports_the_sweep() -> None:
     fixed = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS))
     assert fixed.searched is None
     binary = engine.compute(left, right, DepthRequest(mode=Mode.BINARY, planes=(20,), auto_range=True))
-    assert binary.searched is None  # auto bounds the continuous sweep only
+    assert binary.searched is None  # a binary plane is where it is asked
+    levels = engine.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, levels=4, auto_range=True))
+    assert levels.searched is not None and levels.planes.max() < auto.searched[1]  # spread to the bound

@@ -95,9 +95,10 @@ def match_score(left: Tensor, right: Tensor, disparity: Tensor, window: int) -> 
     return zncc, texture, inside
 
 
-def background_fill(disparity: Tensor, accepted: Tensor, reach: int | None = None) -> Tensor:
-    """The farther (smaller) of the nearest accepted answers left and right in each row, each
-    at most ``reach`` px away (None: any); NaN where there is none. H x W float, H x W bool -> H x W."""
+def row_neighbours(disparity: Tensor, accepted: Tensor, reach: int | None = None) -> tuple[Tensor, Tensor]:
+    """The nearest accepted answer to the left and to the right of each pixel in its row, at
+    most ``reach`` px away (None: any); NaN where there is none. H x W float, H x W bool ->
+    (from the left, from the right), each H x W."""
     h, w = disparity.shape
     cols = torch.arange(w, device=disparity.device).expand(h, w)
     missing = torch.full_like(cols, -1)
@@ -111,7 +112,13 @@ def background_fill(disparity: Tensor, accepted: Tensor, reach: int | None = Non
         near_right &= nxt - cols <= reach
     from_left = torch.where(near_left, disparity.gather(1, last.clamp(min=0)), nan)
     from_right = torch.where(near_right, disparity.gather(1, nxt.clamp(max=w - 1)), nan)
-    return torch.fmin(from_left, from_right)
+    return from_left, from_right
+
+
+def background_fill(disparity: Tensor, accepted: Tensor, reach: int | None = None) -> Tensor:
+    """The farther (smaller) of the nearest accepted answers left and right in each row, each
+    at most ``reach`` px away (None: any); NaN where there is none. H x W float, H x W bool -> H x W."""
+    return torch.fmin(*row_neighbours(disparity, accepted, reach))
 
 
 def curve_confidence(cost: Tensor, scale: float = DEFAULT_AGREEMENT.curve_scale) -> Tensor:
@@ -130,21 +137,10 @@ def plane_confidence(probabilities: np.ndarray) -> np.ndarray:
 def nearest_support(disparity: Tensor, accepted: Tensor) -> Tensor:
     """The nearest (largest) of the closest accepted answers in the four directions along rows
     and columns; -inf where none. H x W float, H x W bool -> H x W."""
-    best = torch.full_like(disparity, float("-inf"))
-    for transpose in (False, True):
-        d, ok = (disparity.T, accepted.T) if transpose else (disparity, accepted)
-        h, w = d.shape
-        cols = torch.arange(w, device=d.device).expand(h, w)
-        missing = torch.full_like(cols, -1)
-        for flip in (False, True):
-            dd, mm = (d.flip(1), ok.flip(1)) if flip else (d, ok)
-            last = torch.cummax(torch.where(mm, cols, missing), dim=1).values
-            found = torch.where(
-                last >= 0, dd.gather(1, last.clamp(min=0)), torch.full_like(dd, float("-inf"))
-            )
-            found = found.flip(1) if flip else found
-            best = torch.maximum(best, found.T if transpose else found)
-    return best
+    rows = row_neighbours(disparity, accepted)
+    cols = (n.T for n in row_neighbours(disparity.T, accepted.T))
+    found = torch.stack([*rows, *cols]).nan_to_num(nan=float("-inf"), posinf=float("inf"))
+    return found.max(0).values
 
 
 def agree(

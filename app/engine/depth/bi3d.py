@@ -547,35 +547,32 @@ class Bi3DEngine:
                 lowres = self.backend.regularise(feats, lowres)
             logits = self.backend.refine_planes(feats, lowres).float()
         fit: StepFit | None = None
+        planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
         with self._timed(timings, "readout"):
-            probes = (round(lo) - first, round(hi) - first)
             if self.model.has_disp_refine:  # published: the area under the curve feeds DispRefine
-                dense = integrate_planes(logits, plan.step, probes)
+                dense = integrate_planes(logits, plan.step)
                 normalized = self.backend.refine_disparity(feats, dense.normalized).float()
                 disp = normalized_to_disparity(normalized, first, last)
             else:  # per-plane classifiers: the best step of each curve (see step_fit)
-                planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
                 fit = step_fit(logits, planes)
                 disp = fit.disparity
         disp = padder.crop(disp)[0, 0]
         stepped = disp  # before the sub-pixel stage: the selective range state reads this
         kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
+        left, right = (torch.from_numpy(im).to(disp.device) for im in images)
         if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
             config = dataclasses.replace(self.subpixel, grey=kind == "grey")
             with self._timed(timings, "subpixel"):
-                left, right = (torch.from_numpy(im).to(disp.device) for im in images)
                 disp = refine_subpixel(left, right, disp, config)
         confidence = None
         if self.agreement is not None and fit is not None:
             with self._timed(timings, "agreement"):
-                left, right = (torch.from_numpy(im).to(disp.device) for im in images)
                 agreed = agree(left, right, disp, padder.crop(fit.cost)[0, 0], self.agreement)
                 disp, confidence = agreed.disparity, agreed.confidence.cpu().numpy()
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
             probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
         if confidence is None:  # the published continuous model: its curve's own step
-            planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
             cost = padder.crop(step_fit(logits, planes).cost)[0, 0]
             confidence = curve_confidence(cost).cpu().numpy()
         state = None

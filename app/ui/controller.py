@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 import traceback
 from collections.abc import Callable
@@ -81,6 +82,7 @@ class SessionController(QObject):
     ) -> None:
         super().__init__()
         reserve_gui_core()
+        settle_heap()
         self.session = session
         self.view = view
         self._request_fn = request
@@ -98,6 +100,7 @@ class SessionController(QObject):
         self._step = False  # paused: pull one new frame
         self._full_ms: float | None = None  # how long the last full answer took
         self._quick_for = -1  # the generation whose quick answer was already asked for
+        self._settle_after = False  # settle the heap once the first result of a source is shown
         self._pending: list[Callable[[], Outcome]] = []  # source openings and tasks, run in order
         self.last: FrameResult | None = None
         self.workDone.connect(self._on_done)
@@ -284,6 +287,7 @@ class SessionController(QObject):
 
     def _adopt(self, source: FrameSource, first: StereoPair | None, description: str) -> None:
         self.session.set_source(source, description)
+        self._settle_after = True
         self._live = first is None and not self._paused
         self._resumable = first is None
         self._still = first
@@ -308,6 +312,9 @@ class SessionController(QObject):
         self.view.show_result(result)
         result.timings["draw"] = (time.perf_counter() - t0) * 1000
         self.last = result
+        if self._settle_after:  # the engine has built and warmed up on this source by now
+            self._settle_after = False
+            settle_heap()
         self.resultShown.emit(result)
 
     # ---- shutdown ------------------------------------------------------------------------
@@ -322,6 +329,18 @@ class SessionController(QObject):
         self._executor.shutdown(wait=True, cancel_futures=True)
         self.session.close()  # finishes a recording too
         self.session.interrupt.clear()
+
+
+def settle_heap() -> None:
+    """Exempt what exists now (imported modules, the window, a loaded model) from the cyclic
+    garbage collector's full passes.
+
+    A full pass walks every tracked object while holding the GIL, so with torch, Qt and
+    pyqtgraph loaded it stops the GUI thread for 70-130 ms now and then, whichever thread
+    triggered it. Frozen objects are never freed by the collector (reference counting still
+    frees them), which suits long-lived objects; frames and results made later stay collected.
+    """
+    gc.freeze()
 
 
 def reserve_gui_core() -> None:

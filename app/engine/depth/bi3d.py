@@ -549,12 +549,13 @@ class Bi3DEngine:
         fit: StepFit | None = None
         planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
         with self._timed(timings, "readout"):
+            curves = torch.sigmoid(logits)  # once: the readout and the result's probabilities
             if self.model.has_disp_refine:  # published: the area under the curve feeds DispRefine
                 dense = integrate_planes(logits, plan.step)
                 normalized = self.backend.refine_disparity(feats, dense.normalized).float()
                 disp = normalized_to_disparity(normalized, first, last)
             else:  # per-plane classifiers: the best step of each curve (see step_fit)
-                fit = step_fit(logits, planes)
+                fit = step_fit(logits, planes, curves)
                 disp = fit.disparity
         disp = padder.crop(disp)[0, 0]
         stepped = disp  # before the sub-pixel stage: the selective range state reads this
@@ -571,9 +572,9 @@ class Bi3DEngine:
                 disp, confidence = agreed.disparity, agreed.confidence.cpu().numpy()
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
-            probs = padder.crop(torch.sigmoid(logits))[0].cpu().numpy()
+            probs = padder.crop(curves)[0].cpu().numpy()
         if confidence is None:  # the published continuous model: its curve's own step
-            cost = padder.crop(step_fit(logits, planes).cost)[0, 0]
+            cost = padder.crop(step_fit(logits, planes, curves).cost)[0, 0]
             confidence = curve_confidence(cost).cpu().numpy()
         state = None
         if request.mode is Mode.SELECTIVE and self.model.has_disp_refine:

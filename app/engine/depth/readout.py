@@ -101,36 +101,49 @@ class StepFit:
     above: Tensor  # 1 x 1 x H x W int64: planes judged closer (the step's index)
 
 
-def step_fit(logits: Tensor, planes: Tensor) -> StepFit:
+def step_fit(logits: Tensor, planes: Tensor, probs: Tensor | None = None) -> StepFit:
     """Fit each pixel's curve P(d > plane) with the step that disagrees with it least.
 
-    logits 1 x P x H x W of any shape of curve (not made monotone), planes (P,) px ascending.
-    The step after the first ``k`` planes costs ``sum_{i<k} (1 - p_i) + sum_{i>=k} p_i``; the
-    best ``k`` is read out at the curve's 0.5 crossing between planes ``k - 1`` and ``k``.
+    logits 1 x P x H x W of any shape of curve (not made monotone), planes (P,) px ascending;
+    ``probs``: their sigmoid when the caller has it already. The step after the first ``k``
+    planes costs ``sum_{i<k} (1 - p_i) + sum_{i>=k} p_i``; the best ``k`` is read out at the
+    curve's 0.5 crossing between planes ``k - 1`` and ``k``.
 
     A run of false "closer" answers on planes far beyond the scene (the light model gives
     them on real images: 15 % of Motorcycle's pixels moved by more than 10 px at a 192-px
     sweep when the curve was made monotone first) costs less to ignore than to follow, as
     long as it is shorter than the true "closer" run, so the answer no longer depends on
-    how far the sweep goes. Costs ``P`` element-wise passes; memory stays at H x W.
+    how far the sweep goes.
+
+    With the prefix sums ``C_k = sum_{i<k} p_i`` the cost is ``C_P + k - 2 C_k``: the best
+    step maximises ``C_k - k / 2`` (of equal fits the farther, smaller ``k`` wins), and its
+    rating within ``COST_WINDOW`` planes is three reads of ``C``. One pass over the planes of
+    a few element-wise operations each (a whole-volume cumsum along the planes took 3x as
+    long on the CPU); memory: the P + 1 prefix planes.
     """
-    probs = torch.sigmoid(logits.float())
-    # cost(k) = sum(p) + sum_{i<k} (1 - 2 p_i): a running minimum of the prefix sums
-    run = torch.zeros_like(probs[:, :1])
-    best = torch.zeros_like(run)
-    above = torch.zeros_like(run, dtype=torch.int64)
-    for i in range(probs.shape[1]):
-        run.add_(1.0 - 2.0 * probs[:, i : i + 1])
-        better = run < best  # strictly: of equal fits the farther step wins
-        best = torch.where(better, run, best)
-        above = torch.where(better, torch.full_like(above, i + 1), above)
+    if probs is None:
+        probs = torch.sigmoid(logits.float())
+    n, p, h, w = probs.shape
+    prefix = probs.new_empty(n, p + 1, h, w)
+    prefix[:, 0].zero_()
+    gain = torch.zeros_like(prefix[:, 0])  # best C_k - k / 2 so far (k = 0: 0)
+    value = torch.empty_like(gain)
+    better = torch.empty(gain.shape, dtype=torch.bool, device=gain.device)
+    above = torch.zeros(gain.shape, dtype=torch.int64, device=gain.device)
+    for i in range(p):
+        torch.add(prefix[:, i], probs[:, i], out=prefix[:, i + 1])
+        torch.sub(prefix[:, i + 1], (i + 1) / 2, out=value)
+        torch.gt(value, gain, out=better)  # strictly: of equal fits the farther step wins
+        torch.maximum(gain, value, out=gain)
+        above.masked_fill_(better, i + 1)
+    above = above.unsqueeze(1)
     # the rating counts the planes near the step only: a curve's far end (false "closer" runs
     # many planes beyond the scene) would otherwise rate the same answer by the sweep's reach
-    cost = torch.zeros_like(run)
-    for i in range(probs.shape[1]):
-        p = probs[:, i : i + 1]
-        miss = torch.where(above > i, 1.0 - p, p)
-        cost += torch.where((above - i).abs() <= COST_WINDOW, miss, torch.zeros_like(miss))
+    start = (above - COST_WINDOW).clamp(min=0)
+    stop = (above + COST_WINDOW + 1).clamp(max=p)
+    at_start, at_step, at_stop = prefix.gather(1, start), prefix.gather(1, above), prefix.gather(1, stop)
+    # (1 - p) summed over the planes in the window before the step, p over those from it on
+    cost = (above - start).to(probs.dtype) - (at_step - at_start) + (at_stop - at_step)
     return StepFit(_crossing(probs, above, planes), cost, above)
 
 

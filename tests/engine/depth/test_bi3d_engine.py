@@ -258,7 +258,7 @@ def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> Non
     left, right = _constant_disparity_pair(6, seed=2, blur=1.2)
 
     # whatever the random network reads out, say 7.4 px (within one plane of the truth)
-    def fit(logits: torch.Tensor, planes: torch.Tensor) -> StepFit:
+    def fit(logits: torch.Tensor, planes: torch.Tensor, probs: torch.Tensor | None = None) -> StepFit:
         flat = torch.zeros_like(logits[:, :1])
         return StepFit(flat + 7.4, flat, flat.long())
 

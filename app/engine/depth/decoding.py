@@ -51,15 +51,6 @@ def range_state(disparity: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return state
 
 
-def range_state_from_probabilities(p_lo: np.ndarray, p_hi: np.ndarray) -> np.ndarray:
-    """Range state from P(d > lo) and P(d > hi): farther if the first is < 0.5, closer if
-    the second is > 0.5."""
-    state = np.zeros(p_lo.shape, np.int8)
-    state[p_lo < 0.5] = -1
-    state[p_hi > 0.5] = 1
-    return state
-
-
 def uniform_planes(levels: int, lo: float, hi: float) -> np.ndarray:
     """``levels`` planes splitting [lo, hi] into levels + 1 equal bins."""
     return np.linspace(lo, hi, levels + 2)[1:-1]

@@ -73,22 +73,6 @@ def normalized_to_disparity(normalized: Tensor, first: int, last: int) -> Tensor
     return torch.clamp(normalized * span + first - 0.5, first - 0.5, last + 0.5)
 
 
-def median_disparity(logits: Tensor, planes: Tensor) -> Tensor:
-    """Where a non-increasing curve P(d > plane) crosses 0.5, interpolated between planes.
-
-    logits 1 x P x H x W (non-increasing along P), planes (P,) px ascending -> 1 x 1 x H x W.
-    The median of the disparity distribution, rather than its mean (the area under the
-    curve): a few per cent of false "closer" answers on far planes add many pixels to the
-    mean but do not move the median. Pixels whose curve never drops below 0.5 read the last
-    plane + half a step, those already below at the first plane read the first - half a step.
-    """
-    probs = torch.sigmoid(logits.float())
-    below = probs < 0.5
-    k = torch.argmax(below.to(torch.uint8), dim=1, keepdim=True)  # first plane below 0.5
-    never = ~below.any(dim=1, keepdim=True)
-    return _crossing(probs, torch.where(never, torch.full_like(k, probs.shape[1]), k), planes)
-
-
 COST_WINDOW = 8  # planes either side of the step that its rating (StepFit.cost) counts
 
 

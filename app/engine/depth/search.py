@@ -13,7 +13,7 @@ with far fewer passes:
    the half that holds the crossing, until the bracket is one grid step (3 px): log2(step / 3)
    passes;
 3. the crossing between the bracket's two planes is interpolated from their probabilities,
-   as ``readout.median_disparity`` does between neighbouring planes.
+   as the step readout (``readout.step_fit``) does between neighbouring planes.
 
 Everything here runs on the network's low-resolution logit grid (1/6 of the image for the
 light model): B = 1, h x w that grid; planes and disparities in image pixels.

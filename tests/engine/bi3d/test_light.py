@@ -77,23 +77,6 @@ def test_light_checkpoint_round_trip(tmp_path: Path) -> None:
         assert torch.equal(loaded.state_dict()[key], value)
 
 
-def test_median_readout_interpolates_the_half_crossing() -> None:
-    from app.engine.depth.readout import median_disparity
-
-    planes = torch.tensor([0.0, 3.0, 6.0, 9.0])
-    probs = torch.tensor([0.99, 0.8, 0.2, 0.01]).view(1, 4, 1, 1)
-    logits = torch.log(probs / (1 - probs))
-    got = median_disparity(logits, planes).item()
-    assert abs(got - 4.5) < 1e-4  # halfway between 3 (0.8) and 6 (0.2)
-    high = torch.full((1, 4, 1, 1), 5.0)
-    assert median_disparity(high, planes).item() == 10.5  # never below: past the last plane
-    low = torch.full((1, 4, 1, 1), -5.0)
-    assert median_disparity(low, planes).item() == -1.5
-    # a far-plane false alarm moves the mean a lot and the median not at all
-    tail = torch.tensor([0.99, 0.8, 0.2, 0.3]).view(1, 4, 1, 1)
-    assert abs(median_disparity(torch.log(tail / (1 - tail)), planes).item() - 4.5) < 1e-4
-
-
 def test_monotone_logits_are_the_mean_of_the_two_running_bounds() -> None:
     from app.engine.depth.readout import monotone_logits
 

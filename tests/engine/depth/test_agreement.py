@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from app.engine.depth.agreement import AgreementConfig, agree, background_fill, match_score, plane_confidence
-from app.engine.depth.readout import median_disparity, monotone_logits, step_fit
+from app.engine.depth.readout import step_fit
 
 
 def _logits(curve: list[float]) -> torch.Tensor:
@@ -24,8 +24,6 @@ def test_step_fit_ignores_a_short_false_closer_run_on_far_planes() -> None:
     assert fit.above.item() == 4
     assert 9 <= fit.disparity.item() <= 12
     assert abs(fit.cost.item() - 2.3) < 1e-2  # 4 x 0.1 below the step, 2 x 0.95 ignored
-    # the running bounds of the old readout followed the false run past the last plane
-    assert median_disparity(monotone_logits(_logits(curve)), PLANES).item() == 28.5
 
 
 def test_step_fit_reads_the_crossing_and_the_ends() -> None:

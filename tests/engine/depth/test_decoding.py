@@ -11,7 +11,6 @@ from app.engine.depth.decoding import (
     depth_uniform_planes,
     quantized_disparity,
     range_state,
-    range_state_from_probabilities,
     requested_planes,
     uniform_planes,
 )
@@ -159,12 +158,6 @@ def test_range_state() -> None:
     disp = np.array([[5.0, 10.0, 20.0], [30.0, 31.0, NAN]], np.float32)
     np.testing.assert_array_equal(range_state(disp, 10, 30), [[-1, 0, 0], [0, 1, 0]])
     assert range_state(disp, 10, 30).dtype == np.int8
-
-
-def test_range_state_from_probabilities() -> None:
-    p_lo = np.array([[0.1, 0.9, 0.9, 0.5]])
-    p_hi = np.array([[0.0, 0.2, 0.8, 0.5]])
-    np.testing.assert_array_equal(range_state_from_probabilities(p_lo, p_hi), [[-1, 0, 1, 0]])
 
 
 def test_continuous_range() -> None:

@@ -69,7 +69,7 @@ def main() -> int:
             only = (strategy.step, strategy.subpixel)
             engine.costs = CostModel()
             engine.costs.predict_dense_ms = (  # type: ignore[method-assign]
-                lambda size, planes, sub, only=only: (
+                lambda size, planes, sub, shifts, only=only: (
                     0.0 if (192 // max(planes - 1, 1), sub) == only else float("inf")
                 )
             )

@@ -49,8 +49,8 @@ from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, P
 from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_disparity, step_fit
 from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
 from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
-from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel
-from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
+from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel, shifts_for
+from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, for_step, refine_subpixel
 from app.engine.errors import Interrupted, UserError, setting
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
 from app.engine.runtimes.chain import RuntimeChain
@@ -270,11 +270,9 @@ class Bi3DEngine:
     ) -> None:
         """Feed the frame's stage times to the cost model, by the kind of frame it was."""
         n = len(plan.planes)
-        sub = (
-            (plan.strategy.subpixel if plan.strategy else "colour", t["subpixel"])
-            if "subpixel" in t
-            else None
-        )
+        step, widen = (plan.strategy.step, plan.strategy.widen) if plan.strategy else (plan.step, True)
+        per_shift = t.get("subpixel", 0.0) / shifts_for(self.subpixel or DEFAULT_SUBPIXEL, step, widen)
+        sub = (plan.strategy.subpixel if plan.strategy else "colour", per_shift) if "subpixel" in t else None
         if not self.costs.known(size) or request.mode in (Mode.BINARY, Mode.QUANTIZED):
             per_plane = t["planes"] + t.get("check", 0.0)  # the check's cost grows with the planes
             self.costs.update(size, t["total"] - per_plane, per_plane, n)
@@ -402,10 +400,13 @@ class Bi3DEngine:
         assert request.budget_ms is not None
         budget, top = request.budget_ms, self.model.max_disparity
         span = continuous_range(request)
-        chosen = choose(self.costs, size, budget, span, top, self._subpixel_runs(), self.model.max_shift - 1)
+        config = self.subpixel or DEFAULT_SUBPIXEL
+        chosen = choose(
+            self.costs, size, budget, span, top, self._subpixel_runs(), self.model.max_shift - 1, config
+        )
         choice = {"predicted_ms": chosen.predicted_ms, "planes": float(chosen.planes), "budget_ms": budget}
         if chosen.strategy is None:
-            cheapest = cheapest_ms(self.costs, size, span, top, self._subpixel_runs())
+            cheapest = cheapest_ms(self.costs, size, span, top, self._subpixel_runs(), config)
             answer = DepthRequest(
                 mode=Mode.QUANTIZED, levels=chosen.levels, max_disparity=request.max_disparity
             )
@@ -563,6 +564,8 @@ class Bi3DEngine:
         left, right = (torch.from_numpy(im).to(disp.device) for im in images)
         if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
             config = dataclasses.replace(self.subpixel, grey=kind == "grey")
+            if plan.strategy is None or plan.strategy.widen:
+                config = for_step(config, plan.step)
             with self._timed(timings, "subpixel"):
                 disp = refine_subpixel(left, right, disp, config)
         confidence = None

@@ -27,7 +27,8 @@ class StageCost:
     per_plane_ms: float
     samples: int = 1
     # the coarse-to-fine search (None until measured): base of a searched frame, one per-pixel
-    # pass, and the sub-pixel stage by kind ("colour", "grey")
+    # pass, and the sub-pixel stage by kind ("colour", "grey") per shift it correlates (its
+    # search widens with the plane step: ``subpixel.for_step``)
     search_base_ms: float | None = None
     per_pass_ms: float | None = None
     subpixel_ms: dict[str, float] = field(default_factory=dict)
@@ -67,7 +68,7 @@ class CostModel:
         subpixel: tuple[str, float] | None,
     ) -> None:
         """Record one searched frame: its base, (coarse planes, ms), (pixel passes, ms) and
-        (sub-pixel kind, ms) when that stage ran. The size must be known (``update`` first)."""
+        (sub-pixel kind, ms per shift) when that stage ran. The size must be known (``update`` first)."""
         cost = self.costs[size]
         a = self.smoothing
         cost.search_base_ms = _mix(cost.search_base_ms, base_ms, a)
@@ -87,7 +88,7 @@ class CostModel:
         subpixel: tuple[str, float] | None,
     ) -> None:
         """Record one full-sweep dense frame: its base, (planes, ms of planes, refinement and
-        readout) and (sub-pixel kind, ms) when that stage ran. The size must be known."""
+        readout) and (sub-pixel kind, ms per shift) when that stage ran. The size must be known."""
         cost = self.costs[size]
         a = self.smoothing
         cost.dense_base_ms = _mix(cost.dense_base_ms, base_ms, a)
@@ -96,32 +97,38 @@ class CostModel:
         if subpixel is not None:
             cost.subpixel_ms[subpixel[0]] = _mix(cost.subpixel_ms.get(subpixel[0]), subpixel[1], a)
 
-    def predict_dense_ms(self, size: tuple[int, int], planes: int, subpixel: str) -> float:
+    def predict_dense_ms(self, size: tuple[int, int], planes: int, subpixel: str, shifts: int) -> float:
         """A full-sweep dense frame's time over ``planes`` planes with the sub-pixel stage
-        ``subpixel``; before one was measured, a plane costs 1.6 network passes (the readout of
-        65 planes at 480 x 640 took 0.55 of their network time here) and the base the fixed part."""
+        ``subpixel`` correlating ``shifts`` shifts; before one was measured, a plane costs 1.6
+        network passes (the readout of 65 planes at 480 x 640 took 0.55 of their network time
+        here) and the base the fixed part."""
         cost = self.costs[size]
         base = cost.dense_base_ms if cost.dense_base_ms is not None else cost.fixed_ms
         per = cost.dense_per_plane_ms if cost.dense_per_plane_ms is not None else 1.6 * cost.per_plane_ms
-        return base + planes * per + self._subpixel_ms(cost, subpixel)
+        return base + planes * per + shifts * self._subpixel_ms(cost, subpixel)
 
     @staticmethod
     def _subpixel_ms(cost: StageCost, subpixel: str) -> float:
+        """Per shift."""
         if subpixel == "off":
             return 0.0
         known = cost.subpixel_ms
         colour = known.get("colour", 3 * known.get("grey", 0.0))
         return known.get(subpixel, colour / 3 if subpixel == "grey" else colour)
 
-    def predict_search_ms(self, size: tuple[int, int], planes: int, passes: int, subpixel: str) -> float:
+    def predict_search_ms(
+        self, size: tuple[int, int], planes: int, passes: int, subpixel: str, shifts: int
+    ) -> float:
         """A searched frame's time: ``planes`` coarse planes, ``passes`` pixel passes, the sub-pixel
-        stage ``subpixel`` ("colour", "grey" or "off"). Unmeasured parts are estimated from the
-        measured ones (a pass as a plane, the base as the fixed part of a sweep, grey as a third
-        of colour)."""
+        stage ``subpixel`` ("colour", "grey" or "off") over ``shifts`` shifts. Unmeasured parts are
+        estimated from the measured ones (a pass as a plane, the base as the fixed part of a
+        sweep, grey as a third of colour)."""
         cost = self.costs[size]
         base = cost.search_base_ms if cost.search_base_ms is not None else cost.fixed_ms
         per_pass = cost.per_pass_ms if cost.per_pass_ms is not None else cost.per_plane_ms
-        return base + planes * cost.per_plane_ms + passes * per_pass + self._subpixel_ms(cost, subpixel)
+        return (
+            base + planes * cost.per_plane_ms + passes * per_pass + shifts * self._subpixel_ms(cost, subpixel)
+        )
 
     def predict_ms(self, size: tuple[int, int], planes: int) -> float:
         cost = self.costs[size]

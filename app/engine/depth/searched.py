@@ -33,7 +33,7 @@ from torch import Tensor
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
 from app.engine.depth.search import coarse_planes, passes_needed, search
-from app.engine.depth.subpixel import SubpixelConfig, refine_subpixel
+from app.engine.depth.subpixel import SubpixelConfig, for_step, refine_subpixel
 from app.engine.errors import Interrupted
 from app.engine.types import SEARCHES, DepthRequest, DepthResult, Mode
 
@@ -48,6 +48,7 @@ class Strategy:
     coarse_step: int = DEFAULT_COARSE_STEP
     subpixel: str = "colour"  # the matching stage after it: "colour", "grey" or "off"
     step: int = PLANE_STEP_PX
+    widen: bool = True  # that stage's search widened to the plane step (subpixel.for_step)
 
     @property
     def passes(self) -> int:
@@ -131,6 +132,8 @@ def searched_result(
         probs = padder.crop(F.interpolate(torch.sigmoid(lowres.float()), size, mode="bilinear"))[0]
     if engine.subpixel is not None and strategy.subpixel != "off":
         config = dataclasses.replace(engine.subpixel, grey=strategy.subpixel == "grey")
+        if strategy.widen:
+            config = for_step(config, strategy.step)
         with engine._timed(timings, "subpixel"):
             left, right = (torch.from_numpy(im).to(disp.device) for im in images)
             disp = refine_subpixel(left, right, disp, config)

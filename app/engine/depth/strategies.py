@@ -22,7 +22,7 @@ import torch
 
 from app.engine.depth.budget import CostModel, grid_planes
 from app.engine.depth.searched import Strategy
-from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel
+from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, for_step, refine_subpixel, shift_count
 from app.engine.errors import UserError, setting
 
 # most accurate first; every step is a multiple of the 3 px feature column
@@ -33,6 +33,9 @@ LADDER: tuple[Strategy, ...] = (
     Strategy(coarse_step=0, step=6, subpixel="grey"),
     Strategy(coarse_step=0, step=9, subpixel="grey"),
     Strategy(coarse_step=0, step=12, subpixel="grey"),
+    # the cheapest: the sub-pixel search at its own +-2 px, not widened to the 12 px step
+    # (Motorcycle 27.5 % against 20.1 % widened, about 60 ms less at its size)
+    Strategy(coarse_step=0, step=12, subpixel="grey", widen=False),
 )
 SUBPIXEL_CODES = {"off": 0.0, "grey": 1.0, "colour": 2.0}  # result.choice["subpixel"]
 
@@ -50,7 +53,8 @@ class Choice:
         if self.strategy is None:
             return f"quantized, {self.levels} planes"
         sub = {"colour": "colour", "grey": "grey", "off": "no"}[self.strategy.subpixel]
-        return f"{self.planes} planes every {self.strategy.step} px, {sub} sub-pixel matching"
+        narrow = "" if self.strategy.widen else " (narrow)"
+        return f"{self.planes} planes every {self.strategy.step} px, {sub} sub-pixel matching{narrow}"
 
 
 def ladder(subpixel: bool) -> tuple[Strategy, ...]:
@@ -73,6 +77,7 @@ def choose(
     top: int,
     subpixel: bool,
     max_levels: int,
+    config: SubpixelConfig = DEFAULT_SUBPIXEL,
 ) -> Choice:
     """The most accurate strategy predicted to fit ``budget_ms`` over the disparity ``span``, else
     the most quantized planes that fit; a ``UserError`` when not even one plane fits in a
@@ -80,7 +85,8 @@ def choose(
     lo, hi = span
     for strategy in ladder(subpixel):
         planes = grid_planes(lo, hi, strategy.step, top)
-        predicted = costs.predict_dense_ms(size, planes, strategy.subpixel)
+        shifts = shifts_for(config, strategy.step, strategy.widen)
+        predicted = costs.predict_dense_ms(size, planes, strategy.subpixel, shifts)
         if predicted <= budget_ms:
             return Choice(predicted, strategy, planes=planes)
     levels = costs.max_planes(size, budget_ms, max_levels)
@@ -98,16 +104,29 @@ def choose(
 
 
 def cheapest_ms(
-    costs: CostModel, size: tuple[int, int], span: tuple[float, float], top: int, subpixel: bool
+    costs: CostModel,
+    size: tuple[int, int],
+    span: tuple[float, float],
+    top: int,
+    subpixel: bool,
+    config: SubpixelConfig = DEFAULT_SUBPIXEL,
 ) -> float:
     """Predicted time of the cheapest continuous strategy (the note of a quantized fallback)."""
     last = ladder(subpixel)[-1]
-    return costs.predict_dense_ms(size, grid_planes(span[0], span[1], last.step, top), last.subpixel)
+    planes = grid_planes(span[0], span[1], last.step, top)
+    return costs.predict_dense_ms(size, planes, last.subpixel, shifts_for(config, last.step, last.widen))
+
+
+def shifts_for(config: SubpixelConfig, step: int, widen: bool = True) -> int:
+    """Shifts the sub-pixel stage correlates after a sweep every ``step`` px (``widen``: its
+    search widened to that step)."""
+    return shift_count(for_step(config, step) if widen else config)
 
 
 def probe_subpixel(left: np.ndarray, right: np.ndarray, config: SubpixelConfig | None) -> dict[str, float]:
-    """Milliseconds of the sub-pixel stage on this pair, colour and grey (the budget's first frame):
-    H x W x 3 uint8 images, run on a flat disparity (its cost does not depend on the values)."""
+    """Milliseconds per correlated shift of the sub-pixel stage on this pair, colour and grey (the
+    budget's first frame): H x W x 3 uint8 images, run on a flat disparity (its cost does not
+    depend on the values)."""
     cfg = config or DEFAULT_SUBPIXEL
     lt, rt = torch.from_numpy(left), torch.from_numpy(right)
     flat = torch.full(left.shape[:2], 8.0)
@@ -116,5 +135,5 @@ def probe_subpixel(left: np.ndarray, right: np.ndarray, config: SubpixelConfig |
     for kind in ("colour", "grey"):
         t0 = time.perf_counter()
         refine_subpixel(lt, rt, flat, dataclasses.replace(cfg, grey=kind == "grey"))
-        out[kind] = (time.perf_counter() - t0) * 1000
+        out[kind] = (time.perf_counter() - t0) * 1000 / shift_count(cfg)
     return out

@@ -27,6 +27,8 @@ Shapes: H x W x C images (the layout they arrive in), H x W disparity in pixels;
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -50,6 +52,28 @@ class SubpixelConfig:
 
 
 DEFAULT_SUBPIXEL = SubpixelConfig()
+
+
+def for_step(config: SubpixelConfig, step: float) -> SubpixelConfig:
+    """The search widened to the sweep's plane step: a readout between planes ``step`` px apart
+    can land several px off, so the shifts searched reach ``ceil(step / 3) + 2`` px either side
+    (3, 4, 5, 6 px for steps of 3, 6, 9, 12; never fewer than ``config.radius``) and the answer
+    may move one px more. Each shift costs time (``shift_count``), so the reach grows slower
+    than the step.
+
+    Measured (dense bad-2, ``--max-disparity auto``, default confidence): at the default 3 px
+    step, radius 2 -> 3 gave Motorcycle 17.56 -> 16.64 %, 16 held-out layered scenes 16.06 ->
+    16.10 %, 10 held-out rooms 48.11 -> 47.03 %. The budget's coarse sweeps gained most: 12 px,
+    grey, radius 2 -> 4 -> 6: Motorcycle 27.5 -> 21.1 -> 20.1 %, 8 held-out layered scenes 25.1
+    -> 22.4 -> 22.3 % (``benchmarks/RESULTS.md``, "Sub-pixel reach").
+    """
+    radius = max(config.radius, math.ceil(step / 3) + 2)
+    return dataclasses.replace(config, radius=radius, reach=max(config.reach, radius + 1.0))
+
+
+def shift_count(config: SubpixelConfig) -> int:
+    """Shifts the stage correlates (its cost is proportional): ``2 * radius + 3``."""
+    return 2 * config.radius + 3
 
 
 def box_mean(x: Tensor, size: int) -> Tensor:

@@ -179,7 +179,7 @@ def test_budget_coarsens_the_continuous_plane_step(pair) -> None:  # type: ignor
     assert first.choice["step_px"] == 3
     size = (192, 288)
     # 22 planes every 9 px fit, 33 every 6 px do not (DispRefine: no sub-pixel stage)
-    budget = engine.costs.predict_dense_ms(size, 22, "off") + 0.01
+    budget = engine.costs.predict_dense_ms(size, 22, "off", 0) + 0.01
     result = engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, budget_ms=budget))
     assert result.choice["step_px"] == 9 and len(result.planes) == 22
     assert result.mode is Mode.CONTINUOUS and np.isfinite(result.disparity).all()
@@ -194,7 +194,7 @@ def test_budget_below_any_continuous_strategy_answers_quantized(pair) -> None:  
     cost = engine.costs.costs[size]  # measured; set here so that the test does not hang on timing
     cost.fixed_ms, cost.per_plane_ms, cost.dense_base_ms, cost.dense_per_plane_ms = 10.0, 5.0, 10.0, 8.0
     budget = engine.costs.predict_ms(size, 4) + 0.01
-    assert budget < engine.costs.predict_dense_ms(size, 17, "off")  # below every 12 px: not depth
+    assert budget < engine.costs.predict_dense_ms(size, 17, "off", 0)  # below every 12 px: not depth
     result = engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, budget_ms=budget))
     assert result.mode is Mode.QUANTIZED and len(result.planes) == 4
     assert result.choice["quantized"] == 1.0 and "took_ms" in result.choice

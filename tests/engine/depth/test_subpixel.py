@@ -12,9 +12,11 @@ from app.engine.depth.subpixel import (
     SubpixelConfig,
     box_mean,
     box_mean_torch,
+    for_step,
     median_filter,
     median_filter_torch,
     refine_subpixel,
+    shift_count,
 )
 
 
@@ -37,6 +39,20 @@ def test_finds_the_sub_pixel_shift_near_the_readout(truth: float) -> None:
     inner = out[10:-10, 30:-10]
     assert float((inner - truth).abs().median()) < 0.15
     assert float((readout[10:-10, 30:-10] - truth).abs().median()) > 1.0
+
+
+def test_a_coarser_plane_step_widens_the_search() -> None:
+    base = SubpixelConfig()
+    assert [for_step(base, s).radius for s in (3, 6, 9, 12)] == [3, 4, 5, 6]
+    assert for_step(base, 12).reach == 7.0 and shift_count(for_step(base, 12)) == 15
+    assert for_step(SubpixelConfig(radius=5), 3).radius == 5  # never narrower than asked
+    # a readout between planes 12 px apart, 5 px off: out of the default reach, inside the widened one
+    left, right = _shifted_pair(20.3)
+    readout = torch.full(left.shape[:2], 15.0)
+    narrow = refine_subpixel(left, right, readout)[10:-10, 40:-10]
+    wide = refine_subpixel(left, right, readout, for_step(base, 12))[10:-10, 40:-10]
+    assert float((narrow - 20.3).abs().median()) > 4.0
+    assert float((wide - 20.3).abs().median()) < 0.15
 
 
 def test_flat_regions_keep_the_readout() -> None:

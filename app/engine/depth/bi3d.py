@@ -50,7 +50,7 @@ from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_di
 from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
 from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
 from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel, shifts_for
-from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, for_step, refine_subpixel
+from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel, stage_config
 from app.engine.errors import Interrupted, UserError, setting
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
 from app.engine.runtimes.chain import RuntimeChain
@@ -563,9 +563,8 @@ class Bi3DEngine:
         kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
         left, right = (torch.from_numpy(im).to(disp.device) for im in images)
         if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
-            config = dataclasses.replace(self.subpixel, grey=kind == "grey")
-            if plan.strategy is None or plan.strategy.widen:
-                config = for_step(config, plan.step)
+            widen = plan.strategy is None or plan.strategy.widen
+            config = stage_config(self.subpixel, kind, plan.step, widen)
             with self._timed(timings, "subpixel"):
                 disp = refine_subpixel(left, right, disp, config)
         confidence = None

@@ -19,7 +19,6 @@ worsen (benchmarks/RESULTS.md); a model trained with per-pixel planes would fix 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from torch import Tensor
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
 from app.engine.depth.search import coarse_planes, passes_needed, search
-from app.engine.depth.subpixel import SubpixelConfig, for_step, refine_subpixel
+from app.engine.depth.subpixel import SubpixelConfig, refine_subpixel, stage_config
 from app.engine.errors import Interrupted
 from app.engine.types import SEARCHES, DepthRequest, DepthResult, Mode
 
@@ -131,9 +130,7 @@ def searched_result(
         size = padder.padded_size
         probs = padder.crop(F.interpolate(torch.sigmoid(lowres.float()), size, mode="bilinear"))[0]
     if engine.subpixel is not None and strategy.subpixel != "off":
-        config = dataclasses.replace(engine.subpixel, grey=strategy.subpixel == "grey")
-        if strategy.widen:
-            config = for_step(config, strategy.step)
+        config = stage_config(engine.subpixel, strategy.subpixel, strategy.step, strategy.widen)
         with engine._timed(timings, "subpixel"):
             left, right = (torch.from_numpy(im).to(disp.device) for im in images)
             disp = refine_subpixel(left, right, disp, config)

@@ -22,7 +22,13 @@ import torch
 
 from app.engine.depth.budget import CostModel, grid_planes
 from app.engine.depth.searched import Strategy
-from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, for_step, refine_subpixel, shift_count
+from app.engine.depth.subpixel import (
+    DEFAULT_SUBPIXEL,
+    SubpixelConfig,
+    refine_subpixel,
+    shift_count,
+    stage_config,
+)
 from app.engine.errors import UserError, setting
 
 # most accurate first; every step is a multiple of the 3 px feature column
@@ -120,7 +126,7 @@ def cheapest_ms(
 def shifts_for(config: SubpixelConfig, step: int, widen: bool = True) -> int:
     """Shifts the sub-pixel stage correlates after a sweep every ``step`` px (``widen``: its
     search widened to that step)."""
-    return shift_count(for_step(config, step) if widen else config)
+    return shift_count(stage_config(config, "colour", step, widen))
 
 
 def probe_subpixel(left: np.ndarray, right: np.ndarray, config: SubpixelConfig | None) -> dict[str, float]:

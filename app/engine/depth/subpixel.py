@@ -71,6 +71,13 @@ def for_step(config: SubpixelConfig, step: float) -> SubpixelConfig:
     return dataclasses.replace(config, radius=radius, reach=max(config.reach, radius + 1.0))
 
 
+def stage_config(config: SubpixelConfig, kind: str, step: int, widen: bool = True) -> SubpixelConfig:
+    """The stage's settings after a sweep every ``step`` px: ``kind`` "grey" matches grey levels,
+    anything else colour; ``widen``: the search widened to the step (``for_step``)."""
+    config = dataclasses.replace(config, grey=kind == "grey")
+    return for_step(config, step) if widen else config
+
+
 def shift_count(config: SubpixelConfig) -> int:
     """Shifts the stage correlates (its cost is proportional): ``2 * radius + 3``."""
     return 2 * config.radius + 3
@@ -147,7 +154,7 @@ def refine_subpixel(
     if cfg.grey:
         left, right = to_grey(left), to_grey(right)
     h, w, c = left.shape
-    n = 2 * cfg.radius + 3
+    n = shift_count(cfg)
     if band_rows is None:
         band_rows = max(32, BAND_BYTES // (4 * w * (8 * c + n + 8)))
     halo = cfg.window // 2 + cfg.median // 2  # rows a band's edge influences
@@ -195,7 +202,7 @@ def _refine(left: Tensor, right: Tensor, disparity: Tensor, cfg: SubpixelConfig)
     buffer is small and contiguous: the H x W x (2 + 3n)C layout of all shifts at once took
     220 ms at 480 x 640 on the 2-core CPU, mostly strided passes and fresh pages; this 70-110 ms."""
     h, w, c = left.shape
-    n = 2 * cfg.radius + 3  # shifts k = -radius - 1 .. radius + 1
+    n = shift_count(cfg)  # shifts k = -radius - 1 .. radius + 1
     lp, rp = left.permute(2, 0, 1).contiguous(), right.permute(2, 0, 1).contiguous()
     base = disparity.round()
     cols = torch.arange(w, device=left.device, dtype=torch.float32).view(1, w)

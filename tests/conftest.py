@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from app.engine.synthetic.footage import write_footage
+from tests.adapt_data import TINY_FOOTAGE
+
 REFERENCE = Path(__file__).parent / "reference" / "bi3d"
 DEMO = Path(__file__).resolve().parents[1] / "resources" / "demo" / "motorcycle"
 
@@ -91,3 +94,11 @@ def key_specs() -> dict[str, list[tuple[str, list[int], str]]]:
     from app.engine.bi3d.conformance import load_key_specs
 
     return load_key_specs(REFERENCE / "state_dict_keys.json")
+
+
+@pytest.fixture(scope="module")
+def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of ``TINY_FOOTAGE`` (the adapt tests' source), written once per module."""
+    folder = tmp_path_factory.mktemp("footage") / "rig"
+    assert write_footage(folder, TINY_FOOTAGE) == 10
+    return folder

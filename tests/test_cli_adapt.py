@@ -14,19 +14,9 @@ import pytest
 import torch
 
 from app.engine.bi3d.checkpoint import load_model
-from app.engine.synthetic.footage import FootageConfig, write_footage
 from tests.cli_helpers import bad, run
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("footage") / "rig"
-    write_footage(
-        folder, FootageConfig(height=96, width=160, frames=10, shots=1, max_disparity=24, pan_px=20)
-    )
-    return folder
 
 
 @pytest.mark.slow

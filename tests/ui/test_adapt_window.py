@@ -8,18 +8,8 @@ import pytest
 
 from app.engine.depth.engines import EngineOptions
 from app.engine.session import AdaptResult, Session
-from app.engine.synthetic.footage import FootageConfig, write_footage
 from app.ui.main_window import MainWindow
 from app.ui.settings import Settings
-
-
-@pytest.fixture(scope="module")
-def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("footage") / "rig"
-    write_footage(
-        folder, FootageConfig(height=96, width=160, frames=10, shots=1, max_disparity=24, pan_px=20)
-    )
-    return folder
 
 
 def _window(qtbot, steps: int) -> MainWindow:  # type: ignore[no-untyped-def]

@@ -16,21 +16,13 @@ from app.engine.bi3d.checkpoint import load_model
 from app.engine.depth.sgbm import SGBMEngine
 from app.engine.errors import UserError
 from app.engine.formats import read_image_rgb, write_color_png
-from app.engine.synthetic.footage import FootageConfig, footage_frames, write_footage
+from app.engine.synthetic.footage import FootageConfig, footage_frames
 from app.engine.training import adapt as adapt_module
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, Adapter, adapt
 from app.engine.training.adapt_data import batch, crop_size, prepare, split
 from app.engine.training.losses import plane_loss
 from app.engine.training.pseudo import confident_disparity
-
-TINY = FootageConfig(height=96, width=160, frames=10, shots=1, max_disparity=24, pan_px=20)
-
-
-@pytest.fixture(scope="module")
-def footage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("footage") / "rig"
-    assert write_footage(folder, TINY) == 10
-    return folder
+from tests.adapt_data import TINY_FOOTAGE as TINY
 
 
 def _cfg(footage: Path, out: Path, **kw) -> AdaptConfig:  # type: ignore[no-untyped-def]

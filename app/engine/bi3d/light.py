@@ -80,7 +80,11 @@ class LightSegNet(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """N x w0 x h x w' (projected volume, before its ReLU) -> N x 1 x h/2 x w'/2."""
-        x1 = self.enc1(self.down1(F.relu(x)))
+        return self.body(F.relu(x))
+
+    def body(self, x: Tensor) -> Tensor:
+        """``forward`` of a volume after its ReLU."""
+        x1 = self.enc1(self.down1(x))
         x2 = self.enc2(self.down2(x1))
         x3 = self.enc3(self.down3(x2))
         x4 = self.enc4(self.down4(x3))
@@ -142,16 +146,38 @@ class LightBi3D(SweepModel):
         return Features(feat_left, feat_right, None, left, self.guide(feat_left))
 
     def plane_logits(self, feats: Features, shifts: Tensor, chunk: int = 8) -> Tensor:
-        """B x P x h/2 x w/2 logits; ``shifts`` (P,) in feature columns, fractions interpolate."""
+        """B x P x h/2 x w/2 logits; ``shifts`` (P,) in feature columns, fractions interpolate.
+
+        Without gradients (inference) the volumes come from ``PlaneTerms``, built once per
+        frame and kept on ``feats``: the same values to float rounding (1e-6), fewer passes
+        over memory; with gradients (training) from ``training_volumes``."""
         self._check_shifts(shifts)
+        width = feats.left.shape[-1]
+        step = max(1, chunk)
+        terms: PlaneTerms | None = None
+        if not torch.is_grad_enabled():
+            if not isinstance(feats.sweep, PlaneTerms):
+                feats.sweep = PlaneTerms(self.segnet, feats, self.max_shift)
+            terms = feats.sweep
+        out = []
+        for start in range(0, shifts.numel(), step):
+            part = shifts[start : start + step].tolist()
+            if terms is not None:
+                x = terms.volumes(part)  # after the first layer's ReLU
+            else:
+                x = F.relu(self.training_volumes(feats, part))
+            logits = self.segnet.body(x)[..., : width // 2]
+            out.append(logits.view(len(part), feats.left.shape[0], *logits.shape[-2:]).transpose(0, 1))
+        return out[0] if len(out) == 1 else torch.cat(out, dim=1)
+
+    def training_volumes(self, feats: Features, part: list[float]) -> Tensor:
+        """The first layer of SegNet (before its ReLU) for the planes of ``part``, stacked along
+        the batch: (P B) x w0 x h x (w + max_shift), by differentiable operations."""
         seg, pad = self.segnet, self.max_shift
         left, right = feats.left, feats.right
-        width = left.shape[-1]
-        # per frame: everything in the first layer that does not depend on the plane. Memory
-        # layouts matter on a CPU (the values do not change): the projections and differences
-        # run channels-last, the unit vectors channels-first (a sum over channels is about 3x
-        # slower channels-last), and the correlation is handed over channels-last so that
-        # every term of the sum below is (one plane at 480 x 640: 4.3 -> 3.5 ms)
+        # Memory layouts matter on a CPU (the values do not change): the projections and
+        # differences run channels-last, the unit vectors channels-first (a sum over channels
+        # is about 3x slower channels-last), and the correlation is handed over channels-last
         left_cl = left.contiguous(memory_format=torch.channels_last)
         right_cl = right.contiguous(memory_format=torch.channels_last)
         left_pad = F.pad(left_cl, (0, pad))
@@ -159,20 +185,15 @@ class LightBi3D(SweepModel):
         right_proj = seg.proj_right(right_cl)
         left_unit = F.pad(_unit(left), (0, pad))  # zero columns stay zero vectors
         right_unit = _unit(right)
-        out = []
-        for start in range(0, shifts.numel(), max(1, chunk)):
-            part = shifts[start : start + max(1, chunk)].tolist()
-            volumes = [
-                base
-                + _shift(right_proj, s, pad)
-                + seg.proj_diff((left_pad - _shift(right_cl, s, pad)).abs())
-                + seg.proj_corr(_one_channel_last((left_unit * _shift(right_unit, s, pad)).sum(1, True)))
-                for s in part
-            ]
-            x = volumes[0] if len(volumes) == 1 else torch.cat(volumes)  # one plane: no copy
-            logits = seg(x.contiguous(memory_format=torch.channels_last))[..., : width // 2]
-            out.append(logits.view(len(part), left.shape[0], *logits.shape[-2:]).transpose(0, 1))
-        return out[0] if len(out) == 1 else torch.cat(out, dim=1)
+        volumes = [
+            base
+            + _shift(right_proj, s, pad)
+            + seg.proj_diff((left_pad - _shift(right_cl, s, pad)).abs())
+            + seg.proj_corr(_one_channel_last((left_unit * _shift(right_unit, s, pad)).sum(1, True)))
+            for s in part
+        ]
+        x = volumes[0] if len(volumes) == 1 else torch.cat(volumes)  # one plane: no copy
+        return x.contiguous(memory_format=torch.channels_last)
 
     def pixel_sweep(self, feats: Features) -> PixelSweep:
         """Per-pixel planes for this frame (``PixelSweep``); the per-frame terms computed once."""
@@ -189,6 +210,66 @@ class LightBi3D(SweepModel):
         """Full-resolution logits B x P x H x W for ``shifts`` (feature columns)."""
         feats = self.extract(left, right)
         return self.refine_planes(feats, self.plane_logits(feats, shifts, chunk=shifts.numel()))
+
+
+class PlaneTerms:
+    """The plane pass's per-frame terms, and each plane's first SegNet layer from them.
+
+    A plane shifted by ``s`` feature columns pairs left column ``x`` with right column
+    ``x - s``: the right features reach only the window ``[s, s + w)`` of the padded volume,
+    and outside it the first layer is the same for every plane (the left projection and the
+    difference to zero features). That part is computed once, after its ReLU; each plane
+    writes its window into a copy of it. Shapes: B x C x h x w features, padded width
+    W' = w + max_shift.
+    """
+
+    def __init__(self, segnet: LightSegNet, feats: Features, pad: int) -> None:
+        cl = torch.channels_last
+        left, right = feats.left, feats.right
+        self.width = left.shape[-1]
+        self.padded = self.width + pad
+        self.left = F.pad(left.contiguous(memory_format=cl), (0, pad))
+        self.right = right.contiguous(memory_format=cl)
+        self.base = segnet.proj_left(self.left)
+        self.right_proj = segnet.proj_right(self.right)
+        # unit vectors channels-first: a sum over channels is about 3x slower channels-last
+        self.left_unit = F.pad(_unit(left), (0, pad)).contiguous()  # zero columns stay zero vectors
+        self.right_unit = _unit(right).contiguous()
+        self.outside = torch.relu(self.base + segnet.proj_diff(self.left.abs())).contiguous(memory_format=cl)
+        self.proj_diff = segnet.proj_diff
+        self.w_corr = segnet.proj_corr.weight.view(1, -1, 1, 1)
+
+    def volumes(self, shifts: list[float]) -> Tensor:
+        """(P B) x w0 x h x W' volumes after the ReLU, channels-last, for ``shifts``."""
+        if len(shifts) == 1:
+            return self.volume(shifts[0])
+        return torch.cat([self.volume(s) for s in shifts]).contiguous(memory_format=torch.channels_last)
+
+    def volume(self, shift: float) -> Tensor:
+        lo = int(shift)
+        frac = shift - lo
+        right_proj, right, right_unit = self.right_proj, self.right, self.right_unit
+        if frac > 0:  # the two neighbouring whole shifts, blended: one column wider
+            right_proj, right, right_unit = (_blend_next(t, frac) for t in (right_proj, right, right_unit))
+        span = min(right.shape[-1], self.padded - lo)
+        if span < right.shape[-1]:
+            right_proj, right, right_unit = right_proj[..., :span], right[..., :span], right_unit[..., :span]
+        window = slice(lo, lo + span)
+        diff = torch.sub(self.left[..., window], right).abs_().contiguous(memory_format=torch.channels_last)
+        y = self.proj_diff(diff)  # a module call: autocast runs it as it ran the full volume's
+        y += self.base[..., window]
+        y += right_proj
+        corr = (self.left_unit[..., window] * right_unit).sum(1, keepdim=True)
+        y.addcmul_(self.w_corr.to(y.dtype), corr)  # the 1 -> w0 projection of the correlation
+        x = self.outside.clone(memory_format=torch.channels_last)
+        x[..., window] = y.relu_()
+        return x
+
+
+def _blend_next(t: Tensor, frac: float) -> Tensor:
+    """B x C x h x w -> B x C x h x (w + 1): ``(1 - frac) t`` moved by 0 columns plus ``frac t``
+    moved by 1 (``_shift``'s blend, cut to the columns it touches)."""
+    return torch.lerp(F.pad(t, (0, 1)), F.pad(t, (1, 0)), frac)
 
 
 class PixelSweep:

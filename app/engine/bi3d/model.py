@@ -11,8 +11,9 @@ Shapes: B batch, P planes, H x W padded image (multiples of 96), h x w = H/3 x W
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -51,6 +52,8 @@ class Features:
     left_hr: Tensor | None  # B x C_hr x H x W (published binary kind only)
     image: Tensor  # B x 3 x H x W normalised left image (DispRefine guide)
     guide: Tensor | None = None  # per-frame upsampling weights (light kind)
+    # per-frame terms of the plane pass, built by the first call that needs them (light kind)
+    sweep: Any = field(default=None, compare=False, repr=False)
 
 
 class SweepModel(nn.Module):

@@ -66,33 +66,49 @@ class Agreement:
     filled: Tensor  # H x W bool: the answers replaced by the background fill
 
 
-def match_score(left: Tensor, right: Tensor, disparity: Tensor, window: int) -> tuple[Tensor, Tensor, Tensor]:
-    """ZNCC of each left patch with the right image read at ``x - disparity``.
+class Matcher:
+    """ZNCC of each left patch with the right image read at ``x - disparity``, for any number of
+    answers of one pair: what depends on the left image alone (grey levels, window means and
+    variances, texture) is computed once.
 
-    left, right H x W x C 0-255; disparity H x W -> (zncc H x W in [-1, 1], left-patch
-    standard deviation H x W in grey levels, inside H x W bool: ``x - d`` within the image)."""
-    grey_l, grey_r = to_grey(left)[..., 0], to_grey(right)[..., 0]
-    w = grey_l.shape[1]
-    source = torch.arange(w, device=left.device, dtype=torch.float32).view(1, w) - disparity.float()
-    inside = (source >= 0) & (source <= w - 1)
-    x0 = source.floor().clamp(0, w - 1)
-    t = (source - x0).clamp(0, 1)
-    i0 = x0.long()
-    i1 = (i0 + 1).clamp(max=w - 1)
-    moved = (1 - t) * grey_r.gather(1, i0) + t * grey_r.gather(1, i1)
-    # texture is measured on a 3 x 3 mean of the left image: sensor noise alone (a blank wall)
-    # loses two thirds of its deviation there, structure keeps it
-    smooth = box_mean(grey_l.unsqueeze(-1).contiguous(), 3)[..., 0]
-    stats = torch.stack(
-        [grey_l, moved, grey_l * grey_l, moved * moved, grey_l * moved, smooth, smooth * smooth], dim=2
-    )
-    mean = box_mean(stats.contiguous(), window)
-    mu_l, mu_r = mean[..., 0], mean[..., 1]
-    var_l = (mean[..., 2] - mu_l * mu_l).clamp_min(1e-6)
-    var_r = (mean[..., 3] - mu_r * mu_r).clamp_min(1e-6)
-    zncc = ((mean[..., 4] - mu_l * mu_r) * (var_l * var_r).rsqrt()).clamp(-1, 1)
-    texture = (mean[..., 6] - mean[..., 5] * mean[..., 5]).clamp_min(0).sqrt()
-    return zncc, texture, inside
+    left, right H x W x C 0-255."""
+
+    def __init__(self, left: Tensor, right: Tensor, window: int) -> None:
+        self.window = window
+        self.grey_l, self.grey_r = to_grey(left)[..., 0], to_grey(right)[..., 0]
+        # texture is measured on a 3 x 3 mean of the left image: sensor noise alone (a blank
+        # wall) loses two thirds of its deviation there, structure keeps it
+        smooth = box_mean(self.grey_l.unsqueeze(-1).contiguous(), 3)[..., 0]
+        grey = self.grey_l
+        mean = box_mean(torch.stack([grey, grey * grey, smooth, smooth * smooth], dim=2).contiguous(), window)
+        self.mu_l = mean[..., 0].contiguous()
+        self.var_l = (mean[..., 1] - self.mu_l * self.mu_l).clamp_min(1e-6)
+        self.texture = (mean[..., 3] - mean[..., 2] * mean[..., 2]).clamp_min(0).sqrt()
+
+    def score(self, disparity: Tensor) -> tuple[Tensor, Tensor]:
+        """H x W disparity -> (zncc H x W in [-1, 1], inside H x W bool: ``x - d`` within the image)."""
+        grey_l, grey_r = self.grey_l, self.grey_r
+        w = grey_l.shape[1]
+        source = torch.arange(w, device=grey_l.device, dtype=torch.float32).view(1, w) - disparity.float()
+        inside = (source >= 0) & (source <= w - 1)
+        x0 = source.floor().clamp(0, w - 1)
+        t = (source - x0).clamp(0, 1)
+        i0 = x0.long()
+        i1 = (i0 + 1).clamp(max=w - 1)
+        moved = (1 - t) * grey_r.gather(1, i0) + t * grey_r.gather(1, i1)
+        mean = box_mean(torch.stack([moved, moved * moved, grey_l * moved], dim=2).contiguous(), self.window)
+        mu_r = mean[..., 0]
+        var_r = (mean[..., 1] - mu_r * mu_r).clamp_min(1e-6)
+        zncc = ((mean[..., 2] - self.mu_l * mu_r) * (self.var_l * var_r).rsqrt()).clamp(-1, 1)
+        return zncc, inside
+
+
+def match_score(left: Tensor, right: Tensor, disparity: Tensor, window: int) -> tuple[Tensor, Tensor, Tensor]:
+    """One answer's ``Matcher`` score: left, right H x W x C 0-255; disparity H x W -> (zncc H x W
+    in [-1, 1], left-patch standard deviation H x W in grey levels, inside H x W bool)."""
+    matcher = Matcher(left, right, window)
+    zncc, inside = matcher.score(disparity)
+    return zncc, matcher.texture, inside
 
 
 def row_neighbours(disparity: Tensor, accepted: Tensor, reach: int | None = None) -> tuple[Tensor, Tensor]:
@@ -137,10 +153,11 @@ def plane_confidence(probabilities: np.ndarray) -> np.ndarray:
 def nearest_support(disparity: Tensor, accepted: Tensor) -> Tensor:
     """The nearest (largest) of the closest accepted answers in the four directions along rows
     and columns; -inf where none. H x W float, H x W bool -> H x W."""
+    # columns as rows of contiguous transposes: cummax along strided memory is several times slower
     rows = row_neighbours(disparity, accepted)
-    cols = (n.T for n in row_neighbours(disparity.T, accepted.T))
-    found = torch.stack([*rows, *cols]).nan_to_num(nan=float("-inf"), posinf=float("inf"))
-    return found.max(0).values
+    cols = row_neighbours(disparity.T.contiguous(), accepted.T.contiguous())
+    found = torch.fmax(torch.fmax(*rows), torch.fmax(*cols).T)  # fmax: NaN only where all four are
+    return found.nan_to_num_(nan=float("-inf"), posinf=float("inf"))
 
 
 def agree(
@@ -148,13 +165,14 @@ def agree(
 ) -> Agreement:
     """Fill occlusions and rate each answer (module docstring). ``curve_cost`` H x W in planes
     (``readout.step_fit``), None when the curve is not known (it then counts as clean)."""
-    zncc, std, inside = match_score(left, right, disparity, config.window)
-    textured = std > config.min_std
+    matcher = Matcher(left, right, config.window)
+    zncc, inside = matcher.score(disparity)
+    textured = matcher.texture > config.min_std
     suspect = (textured & (zncc < config.fill_below)) | ~inside
     fill = background_fill(disparity, ~suspect, config.fill_reach)
     filled = suspect & ~torch.isnan(fill)  # a row without accepted answers keeps its own
     out = median_filter(torch.where(filled, fill, disparity), config.median)
-    zncc, _, inside = match_score(left, right, out, config.window)  # the final answer's match
+    zncc, inside = matcher.score(out)  # the final answer's match
     span = max(config.zncc_high - config.zncc_low, 1e-6)
     matching = ((zncc - config.zncc_low) / span).clamp(0, 1) * inside
     curve = torch.ones_like(disparity)

@@ -43,6 +43,26 @@ def test_factored_first_layer_equals_a_1x1_conv_over_the_volume() -> None:
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def test_inference_planes_equal_the_differentiable_volumes() -> None:
+    # PlaneTerms (no gradients) against training_volumes (gradients), whole and fractional
+    # shifts, up to the last feature column
+    model = _model()
+    x = torch.randn(1, 3, 192, 288)
+    with torch.inference_mode():
+        feats = model.extract(x, x.roll(-6, dims=3))
+    shifts = torch.tensor([0.0, 1.0, 2.5, 20.0 / 3, 40.25, 63.0, 63.7, 64.0])
+    with torch.no_grad():
+        got = model.plane_logits(feats, shifts, chunk=3)
+        assert feats.sweep is not None  # the per-frame terms stay with the frame
+        again = model.plane_logits(feats, shifts[2:4], chunk=1)
+    with torch.enable_grad():
+        fresh = type(feats)(feats.left.clone(), feats.right.clone(), None, feats.image, feats.guide)
+        want = model.plane_logits(fresh, shifts, chunk=3).detach()
+    assert fresh.sweep is None
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(again, got[:, 2:4])
+
+
 def test_convex_upsampling_is_a_convex_combination() -> None:
     logits = torch.randn(1, 2, 5, 7)
     out = convex_upsample(logits, torch.randn(1, 36, 5, 7), 2)

@@ -210,6 +210,31 @@ def test_budget_below_one_plane_names_the_minimum(pair) -> None:  # type: ignore
         engine.compute(*pair, request)
 
 
+def test_a_continuous_budget_measures_dense_depth_on_its_first_frame(pair) -> None:  # type: ignore[no-untyped-def]
+    # without the probe's dense answer a budget met before any continuous frame predicts dense
+    # depth from the plane passes alone
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5))
+    first = engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, budget_ms=1.0))
+    cost = engine.costs.costs[(192, 288)]
+    assert "probe" in first.timings and first.mode is Mode.QUANTIZED
+    assert cost.dense_base_ms is not None and cost.dense_base_ms > 0
+    assert cost.dense_per_plane_ms is not None and cost.dense_per_plane_ms > 0
+    assert cost.subpixel_ms["colour"] > 0 and cost.subpixel_ms["grey"] > 0
+
+
+def test_network_nan_is_a_one_line_user_error(pair) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model = LightBi3D(width=0.5)
+    with torch.no_grad():
+        model.segnet.out.bias.fill_(float("nan"))
+    engine = Bi3DEngine(model)
+    for mode in (Mode.BINARY, Mode.CONTINUOUS):
+        with pytest.raises(UserError, match=r"answered NaN for 100\.0% .*--precision fp32") as err:
+            engine.compute(*pair, DepthRequest(mode=mode, planes=(12.0,), max_disparity=48))
+        assert "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("budget", [float("nan"), float("inf"), -5.0, 0.0])
 def test_bad_budgets_are_one_line_user_errors(pair, budget: float) -> None:  # type: ignore[no-untyped-def]
     engine = Bi3DEngine(Bi3DModel("binary", width=0.25))

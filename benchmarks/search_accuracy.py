@@ -2,10 +2,11 @@
 synthetic scenes (``training.data.selection_scenes``, never used in training), per strategy.
 
 python benchmarks/search_accuracy.py [--scenes 16] [--steps 12,24,48,96] [--ladder] [--precision fp32]
-    [--json FILE]
+    [--max-disparity 192|auto] [--json FILE]
 
 ``--ladder`` scores the latency budget's strategies (``depth.strategies.LADDER``: full sweeps
-every 3-12 px with colour or grey sub-pixel matching) instead, to check their order.
+every 3-12 px with colour or grey sub-pixel matching over a search widened to the step or of a
+given radius) instead, to check their order; ``--max-disparity auto`` asks as the app does.
 
 Every strategy runs the bundled light model through torch on the same inputs; ``full`` is
 ``--search full``. The search was designed before these figures were taken and nothing here
@@ -26,10 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.engine.assets import demo_scene  # noqa: E402
-from app.engine.depth.budget import CostModel  # noqa: E402
+from app.engine.depth import strategies as budget_strategies  # noqa: E402
 from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.depth.searched import Strategy  # noqa: E402
-from app.engine.depth.strategies import LADDER  # noqa: E402
 from app.engine.metrics import evaluate  # noqa: E402
 from app.engine.sources.spec import find_scenes  # noqa: E402
 from app.engine.synthetic.layered import to_uint8  # noqa: E402
@@ -43,6 +43,7 @@ def main() -> int:
     p.add_argument("--steps", default="12,24,48,96", help="coarse steps (px) to compare")
     p.add_argument("--ladder", action="store_true", help="score the budget's strategies instead")
     p.add_argument("--precision", default="fp32")
+    p.add_argument("--max-disparity", default="192", help="px, or auto (the app's default)")
     p.add_argument("--json")
     args = p.parse_args()
     pairs = []
@@ -54,10 +55,12 @@ def main() -> int:
     strategies: dict[str, Strategy | None] = {"full": None}
     for step in (int(s) for s in args.steps.split(",")):
         strategies[f"c2f {step}"] = Strategy(coarse_step=step)
-    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192)
+    auto = args.max_disparity == "auto"
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192 if auto else int(args.max_disparity))
+    request = dataclasses.replace(request, auto_range=auto)
     if args.ladder:
-        strategies = {f"step {s.step} {s.subpixel}": s for s in LADDER}
-        # a budget no strategy but the one scored is predicted to meet: the engine's own plan
+        strategies = {_label(s): s for s in budget_strategies.LADDER}
+        # a budget every strategy meets, with only the one scored on the ladder: the engine's own plan
         request = dataclasses.replace(request, budget_ms=1e9)
     table: dict[str, dict[str, float]] = {}
     for label, strategy in strategies.items():
@@ -66,13 +69,7 @@ def main() -> int:
             engine.strategy = strategy
         if args.ladder:
             assert strategy is not None
-            only = (strategy.step, strategy.subpixel)
-            engine.costs = CostModel()
-            engine.costs.predict_dense_ms = (  # type: ignore[method-assign]
-                lambda size, planes, sub, shifts, only=only: (
-                    0.0 if (192 // max(planes - 1, 1), sub) == only else float("inf")
-                )
-            )
+            budget_strategies.ladder = lambda subpixel, only=strategy: (only,)  # type: ignore[misc]
         row = {}
         for name, left, right, gt in pairs:
             result = engine.compute(left, right, request)
@@ -88,6 +85,11 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=2) + "\n")
     return 0
+
+
+def _label(strategy: Strategy) -> str:
+    reach = "" if strategy.radius is None else f" +-{strategy.radius}"
+    return f"step {strategy.step} {strategy.subpixel}{reach}"
 
 
 if __name__ == "__main__":

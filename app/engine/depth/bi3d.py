@@ -272,8 +272,8 @@ class Bi3DEngine:
     ) -> None:
         """Feed the frame's stage times to the cost model, by the kind of frame it was."""
         n = len(plan.planes)
-        step, widen = (plan.strategy.step, plan.strategy.widen) if plan.strategy else (plan.step, True)
-        per_shift = t.get("subpixel", 0.0) / shifts_for(self.subpixel or DEFAULT_SUBPIXEL, step, widen)
+        step, radius = (plan.strategy.step, plan.strategy.radius) if plan.strategy else (plan.step, None)
+        per_shift = t.get("subpixel", 0.0) / shifts_for(self.subpixel or DEFAULT_SUBPIXEL, step, radius)
         sub = (plan.strategy.subpixel if plan.strategy else "colour", per_shift) if "subpixel" in t else None
         if not self.costs.known(size) or request.mode in (Mode.BINARY, Mode.QUANTIZED):
             per_plane = t["planes"] + t.get("check", 0.0)  # the check's cost grows with the planes
@@ -593,8 +593,8 @@ class Bi3DEngine:
         kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
         left, right = (torch.from_numpy(im).to(disp.device) for im in images)
         if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
-            widen = plan.strategy is None or plan.strategy.widen
-            config = stage_config(self.subpixel, kind, plan.step, widen)
+            radius = None if plan.strategy is None else plan.strategy.radius
+            config = stage_config(self.subpixel, kind, plan.step, radius)
             with self._timed(timings, "subpixel"):
                 disp = refine_subpixel(left, right, disp, config)
         confidence = None

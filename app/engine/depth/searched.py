@@ -47,7 +47,8 @@ class Strategy:
     coarse_step: int = DEFAULT_COARSE_STEP
     subpixel: str = "colour"  # the matching stage after it: "colour", "grey" or "off"
     step: int = PLANE_STEP_PX
-    widen: bool = True  # that stage's search widened to the plane step (subpixel.for_step)
+    # that stage's search: None widened to the plane step (subpixel.for_step), else this many px
+    radius: int | None = None
 
     @property
     def passes(self) -> int:
@@ -130,7 +131,7 @@ def searched_result(
         size = padder.padded_size
         probs = padder.crop(F.interpolate(torch.sigmoid(lowres.float()), size, mode="bilinear"))[0]
     if engine.subpixel is not None and strategy.subpixel != "off":
-        config = stage_config(engine.subpixel, strategy.subpixel, strategy.step, strategy.widen)
+        config = stage_config(engine.subpixel, strategy.subpixel, strategy.step, strategy.radius)
         with engine._timed(timings, "subpixel"):
             left, right = (torch.from_numpy(im).to(disp.device) for im in images)
             disp = refine_subpixel(left, right, disp, config)

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app import vocabulary  # noqa: E402
+from app.engine.allocator import tune_allocator  # noqa: E402
 from app.engine.assets import demo_scene  # noqa: E402
 from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
 from app.engine.errors import UserError  # noqa: E402
@@ -41,6 +42,7 @@ def main() -> int:
     p.add_argument("--max-disparity", default="auto", help="auto (the default) or px")
     p.add_argument("--json")
     args = p.parse_args()
+    tune_allocator()  # as the app does (app.cli.main)
     reach: int | str = int(args.max_disparity) if args.max_disparity.isdigit() else args.max_disparity
     pair, _ = find_scenes(demo_scene())[0].load()
     assert pair.gt_disparity is not None

@@ -23,10 +23,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "xcb")
 
 from PySide6.QtWidgets import QApplication
 
+from app.engine.allocator import tune_allocator
 from app.ui.app import create_window
 
 
 def main(out: Path) -> int:
+    tune_allocator()  # as the app does (app.cli.main)
     out.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="bi3d-journey-"))
     os.environ.update(BI3D_STUDIO_CONFIG_DIR=str(home / "config"), BI3D_STUDIO_DOCUMENTS=str(home / "docs"))

@@ -10,10 +10,13 @@ how well its answer matches:
    of the left patch with the right image read at ``x - d`` (bilinear along the row);
 2. where the left patch has texture (``min_std``) and the correlation stays below
    ``fill_below``, or the answer points outside the right image, the answer is replaced
-   by the background fill: the farther of the nearest accepted answers to its left and
-   right in the same row, at most ``fill_reach`` px away (occluded strips belong to the
-   farther surface; a row of blank wall with nothing matched nearby stays as it is); a ``median``
-   filter then smooths the seams;
+   by the background fill: the farther of the nearest matched answers (textured, correlated,
+   inside) to its left and right in the same row, at most ``fill_reach`` px away (occluded
+   strips belong to the farther surface; a row of blank wall with nothing matched nearby
+   stays as it is); a ``median`` filter then smooths the seams. Only matched answers fill: a
+   textureless neighbour's answer is the network's guess, and filling from it spread the
+   phantom "near" blobs of blank walls (on 16 tuning renders of blank rooms, 86 % of the
+   phantoms kept at the default threshold were such fills);
 3. ``confidence`` in [0, 1] combines the probability curve (``exp(-cost / curve_scale)``,
    the curve's disagreement with its best step, in planes: a clean sharp step is 1) with
    the matching (a textured pixel's ZNCC mapped linearly from ``zncc_low`` -> 0 to
@@ -25,7 +28,10 @@ how well its answer matches:
 
 The fill's settings (grey ZNCC over 7 x 7, fill below 0.5, a 5 x 5 median) were chosen on
 the 16 held-out synthetic selection scenes (``training.data.selection_scenes``): dense bad-2
-16.54 % -> 16.02 % there (Motorcycle, only checked afterwards: 18.82 % -> 17.32 %).
+16.54 % -> 16.02 % there (Motorcycle, only checked afterwards: 18.82 % -> 17.32 %). Filling
+from matched answers only, as far as 192 px (the widest occlusion the model's range makes),
+was chosen on blank-room tuning renders (seeds from 5 x 10^9) and the same selection scenes
+(``benchmarks/RESULTS.md``, eighth session).
 
 Shapes: H x W x C 0-255 images, H x W disparity in pixels; any torch device.
 """
@@ -52,7 +58,7 @@ class AgreementConfig:
     untextured: float = 0.8  # share of the curve's confidence a pixel without texture keeps
     filled: float = 0.3  # the confidence of a filled (guessed) pixel
     median: int = 5  # median filter of the filled answer (odd; 1 = none)
-    fill_reach: int = 64  # px: an occluded strip is filled from matched answers this close at most
+    fill_reach: int = 192  # px: an occluded strip is filled from matched answers this close at most
     support_px: float = 3.0  # a textureless answer this much nearer than all its support is rated 0
 
 
@@ -169,7 +175,7 @@ def agree(
     zncc, inside = matcher.score(disparity)
     textured = matcher.texture > config.min_std
     suspect = (textured & (zncc < config.fill_below)) | ~inside
-    fill = background_fill(disparity, ~suspect, config.fill_reach)
+    fill = background_fill(disparity, textured & ~suspect, config.fill_reach)  # matched answers only
     filled = suspect & ~torch.isnan(fill)  # a row without accepted answers keeps its own
     out = median_filter(torch.where(filled, fill, disparity), config.median)
     zncc, inside = matcher.score(out)  # the final answer's match

@@ -81,3 +81,20 @@ def test_agree_fills_a_mismatched_strip_and_lowers_its_confidence() -> None:
 def test_plane_confidence_is_the_least_decided_plane() -> None:
     p = np.array([[[0.95]], [[0.6]]], np.float32)
     assert abs(plane_confidence(p)[0, 0] - 0.2) < 1e-6
+
+
+def test_only_matched_answers_fill_a_mismatch() -> None:
+    # blank | textured, true disparity 8; the network guesses 3 px on the blank strip, and the
+    # first textured columns answer 20 px and do not match. Their fill comes from matched
+    # answers to the right, never from the blank strip's guess (3 px: farther, so the fill of
+    # every accepted answer took it)
+    left, right = _shifted_pair(8)
+    left[:, :40] = 128
+    right[:, :32] = 128  # the same blank strip seen by the right camera
+    lt, rt = torch.from_numpy(left).float(), torch.from_numpy(right).float()
+    answer = torch.full((60, 160), 8.0)
+    answer[:, :40] = 3.0
+    answer[:, 40:46] = 20.0
+    agreed = agree(lt, rt, answer, None, AgreementConfig())
+    assert bool(agreed.filled[10:-10, 38:43].all())
+    assert bool((agreed.disparity[10:-10, 38:43] > 3.5).all())

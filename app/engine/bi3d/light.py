@@ -149,7 +149,7 @@ class LightBi3D(SweepModel):
         """B x P x h/2 x w/2 logits; ``shifts`` (P,) in feature columns, fractions interpolate.
 
         Without gradients (inference) the volumes come from ``PlaneTerms``, built once per
-        frame and kept on ``feats``: the same values to float rounding (1e-6), fewer passes
+        frame and kept on ``feats``: the same values to float rounding (1e-5), fewer passes
         over memory; with gradients (training) from ``training_volumes``."""
         self._check_shifts(shifts)
         width = feats.left.shape[-1]

@@ -154,11 +154,7 @@ class LightBi3D(SweepModel):
         self._check_shifts(shifts)
         width = feats.left.shape[-1]
         step = max(1, chunk)
-        terms: PlaneTerms | None = None
-        if not torch.is_grad_enabled():
-            if not isinstance(feats.sweep, PlaneTerms):
-                feats.sweep = PlaneTerms(self.segnet, feats, self.max_shift)
-            terms = feats.sweep
+        terms = None if torch.is_grad_enabled() else self.plane_terms(feats)
         out = []
         for start in range(0, shifts.numel(), step):
             part = shifts[start : start + step].tolist()
@@ -169,6 +165,12 @@ class LightBi3D(SweepModel):
             logits = self.segnet.body(x)[..., : width // 2]
             out.append(logits.view(len(part), feats.left.shape[0], *logits.shape[-2:]).transpose(0, 1))
         return out[0] if len(out) == 1 else torch.cat(out, dim=1)
+
+    def plane_terms(self, feats: Features) -> PlaneTerms:
+        """The frame's ``PlaneTerms`` (inference), built on first use and kept on ``feats``."""
+        if not isinstance(feats.sweep, PlaneTerms):
+            feats.sweep = PlaneTerms(self.segnet, feats, self.max_shift)
+        return feats.sweep
 
     def training_volumes(self, feats: Features, part: list[float]) -> Tensor:
         """The first layer of SegNet (before its ReLU) for the planes of ``part``, stacked along
@@ -196,8 +198,9 @@ class LightBi3D(SweepModel):
         return x.contiguous(memory_format=torch.channels_last)
 
     def pixel_sweep(self, feats: Features) -> PixelSweep:
-        """Per-pixel planes for this frame (``PixelSweep``); the per-frame terms computed once."""
-        return PixelSweep(self.segnet, feats, self.max_shift)
+        """Per-pixel planes for this frame (``PixelSweep``), from the frame's ``PlaneTerms`` (those
+        of its coarse sweep)."""
+        return PixelSweep(self.segnet, self.plane_terms(feats))
 
     def refine_planes(self, feats: Features, lowres: Tensor) -> Tensor:
         """B x P x h/2 x w/2 logits -> B x P x H x W: convex x2 to the feature grid (edge-aware,
@@ -283,17 +286,15 @@ class PixelSweep:
     1x1 projections are matrix products; what does not depend on the map is computed once.
     """
 
-    def __init__(self, segnet: LightSegNet, feats: Features, pad: int) -> None:
+    def __init__(self, segnet: LightSegNet, terms: PlaneTerms) -> None:
         self.seg = segnet
-        left, right = feats.left, feats.right
-        b, c, h, w = left.shape
-        self.shape = (b, h, w + pad)
+        b, c, h, w = terms.right.shape
+        self.shape = (b, h, terms.padded)
         self.width = w
-        self.table = _rows(F.pad(torch.cat([segnet.proj_right(right), right, _unit(right)], 1), (1, 1)))
-        left_pad = F.pad(left, (0, pad))
-        self.left = _rows(left_pad)
-        self.left_unit = _rows(F.pad(_unit(left), (0, pad)))
-        self.base = _rows(segnet.proj_left(left_pad))
+        self.table = _rows(F.pad(torch.cat([terms.right_proj, terms.right, terms.right_unit], 1), (1, 1)))
+        self.left = _rows(terms.left)
+        self.left_unit = _rows(terms.left_unit)
+        self.base = _rows(terms.base)
         self.split = [segnet.proj_left.out_channels, c, c]
         self.w_diff = segnet.proj_diff.weight.flatten(1).t()  # c x w0
         self.w_corr = segnet.proj_corr.weight.flatten(1).t()  # 1 x w0

@@ -109,14 +109,6 @@ class Matcher:
         return zncc, inside
 
 
-def match_score(left: Tensor, right: Tensor, disparity: Tensor, window: int) -> tuple[Tensor, Tensor, Tensor]:
-    """One answer's ``Matcher`` score: left, right H x W x C 0-255; disparity H x W -> (zncc H x W
-    in [-1, 1], left-patch standard deviation H x W in grey levels, inside H x W bool)."""
-    matcher = Matcher(left, right, window)
-    zncc, inside = matcher.score(disparity)
-    return zncc, matcher.texture, inside
-
-
 def row_neighbours(disparity: Tensor, accepted: Tensor, reach: int | None = None) -> tuple[Tensor, Tensor]:
     """The nearest accepted answer to the left and to the right of each pixel in its row, at
     most ``reach`` px away (None: any); NaN where there is none. H x W float, H x W bool ->

@@ -272,9 +272,11 @@ class Bi3DEngine:
     ) -> None:
         """Feed the frame's stage times to the cost model, by the kind of frame it was."""
         n = len(plan.planes)
-        step, radius = (plan.strategy.step, plan.strategy.radius) if plan.strategy else (plan.step, None)
-        per_shift = t.get("subpixel", 0.0) / shifts_for(self.subpixel or DEFAULT_SUBPIXEL, step, radius)
-        sub = (plan.strategy.subpixel if plan.strategy else "colour", per_shift) if "subpixel" in t else None
+        sub = None
+        if "subpixel" in t:  # its cost per correlated shift, by kind
+            step, radius = (plan.strategy.step, plan.strategy.radius) if plan.strategy else (plan.step, None)
+            shifts = shifts_for(self.subpixel or DEFAULT_SUBPIXEL, step, radius)
+            sub = (plan.strategy.subpixel if plan.strategy else "colour", t["subpixel"] / shifts)
         if not self.costs.known(size) or request.mode in (Mode.BINARY, Mode.QUANTIZED):
             per_plane = t["planes"] + t.get("check", 0.0)  # the check's cost grows with the planes
             self.costs.update(size, t["total"] - per_plane, per_plane, n)
@@ -508,9 +510,11 @@ class Bi3DEngine:
         budgets of a size predict dense depth from the plane passes alone, and a budget met
         before any continuous frame was measured falls back to quantized depth it did not need.
         Timed on the second of two answers: the first at a size pays for fresh buffers (measured
-        at Motorcycle's size: 251 against 214 ms)."""
+        at Motorcycle's size: 251 against 214 ms). Without the sub-pixel stage, which
+        ``probe_subpixel`` has just measured per shift."""
         planes = np.arange(3, dtype=np.float64) * FEATURE_STRIDE
-        plan = Plan(planes, FEATURE_STRIDE, (0, int(planes[-1])))
+        unmatched = Strategy(coarse_step=0, step=FEATURE_STRIDE, subpixel="off")
+        plan = Plan(planes, FEATURE_STRIDE, (0, int(planes[-1])), strategy=unmatched)
         answer = dataclasses.replace(request, budget_ms=None, auto_range=False, range=None)
         for _ in range(2):
             timings: dict[str, float] = {}

@@ -67,7 +67,12 @@ def for_step(config: SubpixelConfig, step: float) -> SubpixelConfig:
     grey, radius 2 -> 4 -> 6: Motorcycle 27.5 -> 21.1 -> 20.1 %, 8 held-out layered scenes 25.1
     -> 22.4 -> 22.3 % (``benchmarks/RESULTS.md``, "Sub-pixel reach").
     """
-    radius = max(config.radius, math.ceil(step / 3) + 2)
+    return with_radius(config, max(config.radius, math.ceil(step / 3) + 2))
+
+
+def with_radius(config: SubpixelConfig, radius: int) -> SubpixelConfig:
+    """``config`` searching ``radius`` px either side; the answer may move one px more (never
+    less than ``config.reach``)."""
     return dataclasses.replace(config, radius=radius, reach=max(config.reach, radius + 1.0))
 
 
@@ -76,9 +81,7 @@ def stage_config(config: SubpixelConfig, kind: str, step: int, radius: int | Non
     anything else colour; ``radius`` None: the search widened to the step (``for_step``), else
     that many px either side (the answer may move one px more, and never less than ``reach``)."""
     config = dataclasses.replace(config, grey=kind == "grey")
-    if radius is None:
-        return for_step(config, step)
-    return dataclasses.replace(config, radius=radius, reach=max(config.reach, radius + 1.0))
+    return for_step(config, step) if radius is None else with_radius(config, radius)
 
 
 def shift_count(config: SubpixelConfig) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from app.engine.depth.agreement import AgreementConfig, agree, background_fill, match_score, plane_confidence
+from app.engine.depth.agreement import AgreementConfig, Matcher, agree, background_fill, plane_confidence
 from app.engine.depth.readout import step_fit
 
 
@@ -42,15 +42,16 @@ def _shifted_pair(d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def test_match_score_is_high_at_the_true_disparity_only() -> None:
     left, right = (torch.from_numpy(a) for a in _shifted_pair(8))
-    good, std, inside = match_score(left, right, torch.full((60, 160), 8.0), 7)
-    bad, _, _ = match_score(left, right, torch.full((60, 160), 13.0), 7)
+    matcher = Matcher(left, right, 7)
+    (good, inside), std = matcher.score(torch.full((60, 160), 8.0)), matcher.texture
+    bad, _ = matcher.score(torch.full((60, 160), 13.0))
     assert good[5:-5, 20:-5].min() > 0.95
     assert bad[5:-5, 20:-5].median() < 0.3
     assert (std > 5).all()
     # sensor noise on a blank wall is not texture: the deviation is measured 3 x 3-smoothed
     rng = np.random.default_rng(3)
     wall = torch.from_numpy(np.clip(128 + rng.normal(0, 3, (60, 160, 3)), 0, 255).astype(np.uint8))
-    _, wall_std, _ = match_score(wall, wall, torch.zeros(60, 160), 7)
+    wall_std = Matcher(wall, wall, 7).texture
     assert wall_std.median() < AgreementConfig().min_std
     assert not inside[:, :8].any() and inside[:, 8:].all()
 

@@ -20,9 +20,13 @@ class LatencyPlot(pg.PlotWidget):
         super().__init__()
         self.setMinimumHeight(120)
         self.setLabel("left", "ms")
-        self.setLabel("bottom", "frame")
+        self.setLabel("bottom", "frames ago")
         self.addLegend(offset=(-5, 5), colCount=len(STAGES))
         self.showGrid(y=True, alpha=0.3)
+        # Fixed axes: an axis re-lays out and repaints its tick text whenever its range moves,
+        # 5 ms a redraw each (measured offscreen). The newest frame stays at 0 on the right.
+        self.setXRange(-HISTORY, 0, padding=0)
+        self._y_top = 0.0
         self.history: dict[str, deque[float]] = {s: deque(maxlen=HISTORY) for s in STAGES}
         self.arrivals: deque[float] = deque(maxlen=HISTORY)
         self.curves = {
@@ -60,18 +64,24 @@ class LatencyPlot(pg.PlotWidget):
         if now - self._drawn < REDRAW_S:  # redrawing seven curves every frame costs the GUI thread
             return
         self._drawn = now
-        x = np.arange(self.frames - len(self.arrivals), self.frames)
+        x = np.arange(1 - len(self.arrivals), 1)
         for stage, curve in self.curves.items():
             curve.setData(x, np.fromiter(self.history[stage], float))
-        self.setXRange(max(0, self.frames - HISTORY), max(self.frames, 10), padding=0)
-        self.setYRange(0, self.y_top(), padding=0)
+        if self.frames == len(self.arrivals):  # the first frame is still in the history
+            self.first_marker.setData([x[0]], [0])
+        else:
+            self.first_marker.setData([], [])
+        top = self.y_top()
+        if top != self._y_top:
+            self._y_top = top
+            self.setYRange(0, top, padding=0)
         self.setTitle(self.rate_text())
 
     def y_top(self) -> float:
         """The y range: the 95th percentile of the stages after the first frame, with room above."""
         later = [np.fromiter(v, float)[1 if self.frames == len(v) else 0 :] for v in self.history.values()]
         values = np.concatenate([v for v in later if v.size]) if any(v.size for v in later) else np.zeros(0)
-        return max(10.0, 1.25 * float(np.percentile(values, 95))) if values.size else 10.0
+        return _nice_ceiling(1.25 * float(np.percentile(values, 95))) if values.size else 10.0
 
     def rate_text(self) -> str:
         """Frames per second from the frames actually shown (one frame every N s when slow)."""
@@ -87,3 +97,13 @@ class LatencyPlot(pg.PlotWidget):
             return 0.0
         span = self.arrivals[-1] - self.arrivals[0]
         return (len(self.arrivals) - 1) / span if span > 0 else 0.0
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 10, 15, 20, 30, 50, 70, 100, 150 ... ms at or above ``value``: the y axis
+    moves only when the latency changes by a step, not on every redraw."""
+    for exponent in range(1, 8):
+        for mantissa in (1.0, 1.5, 2.0, 3.0, 5.0, 7.0):
+            if mantissa * 10**exponent >= value:
+                return mantissa * 10**exponent
+    return value

@@ -46,7 +46,9 @@ class ImagePane(pg.GraphicsLayoutWidget):
 
     def show_image(self, rgb: np.ndarray) -> None:
         first = self._shape != rgb.shape[:2]
-        self.image.setImage(rgb, autoLevels=False, levels=(0, 255))
+        # uint8 without levels is shown as it is; levels (0, 255) would rescale every pixel
+        # on every frame (2 ms an image at 480 x 640)
+        self.image.setImage(rgb, autoLevels=False)
         if first:
             self._shape = rgb.shape[:2]
             self.box.autoRange(padding=0)
@@ -58,7 +60,7 @@ class ImagePane(pg.GraphicsLayoutWidget):
             return
         rgba = np.zeros((*mask.shape, 4), np.uint8)
         rgba[mask] = (*colour, 110)
-        self.overlay.setImage(rgba, autoLevels=False, levels=(0, 255))
+        self.overlay.setImage(rgba, autoLevels=False)
 
     def show_lines(self, segments: np.ndarray | None) -> None:
         """N x 2 x 2 segments ((x0, y0), (x1, y1)) in pixels; None clears them."""
@@ -105,8 +107,9 @@ class DepthPane(ImagePane):
 
     def show_rgb(self, rgb: np.ndarray, levels: tuple[float, float]) -> None:
         """Show an already colour-mapped image and the range its colour bar spans."""
-        self.levels = levels
-        self.bar.setLevels(levels)
+        if levels != self.levels:  # the bar's axis re-lays out and repaints on every set
+            self.levels = levels
+            self.bar.setLevels(levels)
         self.show_image(rgb)
 
 

@@ -127,6 +127,21 @@ def test_frames_per_second_come_from_frames_shown(qtbot) -> None:  # type: ignor
     assert plot.y_top() < 100  # the 4-s first frame does not pin the axis
 
 
+def test_the_latency_axes_hold_still_while_latency_jitters(qtbot) -> None:  # type: ignore[no-untyped-def]
+    plot = LatencyPlot()
+    qtbot.addWidget(plot)
+    tops = set()
+    for i in range(60):
+        plot.add({"planes": 40.0 + 3.0 * np.sin(i)})
+        if i >= 10:
+            tops.add(plot.y_top())
+    assert tops == {70.0}  # one step above 1.25 x 43 ms, whatever the jitter
+    assert plot.getViewBox().viewRange()[0] == [-300, 0]  # the newest frame at 0, frames ago to the left
+    for _ in range(100):
+        plot.add({"planes": 400.0})
+    assert plot.y_top() == 500.0  # a real change moves it
+
+
 def test_recording_a_camera_keeps_every_captured_frame(tmp_path: Path) -> None:
     class Camera:
         """Frames arrive on a capture thread faster than they are read (the engine drops some)."""

@@ -551,6 +551,7 @@ class Bi3DEngine:
                     checker = PlaneChecker(*images, self.plane_check)
                     for k, plane in enumerate(plan.planes):
                         checker.check(probs_np[k], float(plane), in_place=True)
+                        checker.smooth(probs_np[k])
             return self._plane_result(request, plan, probs_np)
         return self._dense_result(request, plan, feats, lowres, padder, timings, images)
 

@@ -7,20 +7,34 @@ the same model is sharp there). Classical matching is at its most precise exactl
 where the network hesitates this stage asks the images:
 
 1. once per frame: grey images downsampled by ``scale`` (area averaging);
-2. per plane, at the check-scale pixels under hesitant answers only, at the plane's few
-   neighbouring shifts (``radius`` either side, at that scale): the zero-mean normalised
-   cross-correlation (ZNCC) of ``window`` x ``window`` patches, the best shift and a parabola
-   through it and its neighbours: a local disparity estimate;
-3. where the network's probability is within ``band`` of 0.5, the left patch has texture
-   (``min_std``) and the correlation is clear (``min_peak``), the answer becomes
-   ``sigmoid(estimate - plane)`` (the 1 px scale of the training targets); elsewhere the
-   network's answer stands.
+2. per plane, where the network's probability is within ``side_band`` of 0.5: which side of
+   the plane the pixel is on, from the zero-mean normalised cross-correlation (ZNCC) of
+   ``window`` x ``window`` patches at ``plane - side_step`` against ``plane + side_step``
+   (full-resolution px, read at the check's scale with linear interpolation), over every
+   check-scale pixel at once. Where the left patch has texture (``min_std``), both windows
+   lie inside the right image and the better of the two reaches ``min_peak``, the answer
+   becomes ``sigmoid((zncc(plane + step) - zncc(plane - step)) / 0.05)``; elsewhere the
+   network's answer stands;
+3. ``smooth``: the plane's probabilities through an edge-preserving guided filter (He, Sun
+   and Tang), the left grey image as guide, so that a hesitant pixel takes its side from the
+   pixels of its own surface. Its coefficients are computed at 1 / ``smooth_scale`` of the
+   resolution (He and Sun's fast variant: 1/4 changed no figure against full resolution).
 
-ZNCC ignores gain and offset differences between the cameras. The settings (half resolution,
-window 7, radius 1, band 0.2, peak 0.7) were chosen on 16 held-out synthetic scenes, where
-full resolution (window 11), four times the pixels, did no better
-(``resources/models/README.md`` has the figures). At 480 x 640 on the 2-core development CPU
-it takes 1.6-1.8 ms of a one-plane answer and about 1.1 ms per further plane.
+The earlier check, a parabola through the ZNCC at the plane's neighbouring whole shifts
+(``radius`` either side) giving a local disparity estimate and ``sigmoid(estimate - plane)``
+where the answer is within ``band`` of 0.5, is still there (``estimate``; ``band`` > 0 runs it
+before step 2) but off by default: with steps 2 and 3 it added nothing on the selection
+scenes and cost 2-3 ms a plane. A parabola's vertex is pulled towards whole shifts ("pixel
+locking"), and 10, 20 and 40 px fall on whole shifts of the half-resolution grid, exactly
+where that bias decides the side; the two-sided comparison has no vertex to lock.
+
+ZNCC ignores gain and offset differences between the cameras. Settings: the parabola's (half
+resolution, window 7, radius 1, band 0.2, peak 0.7) were chosen on 16 held-out synthetic
+scenes, where full resolution (window 11), four times the pixels, did no better
+(``resources/models/README.md``); the two-sided test (band 0.3, 1 px either side) and the
+filter (radius 8 px, eps 100 grey levels squared) on the 16 selection scenes
+(``benchmarks/plane_check_variants.py``: binary agreement over 11 planes 0.9551 with the
+parabola alone, 0.9570 now; ``benchmarks/RESULTS.md``, ninth session).
 Shapes: H x W x 3 uint8 images, H x W probabilities.
 """
 
@@ -35,12 +49,17 @@ import numpy as np
 
 @dataclass(frozen=True)
 class PlaneCheckConfig:
-    band: float = 0.2  # network answers with |p - 0.5| below this are checked
+    band: float = 0.0  # answers with |p - 0.5| below this get the parabola step (0: none, the default)
     scale: int = 2  # the check runs on images downsampled by this factor
     window: int = 7  # ZNCC window at that scale (odd)
     radius: int = 1  # whole shifts searched either side of the plane, at that scale (>= 1)
     min_peak: float = 0.7  # ZNCC the best shift must reach
     min_std: float = 2.55  # left-patch standard deviation needed, in 0-255 grey levels
+    side_band: float = 0.3  # answers with |p - 0.5| below this get the two-sided test (0: none)
+    side_step: float = 1.0  # px (full resolution) either side of the plane that test compares
+    smooth_radius: int = 8  # px (full resolution) of the guided filter (0: no smoothing)
+    smooth_eps: float = 100.0  # the guided filter's regulariser, grey levels squared
+    smooth_scale: int = 4  # the guided filter's coefficients are computed at 1 / this resolution
 
 
 DEFAULT_PLANE_CHECK = PlaneCheckConfig()
@@ -64,7 +83,14 @@ class PlaneChecker:
 
     def __init__(self, left: np.ndarray, right: np.ndarray, config: PlaneCheckConfig | None = None) -> None:
         cfg = config or DEFAULT_PLANE_CHECK
-        if cfg.window % 2 == 0 or cfg.window < 3 or cfg.scale < 1 or cfg.radius < 1:
+        if (
+            cfg.window % 2 == 0
+            or cfg.window < 3
+            or cfg.scale < 1
+            or cfg.radius < 1
+            or cfg.side_step <= 0
+            or cfg.smooth_scale < 1
+        ):
             raise ValueError(f"bad plane check settings {cfg}")
         self.config = cfg
         h, w = left.shape[:2]
@@ -86,6 +112,13 @@ class PlaneChecker:
         # full-resolution pixel -> its check-scale pixel (nearest), row and column
         self.rows = np.minimum(np.arange(h) // cfg.scale, self.shape[0] - 1)
         self.cols = np.minimum(np.arange(w) // cfg.scale, self.shape[1] - 1)
+        # the two-sided test reads whole check-scale images, unpadded
+        hs, ws = self.shape
+        self._small_left = np.ascontiguousarray(left_grey[half : half + hs, half : half + ws])
+        self._small_right = np.ascontiguousarray(right_grey[half : half + hs, half + more : half + more + ws])
+        self._side_stats: tuple[np.ndarray, np.ndarray] | None = None
+        self._guide: _Guide | None = None
+        self._left_image = left
 
     def estimate(self, plane: float, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Local disparity (full-resolution px) near ``plane`` and its ZNCC peak at the
@@ -128,25 +161,125 @@ class PlaneChecker:
         return estimate.astype(np.float32), peak
 
     def check(self, probabilities: np.ndarray, plane: float, in_place: bool = False) -> np.ndarray:
-        """H x W probabilities P(disparity > plane) -> the same with hesitant answers checked:
-        written into ``probabilities`` itself (``in_place``, which may be a strided view) or
-        into a new array."""
+        """H x W probabilities P(disparity > plane) -> the same with hesitant answers checked
+        (the parabola where ``band`` > 0, then step 2): written into ``probabilities`` itself
+        (``in_place``, which may be a strided view) or into a new array."""
         cfg = self.config
+        width = probabilities.shape[1]
+        doubt = np.abs(probabilities - 0.5)
+        side = doubt < cfg.side_band if cfg.side_band > 0 else None  # decided on the network's answers
         out = probabilities if in_place else probabilities.copy()
-        hesitant = np.flatnonzero(np.abs(probabilities - 0.5) < cfg.band)  # flat: 10x faster than nonzero
-        if hesitant.size == 0:
-            return out
-        ys, xs = np.divmod(hesitant, probabilities.shape[1])
-        # each check-scale pixel is measured once for the full-resolution pixels it covers
-        cells = self.shape[0] * self.shape[1]
-        cell = self.rows[ys] * self.shape[1] + self.cols[xs]
-        marked = np.zeros(cells, bool)
-        marked[cell] = True
-        where = np.flatnonzero(marked)
-        estimate, peak = self.estimate(plane, where)
-        slot = np.zeros(cells, np.intp)
-        slot[where] = np.arange(where.size)
-        estimate, peak = estimate[slot[cell]], peak[slot[cell]]
-        use = peak > cfg.min_peak
-        out[ys[use], xs[use]] = 1.0 / (1.0 + np.exp(plane - estimate[use]))  # out may be a strided view
+        hesitant = np.flatnonzero(doubt < cfg.band)  # flat: 10x faster than nonzero
+        if hesitant.size:
+            ys, xs = np.divmod(hesitant, width)
+            # each check-scale pixel is measured once for the full-resolution pixels it covers
+            cells = self.shape[0] * self.shape[1]
+            cell = self.rows[ys] * self.shape[1] + self.cols[xs]
+            marked = np.zeros(cells, bool)
+            marked[cell] = True
+            where = np.flatnonzero(marked)
+            estimate, peak = self.estimate(plane, where)
+            slot = np.zeros(cells, np.intp)
+            slot[where] = np.arange(where.size)
+            estimate, peak = estimate[slot[cell]], peak[slot[cell]]
+            use = peak > cfg.min_peak
+            out[ys[use], xs[use]] = 1.0 / (1.0 + np.exp(plane - estimate[use]))  # out may be a strided view
+        if side is not None and side.any():
+            better, usable = self._side_test(plane)
+            # the answers at the check's scale (NaN where unusable), then one expansion
+            answer = np.where(usable, 1.0 / (1.0 + np.exp(-better / 0.05)), np.nan).astype(np.float32)
+            answer = self._full(answer)
+            use = side & ~np.isnan(answer)
+            out[use] = answer[use]  # out may be a strided view
+        return out
+
+    def _full(self, grid: np.ndarray) -> np.ndarray:
+        """A check-scale array at full resolution (each pixel its cell's value)."""
+        return np.take(np.take(grid, self.rows, axis=0), self.cols, axis=1)
+
+    def _side_test(self, plane: float) -> tuple[np.ndarray, np.ndarray]:
+        """Over the check-scale grid: (ZNCC at plane + step minus ZNCC at plane - step, where
+        that difference can be trusted)."""
+        cfg = self.config
+        win, half = cfg.window, cfg.window // 2
+        hs, ws = self.shape
+        left = self._small_left
+        if self._side_stats is None:
+            mean = _box(left, win)
+            var = _box(left * left, win) - mean * mean
+            self._side_stats = (mean, var)
+        mean_l, var_l = self._side_stats
+        scores = []
+        for shift in (plane - cfg.side_step, plane + cfg.side_step):
+            s = shift / cfg.scale
+            # moved(x) = right(x - s), linear between columns; columns left of the image repeat
+            move = np.array([[1.0, 0.0, -s], [0.0, 1.0, 0.0]], np.float32)
+            moved = cv2.warpAffine(
+                self._small_right,
+                move,
+                (ws, hs),
+                flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                borderMode=cv2.BORDER_REPLICATE,
+            )
+            mean_r = _box(moved, win)
+            var_r = _box(moved * moved, win) - mean_r * mean_r
+            cross = _box(left * moved, win) - mean_l * mean_r
+            scores.append(cross / np.sqrt(np.maximum(var_l, 1e-6) * np.maximum(var_r, 1e-6)))
+        low, high = scores
+        inside = np.arange(ws) >= (plane + cfg.side_step) / cfg.scale + half  # both windows in the image
+        rows_inside = (np.arange(hs) >= half) & (np.arange(hs) < hs - half)
+        usable = (
+            (var_l > cfg.min_std**2)
+            & inside[None, :]
+            & rows_inside[:, None]
+            & (np.maximum(low, high) > cfg.min_peak)
+        )
+        return high - low, usable
+
+    def smooth(self, probabilities: np.ndarray) -> np.ndarray:
+        """The plane's H x W probabilities through the guided filter (module docstring), in place
+        (``probabilities`` may be a strided view); returned."""
+        cfg = self.config
+        if cfg.smooth_radius <= 0:
+            return probabilities
+        if self._guide is None:
+            self._guide = _Guide(self._left_image, cfg.smooth_radius, cfg.smooth_eps, cfg.smooth_scale)
+        np.clip(self._guide.filter(probabilities), 0.0, 1.0, out=probabilities)
+        return probabilities
+
+
+def _box(image: np.ndarray, window: int) -> np.ndarray:
+    """The mean over ``window`` x ``window`` (odd) around each pixel, borders reflected."""
+    return cv2.boxFilter(image, -1, (window, window), borderType=cv2.BORDER_REFLECT)
+
+
+class _Guide:
+    """A guided filter (He, Sun and Tang 2013) with the grey left image as guide, its linear
+    coefficients computed at 1 / ``scale`` resolution (He and Sun 2015): what depends on the
+    guide alone is computed once per frame."""
+
+    def __init__(self, left: np.ndarray, radius: int, eps: float, scale: int) -> None:
+        guide = cv2.cvtColor(np.ascontiguousarray(left), cv2.COLOR_RGB2GRAY).astype(np.float32)
+        h, w = guide.shape
+        self.full = guide
+        self.size = (max(1, w // scale), max(1, h // scale))
+        small = cv2.resize(guide, self.size, interpolation=cv2.INTER_AREA) if scale > 1 else guide
+        self.window = 2 * max(1, radius // scale) + 1
+        self.small = small
+        self.mean = _box(small, self.window)
+        self.var = _box(small * small, self.window) - self.mean * self.mean
+        self.eps = eps
+
+    def filter(self, values: np.ndarray) -> np.ndarray:
+        h, w = self.full.shape
+        small = values if self.size == (w, h) else cv2.resize(values, self.size, interpolation=cv2.INTER_AREA)
+        small = np.ascontiguousarray(small, np.float32)
+        mean_p = _box(small, self.window)
+        a = (_box(self.small * small, self.window) - self.mean * mean_p) / (self.var + self.eps)
+        b = mean_p - a * self.mean
+        a, b = _box(a, self.window), _box(b, self.window)
+        if self.size != (w, h):
+            a = cv2.resize(a, (w, h), interpolation=cv2.INTER_LINEAR)
+            b = cv2.resize(b, (w, h), interpolation=cv2.INTER_LINEAR)
+        out: np.ndarray = a * self.full + b
         return out

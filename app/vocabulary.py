@@ -125,8 +125,8 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
             "re-measure each pixel between the network's planes by local matching (more precise, "
             "slower)", "switch", True, target="subpixel"),
     Setting("plane_check", "Plane check", "--no-plane-check", "Bi3D binary and quantized modes: where "
-            "the network hesitates near a plane, decide by local matching of the images (about 1 ms "
-            "per plane at 480x640)", "switch", True, target="plane_check"),
+            "the network hesitates near a plane, decide by local matching of the images, then smooth "
+            "along image edges (about 4-5 ms per plane at 480x640)", "switch", True, target="plane_check"),
     _choice("search", "Search", "--search", SEARCHES, "auto",
             "Bi3D continuous mode: the full sweep of every 3 px plane, or coarse-to-fine (9 coarse "
             "planes, then 3 per-pixel bisection passes: about 5x fewer network passes, light model "

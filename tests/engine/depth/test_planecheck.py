@@ -79,6 +79,8 @@ def test_any_size_and_planes_beyond_the_image(size: tuple[int, int]) -> None:
     for plane in (0.0, 1.5, 10.0, 500.0):
         out = checker.check(hesitant, plane)
         assert out.shape == size and np.all((out >= 0) & (out <= 1))
+        smooth = checker.smooth(out.copy())
+        assert smooth.shape == size and np.all((smooth >= 0) & (smooth <= 1))
     assert np.array_equal(checker.check(hesitant, 500.0), hesitant)  # nothing to match that far
 
 

@@ -46,6 +46,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from app.engine.depth.subpixel import box_mean_array
+
 
 @dataclass(frozen=True)
 class PlaneCheckConfig:
@@ -65,13 +67,17 @@ class PlaneCheckConfig:
 DEFAULT_PLANE_CHECK = PlaneCheckConfig()
 
 
-def _grey(image: np.ndarray, size: tuple[int, int], pad: tuple[int, int, int, int]) -> np.ndarray:
-    """Grey image at ``size`` (w, h), float32, with reflected borders ``pad`` (top, bottom, left,
-    right)."""
-    grey: np.ndarray = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY).astype(np.float32)
+def _grey(grey: np.ndarray, size: tuple[int, int], pad: tuple[int, int, int, int]) -> np.ndarray:
+    """A float32 grey image at ``size`` (w, h), with reflected borders ``pad`` (top, bottom,
+    left, right)."""
     if size != grey.shape[::-1]:
         grey = cv2.resize(grey, size, interpolation=cv2.INTER_AREA)
     return cv2.copyMakeBorder(grey, *pad, cv2.BORDER_REFLECT_101)
+
+
+def _full_grey(image: np.ndarray) -> np.ndarray:
+    """H x W x 3 uint8 RGB -> H x W float32 grey levels."""
+    return cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY).astype(np.float32)
 
 
 class PlaneChecker:
@@ -99,8 +105,9 @@ class PlaneChecker:
         self.shifts = 2 * cfg.radius + 2  # whole shifts per plane: the parabola's, either side
         more = self.shifts - 1
         # the right image has `more` extra border columns either side for the blocks below
-        left_grey = _grey(left, size, (half,) * 4)
-        right_grey = _grey(right, size, (half, half, half + more, half + more))
+        self._full_left = _full_grey(left)  # the guided filter's guide, too
+        left_grey = _grey(self._full_left, size, (half,) * 4)
+        right_grey = _grey(_full_grey(right), size, (half, half, half + more, half + more))
         self._left, self._right = left_grey.ravel(), right_grey.ravel()
         self._left_width, self._right_width = left_grey.shape[1], right_grey.shape[1]
         # flat offsets of a window from its top-left corner: in the left image the window of
@@ -118,7 +125,6 @@ class PlaneChecker:
         self._small_right = np.ascontiguousarray(right_grey[half : half + hs, half + more : half + more + ws])
         self._side_stats: tuple[np.ndarray, np.ndarray] | None = None
         self._guide: _Guide | None = None
-        self._left_image = left
 
     def estimate(self, plane: float, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Local disparity (full-resolution px) near ``plane`` and its ZNCC peak at the
@@ -243,23 +249,24 @@ class PlaneChecker:
         if cfg.smooth_radius <= 0:
             return probabilities
         if self._guide is None:
-            self._guide = _Guide(self._left_image, cfg.smooth_radius, cfg.smooth_eps, cfg.smooth_scale)
+            self._guide = _Guide(self._full_left, cfg.smooth_radius, cfg.smooth_eps, cfg.smooth_scale)
         np.clip(self._guide.filter(probabilities), 0.0, 1.0, out=probabilities)
         return probabilities
 
 
 def _box(image: np.ndarray, window: int) -> np.ndarray:
-    """The mean over ``window`` x ``window`` (odd) around each pixel, borders reflected."""
-    return cv2.boxFilter(image, -1, (window, window), borderType=cv2.BORDER_REFLECT)
+    """The mean over ``window`` x ``window`` (odd) around each pixel, borders reflected with
+    the edge pixel repeated (the settings were measured so)."""
+    return box_mean_array(image, window, cv2.BORDER_REFLECT)
 
 
 class _Guide:
-    """A guided filter (He, Sun and Tang 2013) with the grey left image as guide, its linear
+    """A guided filter (He, Sun and Tang 2013) with a grey image as guide, its linear
     coefficients computed at 1 / ``scale`` resolution (He and Sun 2015): what depends on the
     guide alone is computed once per frame."""
 
-    def __init__(self, left: np.ndarray, radius: int, eps: float, scale: int) -> None:
-        guide = cv2.cvtColor(np.ascontiguousarray(left), cv2.COLOR_RGB2GRAY).astype(np.float32)
+    def __init__(self, guide: np.ndarray, radius: int, eps: float, scale: int) -> None:
+        """``guide``: the H x W float32 grey left image."""
         h, w = guide.shape
         self.full = guide
         self.size = (max(1, w // scale), max(1, h // scale))

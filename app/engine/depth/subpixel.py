@@ -99,9 +99,10 @@ def box_mean(x: Tensor, size: int) -> Tensor:
     return box_mean_torch(x, size)
 
 
-def box_mean_array(x: np.ndarray, size: int) -> np.ndarray:
-    """``box_mean`` of a NumPy H x W (x C) array by OpenCV, borders reflected (BORDER_REFLECT_101)."""
-    return cv2.boxFilter(np.ascontiguousarray(x), -1, (size, size), borderType=cv2.BORDER_REFLECT_101)
+def box_mean_array(x: np.ndarray, size: int, border: int = cv2.BORDER_REFLECT_101) -> np.ndarray:
+    """``box_mean`` of a NumPy H x W (x C) array by OpenCV, borders reflected (``border``: an
+    OpenCV border type, BORDER_REFLECT_101 unless told)."""
+    return cv2.boxFilter(np.ascontiguousarray(x), -1, (size, size), borderType=border)
 
 
 def box_mean_torch(x: Tensor, size: int) -> Tensor:

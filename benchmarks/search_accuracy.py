@@ -6,7 +6,8 @@ python benchmarks/search_accuracy.py [--scenes 16] [--steps 12,24,48,96] [--ladd
 
 ``--ladder`` scores the latency budget's strategies (``depth.strategies.LADDER``: full sweeps
 every 3-12 px with colour or grey sub-pixel matching over a search widened to the step or of a
-given radius) instead, to check their order; ``--max-disparity auto`` asks as the app does.
+given radius, and the coarse-to-fine searches) instead, to check their order;
+``--max-disparity auto`` asks as the app does.
 
 Every strategy runs the bundled light model through torch on the same inputs; ``full`` is
 ``--search full``. The search was designed before these figures were taken and nothing here
@@ -61,15 +62,16 @@ def main() -> int:
     if args.ladder:
         strategies = {_label(s): s for s in budget_strategies.LADDER}
         # a budget every strategy meets, with only the one scored on the ladder: the engine's own plan
-        request = dataclasses.replace(request, budget_ms=1e9)
+        request = dataclasses.replace(request, budget_ms=3_600_000)
     table: dict[str, dict[str, float]] = {}
     for label, strategy in strategies.items():
-        engine.search = "full" if strategy is None or args.ladder else "coarse-to-fine"
+        # the ladder's searches run under "auto" (the budget may choose them there)
+        engine.search = "auto" if args.ladder else "full" if strategy is None else "coarse-to-fine"
         if strategy is not None and not args.ladder:
             engine.strategy = strategy
         if args.ladder:
             assert strategy is not None
-            budget_strategies.ladder = lambda subpixel, only=strategy: (only,)  # type: ignore[misc]
+            budget_strategies.ladder = lambda subpixel, search=False, only=strategy: (only,)  # type: ignore[misc]
         row = {}
         for name, left, right, gt in pairs:
             result = engine.compute(left, right, request)
@@ -89,6 +91,8 @@ def main() -> int:
 
 def _label(strategy: Strategy) -> str:
     reach = "" if strategy.radius is None else f" +-{strategy.radius}"
+    if strategy.coarse_step:
+        return f"c2f {strategy.coarse_step} {strategy.subpixel}{reach}"
     return f"step {strategy.step} {strategy.subpixel}{reach}"
 
 

@@ -185,16 +185,21 @@ def _record(
 
 
 def bench_table(records: list[BenchRecord]) -> str:
-    """Plain-text table; ``x sgbm`` is the median relative to SGBM at the same size, mode and planes."""
-    base = {(r.height, r.width, r.mode, r.planes): r.median_ms for r in records if r.engine == "sgbm"}
+    """Plain-text table; ``x sgbm`` is the median relative to SGBM at the same size, mode and planes
+    (continuous: the same range, whatever the planes swept: the coarse-to-fine search sweeps
+    fewer than SGBM's 65)."""
+
+    def key(r: BenchRecord) -> tuple[int, int, str, int | None]:
+        return (r.height, r.width, r.mode, None if r.mode == "continuous" else r.planes)
+
+    base = {key(r): r.median_ms for r in records if r.engine == "sgbm"}
     head = (
         f"{'engine':<6} {'runtime':<11} {'prec':<4} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} "
         f"{'median':>9} {'p90':>9} {'features':>8} {'planes':>9} {'check':>6} {'x sgbm':>7}"
     )
     lines = [head]
     for r in records:
-        key = (r.height, r.width, r.mode, r.planes)
-        ratio = r.median_ms / base[key] if key in base else np.nan
+        ratio = r.median_ms / base[key(r)] if key(r) in base else np.nan
         lines.append(
             f"{r.engine:<6} {r.runtime:<11} {r.precision:<4} "
             f"{'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from app.engine.bi3d.factory import build_model
+from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import ModelKind, SweepModel
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
@@ -103,6 +104,7 @@ def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], ModelInf
 
 
 _EXPORT = "export the model again"
+PIXEL_SEGNET = "pixel_segnet."
 WIDTHS = Bounds(0, 8, low_open=True)  # channel multipliers: the published models are 1, the light 1
 
 
@@ -186,6 +188,8 @@ def load_model(path: str | Path, expect_kind: ModelKind | str | None = None) -> 
         model = build_model(info.kind, info.width, info.max_disparity)
     except ValueError as exc:
         raise UserError(f"{path}: {exc}") from exc
+    if any(k.startswith(PIXEL_SEGNET) for k in state) and isinstance(model, LightBi3D):
+        model.add_pixel_segnet()  # the per-pixel passes' own weights
     check_fit(model, state, path)
     model.load_state_dict(state, strict=True)
     return model.eval(), info

@@ -94,6 +94,21 @@ class LightSegNet(nn.Module):
         return self.out(y)
 
 
+class PixelSegNet(LightSegNet):
+    """``LightSegNet`` for the per-pixel passes, with one more input: the pixel's prior, its
+    curve's logit at its plane as far as the search knows it (interpolated between its bracket's
+    ends), projected like the correlation. Zero weights answer as ``LightSegNet``."""
+
+    def __init__(self, feature_channels: int, width: float) -> None:
+        super().__init__(feature_channels, width)
+        self.proj_prior = nn.Conv2d(1, self.proj_left.out_channels, 1, bias=False)
+        nn.init.zeros_(self.proj_prior.weight)
+
+
+PRIOR_CLAMP = 8.0  # logits; the prior enters as clamp(logit, -8, 8) / 4
+PRIOR_SCALE = 0.25
+
+
 class UpsampleGuide(nn.Module):
     """Per-frame convex-upsampling weights from 1/6 to 1/3 resolution:
     B x C x h x w -> B x 9*4 x h/2 x w/2."""
@@ -119,6 +134,8 @@ class LightBi3D(SweepModel):
     # the matching check fixes much of it (16 held-out synthetic scenes: 0.9528 -> 0.9549)
     plane_check = True
     segnet: LightSegNet
+    # the per-pixel passes' own SegNet (``add_pixel_segnet``), or None: they then run ``segnet``
+    pixel_segnet: PixelSegNet | None
 
     def __init__(self, width: float = 1.0, max_disparity: int = 192) -> None:
         super().__init__()
@@ -137,7 +154,23 @@ class LightBi3D(SweepModel):
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
         self.guide = UpsampleGuide(c, width)
+        self.pixel_segnet = None
         to_channels_last(self)
+
+    def add_pixel_segnet(self) -> PixelSegNet:
+        """Give the per-pixel passes their own SegNet, a copy of ``segnet`` to train
+        (``training.pixel_pass``). A network trained on uniform planes only answers a plane map
+        that follows the scene (the search's last passes) unlike its uniform sweep; the copy
+        learns to answer it as the sweep would. The features and the uniform planes are
+        unchanged; a checkpoint holding ``pixel_segnet.*`` weights builds it on load."""
+        if self.pixel_segnet is None:
+            c = self.featnet.out_channels
+            self.pixel_segnet = PixelSegNet(c, self.width)
+            missing = self.pixel_segnet.load_state_dict(self.segnet.state_dict(), strict=False).missing_keys
+            assert missing == ["proj_prior.weight"], missing
+            to_channels_last(self.pixel_segnet)
+            self.pixel_segnet.to(next(self.segnet.parameters()).device)
+        return self.pixel_segnet
 
     def extract(self, left: Tensor, right: Tensor) -> Features:
         _check_input(left, right, self.min_size)
@@ -198,9 +231,17 @@ class LightBi3D(SweepModel):
         return x.contiguous(memory_format=torch.channels_last)
 
     def pixel_sweep(self, feats: Features) -> PixelSweep:
-        """Per-pixel planes for this frame (``PixelSweep``), from the frame's ``PlaneTerms`` (those
-        of its coarse sweep)."""
-        return PixelSweep(self.segnet, self.plane_terms(feats))
+        """Per-pixel planes for this frame (``PixelSweep``): through ``pixel_segnet`` where the
+        model has one (its own terms, built once per frame and kept on ``feats``), else through
+        ``segnet`` from the frame's ``PlaneTerms`` (those of its coarse sweep)."""
+        seg = self.pixel_segnet
+        if seg is None:
+            return PixelSweep(self.segnet, self.plane_terms(feats))
+        if torch.is_grad_enabled():  # training: terms that carry the gradient, never kept
+            return PixelSweep(seg, PlaneTerms(seg, feats, self.max_shift))
+        if not isinstance(feats.pixel_terms, PlaneTerms):
+            feats.pixel_terms = PlaneTerms(seg, feats, self.max_shift)
+        return PixelSweep(seg, feats.pixel_terms)
 
     def refine_planes(self, feats: Features, lowres: Tensor) -> Tensor:
         """B x P x h/2 x w/2 logits -> B x P x H x W: convex x2 to the feature grid (edge-aware,
@@ -298,18 +339,31 @@ class PixelSweep:
         self.split = [segnet.proj_left.out_channels, c, c]
         self.w_diff = segnet.proj_diff.weight.flatten(1).t()  # c x w0
         self.w_corr = segnet.proj_corr.weight.flatten(1).t()  # 1 x w0
+        prior = getattr(segnet, "proj_prior", None)
+        self.w_prior = None if prior is None else prior.weight.flatten(1).t()  # 1 x w0
 
-    def at_planes(self, planes: Tensor) -> Tensor:
+    def at_planes(self, planes: Tensor, prior: Tensor | None = None) -> Tensor:
         """An h/2 x w/2 map of planes in px (the logits' grid, B = 1) -> h/2 x w/2 logits there:
-        each plane covers its 2 x 2 feature pixels, and the padding columns repeat the last."""
-        b, h, width = self.shape
-        shifts = (planes.float() / FEATURE_STRIDE).repeat_interleave(2, 0).repeat_interleave(2, 1)
-        if tuple(shifts.shape) != (h, self.width):
-            raise ValueError(f"plane map {tuple(planes.shape)} is not {(h // 2, self.width // 2)}")
-        shifts = torch.cat([shifts, shifts[:, -1:].expand(h, width - self.width)], 1)
-        return self(shifts.unsqueeze(0).expand(b, h, width).contiguous())[0, 0]
+        each plane covers its 2 x 2 feature pixels, and the padding columns repeat the last.
+        ``prior``: each pixel's logit at its plane as far as the search knows it (h/2 x w/2),
+        read by a ``PixelSegNet`` only."""
+        shifts = self._grid(planes.float() / FEATURE_STRIDE, "plane map")
+        priors = None if prior is None else self._grid(prior.float(), "prior map")
+        return self(shifts, priors)[0, 0]
 
-    def __call__(self, shift_map: Tensor) -> Tensor:
+    def _grid(self, values: Tensor, what: str) -> Tensor:
+        """h/2 x w/2 -> the B x h x (w + max_shift) layout of ``__call__``'s maps."""
+        b, h, width = self.shape
+        if tuple(values.shape) != (h // 2, self.width // 2):
+            raise ValueError(f"{what} {tuple(values.shape)} is not {(h // 2, self.width // 2)}")
+        out = torch.empty(b, h, width, dtype=values.dtype, device=values.device)
+        # each value to its 2 x 2 pixels by a broadcast copy (repeat_interleave took 2 ms a map)
+        out[..., : self.width].view(b, h // 2, 2, self.width // 2, 2).copy_(values[None, :, None, :, None])
+        out[..., self.width :] = out[..., self.width - 1 : self.width]
+        return out
+
+    def __call__(self, shift_map: Tensor, prior: Tensor | None = None) -> Tensor:
+        """``shift_map`` (and ``prior``, logits) B x h x (w + max_shift) -> B x 1 x h/2 x w/2 logits."""
         if tuple(shift_map.shape) != self.shape:
             raise ValueError(f"shift map {tuple(shift_map.shape)} is not {self.shape}")
         b, h, width = self.shape
@@ -317,6 +371,9 @@ class PixelSweep:
         proj, feat, unit = rows.split(self.split, 1)
         x = torch.addmm(self.base + proj, (self.left - feat).abs_(), self.w_diff)
         x.addmm_((self.left_unit * unit).sum(1, keepdim=True), self.w_corr)
+        if self.w_prior is not None and prior is not None:
+            scaled = prior.reshape(-1, 1).clamp(-PRIOR_CLAMP, PRIOR_CLAMP) * PRIOR_SCALE
+            x.addmm_(scaled.to(x.dtype), self.w_prior.to(x.dtype))
         x = x.view(b, h, width, -1).permute(0, 3, 1, 2)  # NCHW shape, channels-last memory
         return self.seg(x)[..., : self.width // 2]
 

@@ -54,6 +54,8 @@ class Features:
     guide: Tensor | None = None  # per-frame upsampling weights (light kind)
     # per-frame terms of the plane pass, built by the first call that needs them (light kind)
     sweep: Any = field(default=None, compare=False, repr=False)
+    # the same for the per-pixel passes where they have their own SegNet (light kind)
+    pixel_terms: Any = field(default=None, compare=False, repr=False)
 
 
 class SweepModel(nn.Module):

@@ -48,6 +48,7 @@ from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
 from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_disparity, step_fit
 from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
+from app.engine.depth.search import coarse_planes
 from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
 from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel, shifts_for
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel, stage_config
@@ -146,7 +147,9 @@ class Bi3DEngine:
         ``plane_check`` (the light model); None leaves the network's probabilities as they are.
         ``search``: how continuous depth finds each pixel's planes (``depth.searched``):
         ``coarse-to-fine`` where the model and runtime offer per-pixel planes (else the full
-        sweep, with a note); ``full`` and ``auto`` (today) the full sweep."""
+        sweep, with a note); ``full`` the full sweep, also under a budget; ``auto`` the full
+        sweep, and under a budget the search too where the model carries weights trained for its
+        per-pixel passes (``LightBi3D.pixel_segnet``: the bundled model does)."""
         self.device = resolve_device(device)
         precision = resolve_precision(precision, self.device, model)
         if precision not in PRECISIONS:
@@ -226,7 +229,11 @@ class Bi3DEngine:
                     if request.mode is Mode.CONTINUOUS and self._subpixel_runs():
                         self.costs.costs[size].subpixel_ms.update(probe_subpixel(left, right, self.subpixel))
                     if request.mode is Mode.CONTINUOUS and not self.model.has_disp_refine:
-                        self._probe_dense(request, l_in, r_in, padder, (left, right))
+                        unmatched = Strategy(coarse_step=0, subpixel="off")
+                        self._probe_dense(request, l_in, r_in, padder, (left, right), unmatched)
+                        if self._search_ready():
+                            searched = Strategy(subpixel="off")
+                            self._probe_dense(request, l_in, r_in, padder, (left, right), searched)
                     probe_ms = (time.perf_counter() - t0) * 1000
                 plan = self._plan(request, size)
                 if plan.answer is not None:  # the budget's quantized fallback
@@ -308,6 +315,15 @@ class Bi3DEngine:
             return request, plan, lowres
         wider = dataclasses.replace(request, max_disparity=ceiling)
         more = self._plan(wider, size)
+        if plan.strategy is not None and plan.strategy.coarse_step and more.strategy == plan.strategy:
+            # the search's coarse planes: sweep those of the wider range it lacks, in order
+            new = np.setdiff1d(more.planes, plan.planes)
+            with self._timed(timings, "planes"):
+                extra = self._sweep(feats, self._shifts(new), self._chunk(size))
+            order = np.argsort(np.concatenate([plan.planes, new]), kind="stable")
+            self.ranges.grow(ceiling)
+            merged = torch.cat([lowres, extra], dim=1)[:, torch.as_tensor(order)]
+            return wider, more, merged
         n = len(plan.planes)
         grid = len(more.planes) > n and np.allclose(more.planes[:n], plan.planes)
         if plan.strategy is not None or not grid:
@@ -379,7 +395,7 @@ class Bi3DEngine:
             return self._plan_budget(request, size)
         notes: list[str] = []
         why = can_search(self.model, self.backend)
-        if self.search == "coarse-to-fine" and why and request.mode is Mode.CONTINUOUS:
+        if self._searches() and why and request.mode is Mode.CONTINUOUS:
             notes.append(f"full sweep: {why}")
         choice: dict[str, float] = {}
         if request.budget_ms is not None:
@@ -405,12 +421,21 @@ class Bi3DEngine:
         budget, top = request.budget_ms, self.model.max_disparity
         span = continuous_range(request)
         config = self.subpixel or DEFAULT_SUBPIXEL
+        search = self._search_ready()
         chosen = choose(
-            self.costs, size, budget, span, top, self._subpixel_runs(), self.model.max_shift - 1, config
+            self.costs,
+            size,
+            budget,
+            span,
+            top,
+            self._subpixel_runs(),
+            self.model.max_shift - 1,
+            config,
+            search,
         )
         choice = {"predicted_ms": chosen.predicted_ms, "planes": float(chosen.planes), "budget_ms": budget}
         if chosen.strategy is None:
-            cheapest = cheapest_ms(self.costs, size, span, top, self._subpixel_runs(), config)
+            cheapest = cheapest_ms(self.costs, size, span, top, self._subpixel_runs(), config, search)
             answer = DepthRequest(
                 mode=Mode.QUANTIZED, levels=chosen.levels, max_disparity=request.max_disparity
             )
@@ -425,11 +450,20 @@ class Bi3DEngine:
             plan.choice = {**choice, "planes": float(len(plan.planes)), "quantized": 1.0}
             return plan
         strategy = chosen.strategy
+        note = f"budget {budget:g} ms: {chosen.describe()} (predicted {chosen.predicted_ms:.0f} ms)"
+        if strategy.coarse_step:
+            found = search_plan(request, strategy, top)
+            choice.update(
+                step_px=float(FEATURE_STRIDE),
+                coarse_px=float(strategy.coarse_step),
+                subpixel=SUBPIXEL_CODES[strategy.subpixel],
+                planes=float(len(found.planes)),
+            )
+            return Plan(found.planes, FEATURE_STRIDE, found.span, [note], choice, strategy=strategy)
         first, last = dense_span(span[0], span[1], strategy.step, top)
         if self.model.refinenet3d is not None and strategy.step == FEATURE_STRIDE:
             first, last = self._fit_3d(first, last, top, [])
         planes = np.arange(first, last + 1, strategy.step, dtype=np.float64)
-        note = f"budget {budget:g} ms: {chosen.describe()} (predicted {chosen.predicted_ms:.0f} ms)"
         choice.update(
             step_px=float(strategy.step),
             subpixel=SUBPIXEL_CODES[strategy.subpixel],
@@ -440,18 +474,33 @@ class Bi3DEngine:
     def _plan_search(self, request: DepthRequest) -> Plan | None:
         """The coarse-to-fine plan of a continuous request (``depth.searched``), or None for the
         full sweep: asked for, not continuous, or not available here (with a note if asked for)."""
-        # auto is the full sweep: with the bundled weights the per-pixel passes are not as
-        # accurate (benchmarks/RESULTS.md, "Coarse-to-fine search")
-        if (
-            request.mode is not Mode.CONTINUOUS
-            or self.search != "coarse-to-fine"
-            or request.budget_ms is not None
-        ):
+        if request.mode is not Mode.CONTINUOUS or not self._searches() or request.budget_ms is not None:
             return None
         if can_search(self.model, self.backend):
             return None
         found = search_plan(request, self.strategy, self.model.max_disparity)
-        return Plan(found.planes, FEATURE_STRIDE, found.span, found.notes, strategy=found.strategy)
+        passes = found.strategy.passes
+        note = (
+            f"coarse-to-fine search: {len(found.planes)} planes every {found.strategy.coarse_step} px, "
+            f"then {passes} per-pixel pass{'es' if passes != 1 else ''}"
+        )
+        return Plan(found.planes, FEATURE_STRIDE, found.span, [note, *found.notes], strategy=found.strategy)
+
+    def _search_ready(self) -> bool:
+        """Whether the latency budget may choose the coarse-to-fine search: asked for, or
+        ``auto`` with per-pixel weights trained for it (``LightBi3D.pixel_segnet``: a SegNet
+        trained on uniform planes only answers the search's scene-following plane maps unlike
+        its sweep), and it can run here."""
+        if self.search == "full" or can_search(self.model, self.backend):
+            return False
+        return self._searches() or getattr(self.model, "pixel_segnet", None) is not None
+
+    def _searches(self) -> bool:
+        """Whether continuous depth without a budget runs the coarse-to-fine search: only when
+        asked for. ``auto`` keeps the full sweep: with the bundled per-pixel weights the search
+        is 4-5 points of bad-2 less accurate on the demo pair and held-out scenes
+        (benchmarks/RESULTS.md, tenth session)."""
+        return self.search == "coarse-to-fine"
 
     @staticmethod
     def _fit_3d(first: int, last: int, top: int, notes: list[str]) -> tuple[int, int]:
@@ -504,6 +553,7 @@ class Bi3DEngine:
         r_in: Tensor,
         padder: Padder,
         images: tuple[np.ndarray, np.ndarray],
+        strategy: Strategy,
     ) -> None:
         """Seed the cost model's full-sweep dense costs for a new frame size: one continuous
         answer over the probe's planes, timed stage by stage as a frame is. Without it the first
@@ -511,10 +561,14 @@ class Bi3DEngine:
         before any continuous frame was measured falls back to quantized depth it did not need.
         Timed on the second of two answers: the first at a size pays for fresh buffers (measured
         at Motorcycle's size: 251 against 214 ms). Without the sub-pixel stage, which
-        ``probe_subpixel`` has just measured per shift."""
-        planes = np.arange(3, dtype=np.float64) * FEATURE_STRIDE
-        unmatched = Strategy(coarse_step=0, step=FEATURE_STRIDE, subpixel="off")
-        plan = Plan(planes, FEATURE_STRIDE, (0, int(planes[-1])), strategy=unmatched)
+        ``probe_subpixel`` has just measured per shift.
+        ``strategy`` a coarse-to-fine one: the search's costs instead (3 coarse planes, 3
+        per-pixel passes)."""
+        if strategy.coarse_step:
+            planes = coarse_planes(0, 2 * strategy.coarse_step, strategy.coarse_step)
+        else:
+            planes = np.arange(3, dtype=np.float64) * FEATURE_STRIDE
+        plan = Plan(planes, FEATURE_STRIDE, (0, int(planes[-1])), strategy=strategy)
         answer = dataclasses.replace(request, budget_ms=None, auto_range=False, range=None)
         for _ in range(2):
             timings: dict[str, float] = {}
@@ -523,7 +577,7 @@ class Bi3DEngine:
                 feats = self.backend.features(l_in, r_in)
             with self._timed(timings, "planes"):
                 lowres = self.backend.planes(feats, self._shifts(planes))
-            self._dense_result(answer, plan, feats, lowres, padder, timings, images)
+            self._readout(answer, plan, feats, lowres, padder, timings, images)
             timings["total"] = (time.perf_counter() - t0) * 1000
         self._record_costs(padder.padded_size, answer, plan, timings)
 

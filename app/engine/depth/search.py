@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from app.engine.depth.decoding import PLANE_STEP_PX
-from app.engine.depth.readout import monotone_logits
+from app.engine.depth.readout import monotone_logits, step_fit
 
 
 @dataclass
@@ -69,6 +69,28 @@ def bracket(logits: Tensor, planes: Tensor) -> Bracket:
     return Bracket(d[k_lo], d[k_hi], lo_logit, hi_logit, below, above)
 
 
+def fitted_bracket(logits: Tensor, planes: Tensor) -> tuple[Bracket, Tensor]:
+    """1 x P x h x w coarse logits at ``planes`` (P,) px -> each pixel's ``Bracket`` around the
+    best step of its curve (``readout.step_fit``, as the full sweep reads its curves: a short
+    run of false "closer" answers on far planes is ignored, not followed), and that step's
+    cost (h x w, in coarse planes)."""
+    d = planes.to(device=logits.device, dtype=torch.float32)
+    fit = step_fit(logits.float(), d)
+    k = fit.above[0, 0]
+    p = logits.shape[1]
+    above = k >= p
+    below = k == 0
+    k_hi = k.clamp(1, p - 1)
+    k_lo = k_hi - 1
+    raw = logits.float()[0]
+    lo_logit = raw.gather(0, k_lo.unsqueeze(0))[0]
+    hi_logit = raw.gather(0, k_hi.unsqueeze(0))[0]
+    # the step says the crossing lies between the two planes: their logits keep to its sides
+    lo_logit = lo_logit.clamp(min=0.0)
+    hi_logit = hi_logit.clamp(max=-1e-3)
+    return Bracket(d[k_lo], d[k_hi], lo_logit, hi_logit, below, above), fit.cost[0, 0]
+
+
 def middle(br: Bracket, step: int = PLANE_STEP_PX) -> tuple[Tensor, Tensor]:
     """The grid plane to test in each bracket (h x w px) and which brackets are still wider than
     ``step``; a finished pixel is tested at its lower plane (its answer is then ignored)."""
@@ -76,6 +98,13 @@ def middle(br: Bracket, step: int = PLANE_STEP_PX) -> tuple[Tensor, Tensor]:
     active = (width > step) & ~br.below & ~br.above
     half = torch.floor(width / (2 * step)) * step
     return torch.where(active, br.lo + half, br.lo), active
+
+
+def prior(br: Bracket, plane: Tensor) -> Tensor:
+    """Each pixel's logit at ``plane`` as far as the search knows its curve: linear between its
+    bracket's ends (h x w)."""
+    t = ((plane - br.lo) / (br.hi - br.lo).clamp_min(1e-6)).clamp(0, 1)
+    return torch.lerp(br.lo_logit, br.hi_logit, t)
 
 
 def narrow(br: Bracket, plane: Tensor, logit: Tensor, active: Tensor) -> None:
@@ -110,15 +139,22 @@ def passes_needed(coarse_step: int, step: int = PLANE_STEP_PX) -> int:
 def search(
     coarse: Tensor,
     planes: np.ndarray,
-    pixel_pass: Callable[[Tensor], Tensor],
+    pixel_pass: Callable[[Tensor, Tensor], Tensor],
     passes: int,
-) -> Tensor:
+    fitted: bool = True,
+) -> tuple[Tensor, Bracket]:
     """Coarse logits 1 x P x h x w at ``planes`` px, then ``passes`` bisection passes of
-    ``pixel_pass`` (an h x w plane map in px -> h x w logits at it) -> h x w disparity (px)."""
-    br = bracket(coarse, torch.as_tensor(planes, dtype=torch.float32, device=coarse.device))
+    ``pixel_pass`` (an h x w plane map in px and each pixel's ``prior`` logit there -> h x w
+    logits at it) -> h x w disparity (px) and
+    each pixel's final bracket. ``fitted``: bracket each pixel at its curve's best step
+    (``fitted_bracket``, as the full sweep reads it: held-out synthetic scenes read from the
+    sweep's own logits 21.6 % bad-2 either way, Motorcycle at 0-192 px 19.7 % against 24.4 %),
+    else at the first plane below 0.5 of its curve made non-increasing (``bracket``)."""
+    d = torch.as_tensor(planes, dtype=torch.float32, device=coarse.device)
+    br = fitted_bracket(coarse, d)[0] if fitted else bracket(coarse, d)
     for _ in range(passes):
         plane, active = middle(br)
         if not bool(active.any()):
             break
-        narrow(br, plane, pixel_pass(plane).float(), active)
-    return crossing(br)
+        narrow(br, plane, pixel_pass(plane, prior(br, plane)).float(), active)
+    return crossing(br), br

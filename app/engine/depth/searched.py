@@ -30,14 +30,58 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from app.engine.bi3d.padding import Padder
+from app.engine.depth.agreement import agree
 from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
-from app.engine.depth.search import coarse_planes, passes_needed, search
+from app.engine.depth.readout import step_fit
+from app.engine.depth.search import Bracket, coarse_planes, passes_needed, search
 from app.engine.depth.subpixel import SubpixelConfig, refine_subpixel, stage_config
 from app.engine.errors import Interrupted
 from app.engine.types import SEARCHES, DepthRequest, DepthResult, Mode
 
 __all__ = ["SEARCHES"]
 DEFAULT_COARSE_STEP = 24  # px between coarse planes: 9 planes over 0-192 px, then 3 passes
+# the logit at which a neighbour's modelled curve saturates in ``curve_upsample``: on the demo pair
+# and 8 held-out synthetic scenes (the search read from the full sweep's own logits) 0.75-1.5 did
+# best (synthetic 18.46 %), 3 gave 18.55 %, 6 18.72 %, 12 19.04 %; upsampling the crossings
+# themselves 19.95 % (benchmarks/RESULTS.md, tenth session)
+SATURATION = 1.5
+
+
+def curve_upsample(
+    low: Tensor, br: Bracket, guide: Tensor, saturation: float = SATURATION, iters: int = 12
+) -> Tensor:
+    """The search's h x w answer -> 2h x 2w, as the full sweep reads its upsampled curves.
+
+    The full sweep upsamples every plane's logits (each output pixel a convex combination of
+    its 3 x 3 coarse neighbours, with the model's weights: ``light.convex_upsample``) and reads
+    the crossing of that combined curve, so at an edge the answer follows the neighbours that
+    dominate it. Upsampling the crossings blends the two sides instead (on held-out scenes 1.5
+    points more bad-2). The search knows each pixel's curve only near its crossing ``c``, by its
+    slope ``s`` there (logits per px, from its bracket); modelled as clamp(s (c - d), -M, M),
+    the combined curve's crossing is found by bisection between the neighbours' crossings.
+    ``guide``: the model's upsampling weights 1 x 9*4 x h x w (before the softmax)."""
+    h, w = low.shape
+    slope = ((br.lo_logit - br.hi_logit) / (br.hi - br.lo).clamp_min(1e-3)).clamp(min=1e-2)
+    weights = torch.softmax(guide.float().view(1, 9, 4, h, w), dim=1)[0]  # 9 x 4 x h x w
+    pc = F.pad(low[None, None], (1, 1, 1, 1), mode="replicate")[0, 0]
+    ps = F.pad(slope[None, None], (1, 1, 1, 1), mode="replicate")[0, 0]
+    cs, ss = [], []
+    for k in range(9):
+        dy, dx = divmod(k, 3)
+        cs.append(pc[dy : dy + h, dx : dx + w])
+        ss.append(ps[dy : dy + h, dx : dx + w])
+    c = torch.stack(cs)[:, None]  # 9 x 1 x h x w
+    sl = torch.stack(ss)[:, None]
+    lo = c.amin(0, keepdim=True).expand(1, 4, h, w).clone()
+    hi = c.amax(0, keepdim=True).expand(1, 4, h, w).clone()
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        f = (weights * (sl * (c - mid)).clamp(-saturation, saturation)).sum(0, keepdim=True)
+        up = f >= 0
+        lo = torch.where(up, mid, lo)
+        hi = torch.where(up, hi, mid)
+    out = (0.5 * (lo + hi))[0]  # 4 x h x w
+    return out.view(2, 2, h, w).permute(2, 0, 3, 1).reshape(2 * h, 2 * w)
 
 
 @dataclass(frozen=True)
@@ -68,16 +112,22 @@ class SearchEngine(Protocol):
 
     backend: Any
     subpixel: SubpixelConfig | None
+    agreement: Any
     interrupt: Any
 
     def _timed(self, timings: dict[str, float], stage: str) -> AbstractContextManager[None]: ...
 
     def _result(
-        self, request: DepthRequest, disparity: np.ndarray, probs: np.ndarray, planes: np.ndarray
+        self,
+        request: DepthRequest,
+        disparity: np.ndarray,
+        probs: np.ndarray,
+        planes: np.ndarray,
+        **extra: np.ndarray | None,
     ) -> DepthResult: ...
 
 
-def pixel_sweep(backend: Any, feats: Any) -> Callable[[Tensor], Tensor] | None:
+def pixel_sweep(backend: Any, feats: Any) -> Callable[[Tensor, Tensor | None], Tensor] | None:
     """The runtime's per-pixel plane pass for this frame, or None where it has none."""
     current = getattr(backend, "current", backend)
     make = getattr(current, "pixel_sweep", None)
@@ -117,15 +167,17 @@ def searched_result(
     sweep = pixel_sweep(engine.backend, feats)
     assert sweep is not None  # checked when planning (can_search)
 
-    def run(plane_map: Tensor) -> Tensor:
+    def run(plane_map: Tensor, prior: Tensor) -> Tensor:
         if engine.interrupt is not None and engine.interrupt.is_set():
             raise Interrupted("depth computation stopped")
-        return sweep(plane_map)
+        return sweep(plane_map, prior)
 
     with engine._timed(timings, "search"):
-        low = search(lowres, planes, run, strategy.passes)
+        low, br = search(lowres, planes, run, strategy.passes)
     with engine._timed(timings, "refine"):
-        disp = padder.crop(engine.backend.refine_planes(feats, low[None, None]).float())[0, 0]
+        third = curve_upsample(low, br, feats.guide)  # the model's grid (1/3), then bilinearly
+        full = F.interpolate(third[None, None], padder.padded_size, mode="bilinear", align_corners=False)
+        disp = padder.crop(full)[0, 0]
         # the coarse planes' probabilities, bilinearly: a record, not the answer (10 ms, where
         # the edge-aware upsampling of 9 planes took 45)
         size = padder.padded_size
@@ -135,7 +187,20 @@ def searched_result(
         with engine._timed(timings, "subpixel"):
             left, right = (torch.from_numpy(im).to(disp.device) for im in images)
             disp = refine_subpixel(left, right, disp, config)
+    confidence = None
+    if engine.agreement is not None:
+        with engine._timed(timings, "agreement"):
+            # the coarse curve's disagreement with its step, in coarse planes, counted as the
+            # grid planes they stand for
+            d = torch.as_tensor(planes, dtype=torch.float32, device=lowres.device)
+            cost = step_fit(lowres.float(), d).cost * (strategy.coarse_step / PLANE_STEP_PX)
+            cost = padder.crop(F.interpolate(cost, padder.padded_size, mode="bilinear"))[0, 0]
+            left, right = (torch.from_numpy(im).to(disp.device) for im in images)
+            agreed = agree(left, right, disp, cost, engine.agreement)
+            disp, confidence = agreed.disparity, agreed.confidence.cpu().numpy()
     with engine._timed(timings, "readout"):
         disparity = disp.cpu().numpy().astype(np.float32)
         probs_np = probs.cpu().numpy()
-    return engine._result(request, disparity, probs_np, planes)
+    if confidence is not None and request.min_confidence > 0:
+        disparity[confidence < request.min_confidence] = np.nan
+    return engine._result(request, disparity, probs_np, planes, confidence=confidence)

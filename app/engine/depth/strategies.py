@@ -1,6 +1,7 @@
 """The latency budget's choice for continuous depth: strategies, not only plane counts.
 
-A strategy is a plane step of the full sweep (3, 6, 9 or 12 px) and a sub-pixel stage
+A strategy is a plane step of the full sweep (3, 6, 9 or 12 px) or the coarse-to-fine search
+(``depth.search``, where the model carries per-pixel weights) and a sub-pixel stage
 (colour, grey or none), listed most accurate first (``LADDER``, ordered by the measurements
 in benchmarks/RESULTS.md, "Latency budget"). The budget takes the first whose predicted time
 (``budget.CostModel``, measured on this device and frame size) fits. A sweep coarser than
@@ -21,6 +22,8 @@ import numpy as np
 import torch
 
 from app.engine.depth.budget import CostModel, grid_planes
+from app.engine.depth.decoding import PLANE_STEP_PX, dense_span
+from app.engine.depth.search import coarse_planes
 from app.engine.depth.searched import Strategy
 from app.engine.depth.subpixel import (
     DEFAULT_SUBPIXEL,
@@ -43,6 +46,13 @@ LADDER: tuple[Strategy, ...] = (
     # 20.14 % at 12 px +-6; 16 held-out layered scenes 19.71 %, 20.11 %, 20.60 %)
     Strategy(coarse_step=0, step=9, subpixel="grey", radius=3),
     Strategy(coarse_step=0, step=12, subpixel="grey"),
+    # the coarse-to-fine search (9 planes and 3 per-pixel passes over 0-192 px, where a 12 px sweep
+    # takes 17 planes), offered only where the model carries per-pixel weights and the runtime runs
+    # them (``ladder``): less accurate than the 12 px sweep on the demo pair, more on held-out scenes
+    # (``--max-disparity auto``: Motorcycle 20.44 / 20.76 % colour / grey against 19.20 %, 8 layered
+    # scenes 20.91 / 21.48 % against 21.74 %), ahead of the cheapest sweep on both
+    Strategy(coarse_step=24, subpixel="colour"),
+    Strategy(coarse_step=24, subpixel="grey"),
     # the cheapest: the sub-pixel search at its own +-2 px, not widened to the 12 px step
     # (Motorcycle 27.5 % against 20.1 % widened, about 60 ms less at its size)
     Strategy(coarse_step=0, step=12, subpixel="grey", radius=DEFAULT_SUBPIXEL.radius),
@@ -65,19 +75,45 @@ class Choice:
         sub = {"colour": "colour", "grey": "grey", "off": "no"}[self.strategy.subpixel]
         radius = self.strategy.radius
         reach = "" if radius is None or self.strategy.subpixel == "off" else f" (+-{radius} px)"
+        if self.strategy.coarse_step:
+            passes = self.strategy.passes
+            return (
+                f"coarse-to-fine, {self.planes} planes every {self.strategy.coarse_step} px and {passes} "
+                f"per-pixel passes, {sub} sub-pixel matching{reach}"
+            )
         return f"{self.planes} planes every {self.strategy.step} px, {sub} sub-pixel matching{reach}"
 
 
-def ladder(subpixel: bool) -> tuple[Strategy, ...]:
-    """``LADDER``, or its sub-pixel-free versions where the engine has no sub-pixel stage."""
+def ladder(subpixel: bool, search: bool = False) -> tuple[Strategy, ...]:
+    """``LADDER`` (without the coarse-to-fine searches unless ``search``), or its sub-pixel-free
+    versions where the engine has no sub-pixel stage."""
+    offered = tuple(s for s in LADDER if search or not s.coarse_step)
     if subpixel:
-        return LADDER
+        return offered
     seen: list[Strategy] = []
-    for s in LADDER:
-        plain = Strategy(coarse_step=0, step=s.step, subpixel="off")
+    for s in offered:
+        plain = Strategy(coarse_step=s.coarse_step, step=s.step, subpixel="off")
         if plain not in seen:
             seen.append(plain)
     return tuple(seen)
+
+
+def strategy_planes(strategy: Strategy, span: tuple[float, float], top: int) -> int:
+    """Planes ``strategy`` sweeps over the disparity ``span``: its grid, or its coarse planes."""
+    if not strategy.coarse_step:
+        return grid_planes(span[0], span[1], strategy.step, top)
+    first, last = dense_span(span[0], span[1], PLANE_STEP_PX, top)
+    return len(coarse_planes(first, last, strategy.coarse_step))
+
+
+def predict_strategy_ms(
+    costs: CostModel, size: tuple[int, int], strategy: Strategy, planes: int, config: SubpixelConfig
+) -> float:
+    """The cost model's time for ``strategy`` over ``planes`` planes (``strategy_planes``)."""
+    shifts = shifts_for(config, strategy.step, strategy.radius)
+    if strategy.coarse_step:
+        return costs.predict_search_ms(size, planes, strategy.passes, strategy.subpixel, shifts)
+    return costs.predict_dense_ms(size, planes, strategy.subpixel, shifts)
 
 
 def choose(
@@ -89,15 +125,15 @@ def choose(
     subpixel: bool,
     max_levels: int,
     config: SubpixelConfig = DEFAULT_SUBPIXEL,
+    search: bool = False,
 ) -> Choice:
     """The most accurate strategy predicted to fit ``budget_ms`` over the disparity ``span``, else
     the most quantized planes that fit; a ``UserError`` when not even one plane fits in a
-    measured frame (after the first frame's probe alone, one plane runs to measure it)."""
-    lo, hi = span
-    for strategy in ladder(subpixel):
-        planes = grid_planes(lo, hi, strategy.step, top)
-        shifts = shifts_for(config, strategy.step, strategy.radius)
-        predicted = costs.predict_dense_ms(size, planes, strategy.subpixel, shifts)
+    measured frame (after the first frame's probe alone, one plane runs to measure it).
+    ``search``: the coarse-to-fine searches can run here."""
+    for strategy in ladder(subpixel, search):
+        planes = strategy_planes(strategy, span, top)
+        predicted = predict_strategy_ms(costs, size, strategy, planes, config)
         if predicted <= budget_ms:
             return Choice(predicted, strategy, planes=planes)
     levels = costs.max_planes(size, budget_ms, max_levels)
@@ -121,11 +157,13 @@ def cheapest_ms(
     top: int,
     subpixel: bool,
     config: SubpixelConfig = DEFAULT_SUBPIXEL,
+    search: bool = False,
 ) -> float:
     """Predicted time of the cheapest continuous strategy (the note of a quantized fallback)."""
-    last = ladder(subpixel)[-1]
-    planes = grid_planes(span[0], span[1], last.step, top)
-    return costs.predict_dense_ms(size, planes, last.subpixel, shifts_for(config, last.step, last.radius))
+    return min(
+        predict_strategy_ms(costs, size, s, strategy_planes(s, span, top), config)
+        for s in ladder(subpixel, search)
+    )
 
 
 def shifts_for(config: SubpixelConfig, step: int, radius: int | None = None) -> int:

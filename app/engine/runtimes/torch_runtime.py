@@ -50,17 +50,18 @@ class TorchRuntime:
         with out_of_memory_fails(self.name):
             return self.model.plane_logits(feats, shifts.cpu(), chunk=shifts.numel())
 
-    def pixel_sweep(self, feats: Any) -> Callable[[Tensor], Tensor] | None:
-        """Per-pixel planes for this frame (an h' x w' plane map in px -> h' x w' logits at it),
-        or None when the model has no such pass (only the light model has)."""
+    def pixel_sweep(self, feats: Any) -> Callable[[Tensor, Tensor | None], Tensor] | None:
+        """Per-pixel planes for this frame (an h' x w' plane map in px and each pixel's prior
+        logit there, or None -> h' x w' logits at it), or None when the model has no such pass
+        (only the light model has)."""
         sweep = getattr(self.model, "pixel_sweep", None)
         if sweep is None:
             return None
         planes = sweep(feats).at_planes
 
-        def run(plane_map: Tensor) -> Tensor:
+        def run(plane_map: Tensor, prior: Tensor | None = None) -> Tensor:
             with out_of_memory_fails(self.name):
-                return planes(plane_map)
+                return planes(plane_map, prior)
 
         return run
 

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, DistributedSampler
 
-from app.engine.bi3d.checkpoint import load_model, load_tensors, save_checkpoint
+from app.engine.bi3d.checkpoint import PIXEL_SEGNET, load_model, load_tensors, save_checkpoint
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
 from app.engine.depth.bi3d import Bi3DEngine
@@ -185,7 +185,10 @@ class Trainer:
                 raise UserError(
                     f"--init {cfg.init} is a {info.kind.value} model; training a {cfg.kind} model"
                 )
-            model.load_state_dict(init.state_dict())
+            # the per-pixel passes' own SegNet is trained for these features and this SegNet
+            # (training.pixel_pass): retraining starts without it, and it is trained again after
+            state = {k: v for k, v in init.state_dict().items() if not k.startswith(PIXEL_SEGNET)}
+            model.load_state_dict(state)
         return model, 0, math.inf
 
     def _load_state(self) -> None:

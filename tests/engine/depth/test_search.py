@@ -10,7 +10,7 @@ import torch
 from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.bi3d import Bi3DEngine
-from app.engine.depth.search import bracket, coarse_planes, passes_needed, search
+from app.engine.depth.search import bracket, coarse_planes, fitted_bracket, passes_needed, search
 from app.engine.errors import UserError
 from app.engine.types import DepthRequest, Mode
 
@@ -40,11 +40,13 @@ def test_search_finds_the_full_sweeps_crossing() -> None:
     planes = coarse_planes(0, 192, 24)
     coarse = curve_logits(truth, planes)
 
-    def pixel_pass(plane_map: torch.Tensor) -> torch.Tensor:  # the full sweep's logit at each plane
+    def pixel_pass(
+        plane_map: torch.Tensor, prior: torch.Tensor
+    ) -> torch.Tensor:  # the full sweep's logit at each plane
         index = (plane_map / 3).long()
         return full[0].gather(0, index[None])[0]
 
-    found = search(coarse, planes, pixel_pass, passes_needed(24))
+    found, _ = search(coarse, planes, pixel_pass, passes_needed(24))
     # tau = 1 px: the curve is a sigmoid ramp, linear interpolation in probability between planes
     # 3 px apart lands within half a plane step of the truth
     assert torch.allclose(found, truth, atol=1.5)
@@ -55,7 +57,7 @@ def test_bracket_outside_the_range() -> None:
     planes = coarse_planes(0, 192, 24)
     br = bracket(curve_logits(truth, planes), torch.as_tensor(planes, dtype=torch.float32))
     assert br.below.tolist() == [[True, False]] and br.above.tolist() == [[False, True]]
-    found = search(curve_logits(truth, planes), planes, lambda m: torch.zeros_like(m), 3)
+    found, _ = search(curve_logits(truth, planes), planes, lambda m, p: torch.zeros_like(m), 3)
     assert found.tolist() == [[-1.5, 193.5]]
 
 
@@ -132,3 +134,133 @@ def test_unknown_search_is_a_user_error() -> None:
 
 def test_padder_grid_matches_the_plane_map() -> None:
     assert Padder(100, 200, minimum=96).padded_size[0] % 6 == 0
+
+
+def test_fitted_bracket_ignores_a_short_false_closer_run_on_far_planes() -> None:
+    """A pixel at 30 px whose curve says "closer" again at 144-168 px: the first plane below 0.5
+    of the monotone curve follows the run, the best step does not."""
+    planes = coarse_planes(0, 192, 24)
+    d = torch.as_tensor(planes, dtype=torch.float32)
+    logits = curve_logits(torch.tensor([[30.0]]), planes).clamp(-6, 6)
+    logits[0, 6:8] = 6.0  # planes 144 and 168
+    fitted, cost = fitted_bracket(logits, d)
+    assert (fitted.lo.item(), fitted.hi.item()) == (24.0, 48.0)
+    assert cost.item() > 1  # the run it ignored counts against the answer's rating
+    plain = bracket(logits, d)
+    assert plain.lo.item() != 24.0
+    found, _ = search(logits, planes, lambda m, p: (30.0 - m).clamp(-6, 6), 3)
+    assert abs(found.item() - 30.0) < 1.5
+
+
+def test_a_checkpoint_keeps_the_per_pixel_segnet(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.bi3d.checkpoint import load_model, save_checkpoint
+
+    torch.manual_seed(0)
+    model = LightBi3D(width=0.5).eval()
+    plain_path, pixel_path = tmp_path / "plain.pt", tmp_path / "pixel.pt"
+    save_checkpoint(plain_path, model)
+    seg = model.add_pixel_segnet()
+    assert torch.equal(seg.out.weight, model.segnet.out.weight)  # a copy to train
+    with torch.no_grad():
+        seg.out.bias.add_(3.0)
+    save_checkpoint(pixel_path, model)
+    assert load_model(plain_path)[0].pixel_segnet is None
+    loaded = load_model(pixel_path)[0]
+    assert loaded.pixel_segnet is not None
+    assert torch.equal(loaded.pixel_segnet.out.bias, seg.out.bias)
+    left, right = (torch.rand(1, 3, 96, 192) for _ in range(2))
+    with torch.inference_mode():
+        feats = loaded.extract(left, right)
+        uniform = loaded.plane_logits(feats, torch.tensor([4.0]))
+        got = loaded.pixel_sweep(feats).at_planes(torch.full(uniform.shape[-2:], 12.0))
+    # the passes run the per-pixel SegNet: its output bias moved every logit by 3
+    assert torch.allclose(got, uniform[0, 0] + 3.0, atol=0.05)
+
+
+def test_the_search_with_per_pixel_weights_is_rated_and_the_default_stays_the_full_sweep() -> None:
+    left, right = rgb()
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96)
+    torch.manual_seed(0)
+    trained = LightBi3D(width=0.5)
+    trained.add_pixel_segnet()
+    assert len(Bi3DEngine(trained).compute(left, right, request).planes) == 33  # auto: the full sweep
+    engine = Bi3DEngine(trained, search="coarse-to-fine")
+    assert engine._search_ready() and Bi3DEngine(trained)._search_ready()  # the budget may choose it
+    assert not Bi3DEngine(trained, search="full")._search_ready()
+    assert not Bi3DEngine(LightBi3D(width=0.5))._search_ready()  # no per-pixel weights
+    result = engine.compute(left, right, request)
+    assert result.planes.tolist() == list(range(0, 97, 24))
+    assert any(note.startswith("coarse-to-fine search: 5 planes every 24 px") for note in result.notes)
+    # the answer is rated and checked against the images as the full sweep's is
+    assert result.confidence is not None and result.confidence.shape == left.shape[:2]
+    assert 0 <= result.confidence.min() and result.confidence.max() <= 1
+    strict = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96, min_confidence=1.0)
+    masked = engine.compute(left, right, strict)
+    assert np.isnan(masked.disparity).sum() >= (result.confidence < 1.0).sum()
+
+
+def test_curve_upsampling_follows_the_dominant_side_of_an_edge() -> None:
+    """Two neighbours at 10 and 40 px, weights 0.8 / 0.2 on one output pixel: blending the
+    crossings answers 16 px, a surface that is not there; the combined curve's crossing stays
+    with the dominant side (within the saturation's reach)."""
+    from app.engine.depth.search import Bracket
+    from app.engine.depth.searched import curve_upsample
+
+    low = torch.tensor([[10.0, 40.0]])
+    lo, hi = low - 1.5, low + 1.5
+    br = Bracket(lo, hi, torch.full_like(low, 3.0), torch.full_like(low, -3.0), low < 0, low < 0)
+    guide = torch.full((1, 9, 4, 1, 2), -30.0)
+    guide[:, 4] = 0.0  # every output pixel: its own coarse pixel (the 3 x 3 window's centre)
+    guide[:, 5, :, :, 0] = -1.386  # ... and for the left one its right neighbour, 0.8 / 0.2
+    out = curve_upsample(low, br, guide.view(1, 36, 1, 2))
+    assert out.shape == (2, 4)
+    assert torch.allclose(out[:, 2:], torch.tensor(40.0), atol=0.05)
+    assert (out[:, :2] - 10.0).abs().max() < 1.0  # the blend would be 16
+
+
+def test_the_per_pixel_segnet_reads_the_prior_only_through_its_own_weights() -> None:
+    from app.engine.depth.search import Bracket, prior
+
+    torch.manual_seed(2)
+    model = LightBi3D(width=0.5).eval()
+    seg = model.add_pixel_segnet()
+    left, right = (torch.rand(1, 3, 96, 192) for _ in range(2))
+    with torch.inference_mode():
+        feats = model.extract(left, right)
+        planes = torch.full(model.plane_logits(feats, torch.tensor([4.0])).shape[-2:], 12.0)
+        known = torch.full_like(planes, 2.0)
+        plain = model.pixel_sweep(feats).at_planes(planes)
+        assert torch.equal(model.pixel_sweep(feats).at_planes(planes, known), plain)  # zero weights
+        seg.proj_prior.weight.fill_(1.0)
+        feats = model.extract(left, right)  # new terms for the new weights
+        assert torch.equal(model.pixel_sweep(feats).at_planes(planes), plain)  # no prior given
+        assert not torch.allclose(model.pixel_sweep(feats).at_planes(planes, known), plain)
+    # the prior is the bracket's ends read linearly at the plane
+    br = Bracket(
+        torch.tensor([0.0]),
+        torch.tensor([24.0]),
+        torch.tensor([4.0]),
+        torch.tensor([-2.0]),
+        torch.tensor([False]),
+        torch.tensor([False]),
+    )
+    assert prior(br, torch.tensor([12.0])).item() == pytest.approx(1.0)
+
+
+def test_the_budget_chooses_the_search_where_it_fits_and_the_sweeps_do_not() -> None:
+    left, right = rgb()
+    torch.manual_seed(0)
+    trained = LightBi3D(width=0.5)
+    trained.add_pixel_segnet()
+    engine = Bi3DEngine(trained)
+    first = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96, budget_ms=1e6))
+    assert first.choice.get("coarse_px") is None  # the finest sweep fits
+    cost = next(iter(engine.costs.costs.values()))
+    assert cost.search_base_ms is not None and cost.per_pass_ms is not None  # probed on the first frame
+    cost.dense_per_plane_ms = 1e4  # no full sweep fits now
+    budget = engine.costs.predict_search_ms(next(iter(engine.costs.costs)), 5, 3, "colour", 9) + 1
+    result = engine.compute(
+        left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96, budget_ms=budget)
+    )
+    assert result.choice["coarse_px"] == 24 and result.planes.tolist() == list(range(0, 97, 24))
+    assert "coarse-to-fine, 5 planes every 24 px" in " ".join(result.notes)

@@ -64,7 +64,8 @@ bench: setup
 # Reruns the recipe of the bundled model; resumes from runs/default when interrupted.
 train-default: setup
 	$(BIN)/bi3d-studio train --out runs/default --kind light --steps 60000 --val-every 1000 --seed 0 --rooms-share 0
-	$(BIN)/python packaging/bundle_default_model.py runs/default/best.pt
+	$(BIN)/bi3d-studio train-pixel-pass --weights runs/default/best.pt --out runs/pixel_pass --steps 2000
+	$(BIN)/python packaging/bundle_default_model.py runs/pixel_pass/last.pt
 
 clean:
 	rm -rf $(VENV) out build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -128,11 +128,11 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
             "the network hesitates near a plane, decide by local matching of the images, then smooth "
             "along image edges (about 4-5 ms per plane at 480x640)", "switch", True, target="plane_check"),
     _choice("search", "Search", "--search", SEARCHES, "auto",
-            "Bi3D continuous mode: coarse-to-fine (planes every 24 px, then 3 per-pixel bisection "
-            "passes: about 5x fewer network passes over 0-192 px; light model on torch only) or the "
-            "full sweep of every 3 px plane (slower, a little more accurate); auto: coarse-to-fine "
-            "where the model carries weights trained for its per-pixel passes (the bundled model "
-            "does), else the full sweep"),
+            "Bi3D continuous mode: the full sweep of every 3 px plane, or coarse-to-fine (planes "
+            "every 24 px, then 3 per-pixel bisection passes: about 2.5x faster over 0-192 px, about "
+            "4 points more bad-2 with the bundled model; light model on torch only); auto: the full "
+            "sweep, and the latency budget may choose coarse-to-fine where the model has weights "
+            "trained for it"),
     Setting("block_size", "SGBM block", "--block-size", "SGBM matching block size", "integer", 5,
             minimum=1, maximum=11, unit=" px", odd=True, target="sgbm.block_size"),
     Setting("uniqueness", "SGBM uniqueness", "--uniqueness", "SGBM uniqueness ratio", "integer", 10,

@@ -130,7 +130,7 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
     _choice("search", "Search", "--search", SEARCHES, "auto",
             "Bi3D continuous mode: the full sweep of every 3 px plane, or coarse-to-fine (planes "
             "every 24 px, then 3 per-pixel bisection passes: about 2.5x faster over 0-192 px, about "
-            "4 points more bad-2 with the bundled model; light model on torch only); auto: the full "
+            "3-4 points more bad-2 with the bundled model; light model on torch only); auto: the full "
             "sweep, and the latency budget may choose coarse-to-fine where the model has weights "
             "trained for it"),
     Setting("block_size", "SGBM block", "--block-size", "SGBM matching block size", "integer", 5,

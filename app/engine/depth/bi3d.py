@@ -498,7 +498,7 @@ class Bi3DEngine:
     def _searches(self) -> bool:
         """Whether continuous depth without a budget runs the coarse-to-fine search: only when
         asked for. ``auto`` keeps the full sweep: with the bundled per-pixel weights the search
-        is 4-5 points of bad-2 less accurate on the demo pair and held-out scenes
+        is 3-4 points of bad-2 less accurate on the demo pair and held-out scenes
         (benchmarks/RESULTS.md, tenth session)."""
         return self.search == "coarse-to-fine"
 

@@ -3,8 +3,8 @@
 A coarse plane sweep (the engine's ordinary sweep, at ``coarse_step`` px) and per-pixel
 bisection passes give a disparity on the network's low-resolution grid; ``curve_upsample``
 takes it to the model's 1/3 grid with the model's own edge-aware weights, bilinear
-interpolation to the image, and the sub-pixel matching stage follows as after the full sweep. ``probabilities`` are the network's at the coarse planes, which are the
-result's ``planes``.
+interpolation to the image, and the sub-pixel matching stage follows as after the full sweep.
+``probabilities`` are the network's at the coarse planes, which are the result's ``planes``.
 
 Available where the model has a per-pixel plane pass (the light model) and the runtime answers
 it (torch); elsewhere the engine keeps the full sweep and says why. Each pixel is bracketed at
@@ -16,10 +16,10 @@ Not the default (``--search coarse-to-fine``, or the latency budget's ladder): a
 on uniform planes only answers the search's scene-following plane maps unlike its own sweep
 (on 4 held-out scenes 25 % of the last pass's decisions differ from the sweep's at the same
 planes), and even with the bundled model's per-pixel SegNet (``LightBi3D.pixel_segnet``, trained
-for them: ``training.pixel_pass``; 21 % differ) the search is 4.5 points of dense bad-2 behind the full sweep on the
-demo pair and 3 on 16 held-out synthetic scenes (20.44 / 19.00 % against 15.99 / 15.95 %).
-Reading the full sweep's own logits at the search's planes gives 16.54 % on the demo pair: the
-gap is the per-pixel pass's (benchmarks/RESULTS.md, tenth session).
+for them: ``training.pixel_pass``; 20 % differ) the search is 3.9 points of dense bad-2 behind
+the full sweep on the demo pair and 2.7 on 16 held-out synthetic scenes (19.87 / 18.61 %
+against 15.99 / 15.95 %). Reading the full sweep's own logits at the search's planes gives
+16.54 % on the demo pair: the gap is the per-pixel pass's (benchmarks/RESULTS.md, tenth session).
 """
 
 from __future__ import annotations

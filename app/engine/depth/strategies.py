@@ -49,8 +49,8 @@ LADDER: tuple[Strategy, ...] = (
     # the coarse-to-fine search (9 planes and 3 per-pixel passes over 0-192 px, where a 12 px sweep
     # takes 17 planes), offered only where the model carries per-pixel weights and the runtime runs
     # them (``ladder``): less accurate than the 12 px sweep on the demo pair, more on held-out scenes
-    # (``--max-disparity auto``: Motorcycle 20.44 / 20.76 % colour / grey against 19.20 %, 8 layered
-    # scenes 20.91 / 21.48 % against 21.74 %), ahead of the cheapest sweep on both
+    # (``--max-disparity auto``: Motorcycle 19.87 / 20.04 % colour / grey against 19.20 %, 8 layered
+    # scenes 20.45 / 21.02 % against 21.74 %), ahead of the cheapest sweep on both
     Strategy(coarse_step=24, subpixel="colour"),
     Strategy(coarse_step=24, subpixel="grey"),
     # the cheapest: the sub-pixel search at its own +-2 px, not widened to the 12 px step

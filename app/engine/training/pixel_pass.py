@@ -127,6 +127,13 @@ class PixelPassTrainer:
             )
         self.model = model
         self.base_training = dict(info.training)
+        if not last.is_file() and "pixel_pass" in self.base_training:
+            # continuing a model whose per-pixel SegNet was trained before: keep that record
+            earlier = self.base_training.pop("pixel_pass")
+            self.base_training["pixel_pass_history"] = [
+                *self.base_training.get("pixel_pass_history", []),
+                earlier,
+            ]
         model.eval().requires_grad_(False)
         self.student = model.add_pixel_segnet()
         self.student.requires_grad_(True).train()

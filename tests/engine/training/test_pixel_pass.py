@@ -70,3 +70,23 @@ def test_retraining_from_a_model_with_per_pixel_weights_starts_without_them(tmp_
         TrainConfig(out=str(tmp_path / "run"), width=0.5, init=str(init), steps=1, precision="fp32")
     )
     assert trainer.model.pixel_segnet is None
+
+
+def test_continuing_a_trained_per_pixel_segnet_keeps_the_earlier_record(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    base = tmp_path / "base.pt"
+    save_checkpoint(base, LightBi3D(width=0.5).eval())
+    first = PixelPassConfig(out=str(tmp_path / "a"), weights=str(base), steps=1, batch=1, crop=(96, 192))
+    PixelPassTrainer(first).run()
+    more = PixelPassConfig(
+        out=str(tmp_path / "b"),
+        weights=str(tmp_path / "a" / "last.pt"),
+        steps=1,
+        batch=1,
+        crop=(96, 192),
+        seed=1,
+    )
+    PixelPassTrainer(more).run()
+    training = load_model(tmp_path / "b" / "last.pt")[1].training
+    assert training["pixel_pass"]["seed"] == 1
+    assert [h["seed"] for h in training["pixel_pass_history"]] == [0]

@@ -347,18 +347,21 @@ class PixelSweep:
         each plane covers its 2 x 2 feature pixels, and the padding columns repeat the last.
         ``prior``: each pixel's logit at its plane as far as the search knows it (h/2 x w/2),
         read by a ``PixelSegNet`` only."""
-        shifts = self._grid(planes.float() / FEATURE_STRIDE, "plane map")
-        priors = None if prior is None else self._grid(prior.float(), "prior map")
+        shifts = self.layout(planes.float() / FEATURE_STRIDE, "plane map")
+        priors = None if prior is None else self.layout(prior.float(), "prior map")
         return self(shifts, priors)[0, 0]
 
-    def _grid(self, values: Tensor, what: str) -> Tensor:
-        """h/2 x w/2 -> the B x h x (w + max_shift) layout of ``__call__``'s maps."""
+    def layout(self, values: Tensor, what: str = "map") -> Tensor:
+        """An h/2 x w/2 map (the logits' grid; every batch item alike) or B x h/2 x w/2 maps ->
+        the B x h x (w + max_shift) layout of ``__call__``'s maps: each value covers its 2 x 2
+        feature pixels, and the padding columns repeat the last."""
         b, h, width = self.shape
-        if tuple(values.shape) != (h // 2, self.width // 2):
+        if tuple(values.shape[-2:]) != (h // 2, self.width // 2) or values.dim() not in (2, 3):
             raise ValueError(f"{what} {tuple(values.shape)} is not {(h // 2, self.width // 2)}")
         out = torch.empty(b, h, width, dtype=values.dtype, device=values.device)
         # each value to its 2 x 2 pixels by a broadcast copy (repeat_interleave took 2 ms a map)
-        out[..., : self.width].view(b, h // 2, 2, self.width // 2, 2).copy_(values[None, :, None, :, None])
+        grid = values.view(-1, h // 2, 1, self.width // 2, 1)
+        out[..., : self.width].view(b, h // 2, 2, self.width // 2, 2).copy_(grid)
         out[..., self.width :] = out[..., self.width - 1 : self.width]
         return out
 

@@ -32,7 +32,6 @@ from app.engine.bi3d.padding import Padder
 from app.engine.depth.agreement import (
     DEFAULT_AGREEMENT,
     AgreementConfig,
-    agree,
     curve_confidence,
     plane_confidence,
 )
@@ -49,9 +48,16 @@ from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, P
 from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_disparity, step_fit
 from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
 from app.engine.depth.search import coarse_planes
-from app.engine.depth.searched import SEARCHES, Strategy, can_search, search_plan, searched_result
+from app.engine.depth.searched import (
+    SEARCHES,
+    Strategy,
+    can_search,
+    match_and_rate,
+    search_plan,
+    searched_result,
+)
 from app.engine.depth.strategies import SUBPIXEL_CODES, cheapest_ms, choose, probe_subpixel, shifts_for
-from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig, refine_subpixel, stage_config
+from app.engine.depth.subpixel import DEFAULT_SUBPIXEL, SubpixelConfig
 from app.engine.errors import Interrupted, UserError, setting
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeUnavailable
 from app.engine.runtimes.chain import RuntimeChain
@@ -650,17 +656,11 @@ class Bi3DEngine:
         disp = padder.crop(disp)[0, 0]
         stepped = disp  # before the sub-pixel stage: the selective range state reads this
         kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
-        left, right = (torch.from_numpy(im).to(disp.device) for im in images)
-        if self.subpixel is not None and not self.model.has_disp_refine and kind != "off":
-            radius = None if plan.strategy is None else plan.strategy.radius
-            config = stage_config(self.subpixel, kind, plan.step, radius)
-            with self._timed(timings, "subpixel"):
-                disp = refine_subpixel(left, right, disp, config)
-        confidence = None
-        if self.agreement is not None and fit is not None:
-            with self._timed(timings, "agreement"):
-                agreed = agree(left, right, disp, padder.crop(fit.cost)[0, 0], self.agreement)
-                disp, confidence = agreed.disparity, agreed.confidence.cpu().numpy()
+        if self.model.has_disp_refine:
+            kind = "off"
+        radius = None if plan.strategy is None else plan.strategy.radius
+        cost = None if fit is None else padder.crop(fit.cost)[0, 0]
+        disp, confidence = match_and_rate(self, images, disp, (kind, plan.step, radius), cost, timings)
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
             probs = padder.crop(curves)[0].cpu().numpy()

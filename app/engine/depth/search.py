@@ -44,6 +44,9 @@ class Bracket:
     hi_logit: Tensor
     below: Tensor
     above: Tensor
+    # the coarse curve's disagreement with its best step (h x w, in coarse planes), where the
+    # bracket came from that step (``fitted_bracket``)
+    cost: Tensor | None = None
 
 
 def coarse_planes(first: int, last: int, step: int) -> np.ndarray:
@@ -69,11 +72,11 @@ def bracket(logits: Tensor, planes: Tensor) -> Bracket:
     return Bracket(d[k_lo], d[k_hi], lo_logit, hi_logit, below, above)
 
 
-def fitted_bracket(logits: Tensor, planes: Tensor) -> tuple[Bracket, Tensor]:
+def fitted_bracket(logits: Tensor, planes: Tensor) -> Bracket:
     """1 x P x h x w coarse logits at ``planes`` (P,) px -> each pixel's ``Bracket`` around the
     best step of its curve (``readout.step_fit``, as the full sweep reads its curves: a short
-    run of false "closer" answers on far planes is ignored, not followed), and that step's
-    cost (h x w, in coarse planes)."""
+    run of false "closer" answers on far planes is ignored, not followed), with that step's
+    cost."""
     d = planes.to(device=logits.device, dtype=torch.float32)
     fit = step_fit(logits.float(), d)
     k = fit.above[0, 0]
@@ -88,7 +91,7 @@ def fitted_bracket(logits: Tensor, planes: Tensor) -> tuple[Bracket, Tensor]:
     # the step says the crossing lies between the two planes: their logits keep to its sides
     lo_logit = lo_logit.clamp(min=0.0)
     hi_logit = hi_logit.clamp(max=-1e-3)
-    return Bracket(d[k_lo], d[k_hi], lo_logit, hi_logit, below, above), fit.cost[0, 0]
+    return Bracket(d[k_lo], d[k_hi], lo_logit, hi_logit, below, above, fit.cost[0, 0])
 
 
 def middle(br: Bracket, step: int = PLANE_STEP_PX) -> tuple[Tensor, Tensor]:
@@ -151,7 +154,7 @@ def search(
     sweep's own logits 21.6 % bad-2 either way, Motorcycle at 0-192 px 19.7 % against 24.4 %),
     else at the first plane below 0.5 of its curve made non-increasing (``bracket``)."""
     d = torch.as_tensor(planes, dtype=torch.float32, device=coarse.device)
-    br = fitted_bracket(coarse, d)[0] if fitted else bracket(coarse, d)
+    br = fitted_bracket(coarse, d) if fitted else bracket(coarse, d)
     for _ in range(passes):
         plane, active = middle(br)
         if not bool(active.any()):

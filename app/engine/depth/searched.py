@@ -37,7 +37,6 @@ from torch import Tensor
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.agreement import agree
 from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
-from app.engine.depth.readout import step_fit
 from app.engine.depth.search import Bracket, coarse_planes, passes_needed, search
 from app.engine.depth.subpixel import SubpixelConfig, refine_subpixel, stage_config
 from app.engine.errors import Interrupted
@@ -151,9 +150,43 @@ def can_search(model: Any, backend: Any) -> str:
 
 def search_plan(request: DepthRequest, strategy: Strategy, top: int) -> SearchPlan:
     """The coarse planes of a continuous request's range for ``strategy``."""
-    lo, hi = continuous_range(request)
-    first, last = dense_span(lo, hi, PLANE_STEP_PX, top)
-    return SearchPlan(coarse_planes(first, last, strategy.coarse_step), (first, last), strategy)
+    planes, span = span_planes(continuous_range(request), strategy, top)
+    return SearchPlan(planes, span, strategy)
+
+
+def span_planes(
+    span: tuple[float, float], strategy: Strategy, top: int
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """The coarse planes (px) of the search over the disparity ``span`` (``top``: the model's
+    max), and the grid span they cover."""
+    first, last = dense_span(span[0], span[1], PLANE_STEP_PX, top)
+    return coarse_planes(first, last, strategy.coarse_step), (first, last)
+
+
+def match_and_rate(
+    engine: SearchEngine,
+    images: tuple[np.ndarray, np.ndarray],
+    disp: Tensor,
+    stage: tuple[str, int, int | None],
+    cost: Tensor | None,
+    timings: dict[str, float],
+) -> tuple[Tensor, np.ndarray | None]:
+    """After a continuous readout (the full sweep's or the search's), H x W px: the sub-pixel
+    matching stage (``stage``: its kind "colour", "grey" or "off", the plane step and search
+    radius it follows) where the engine has one, then the occlusion fill and confidence
+    (``agreement.agree``) where the engine has them and ``cost`` (the curve's disagreement with
+    its step, H x W in grid planes) is known. -> the answer and its confidence (None: not rated)."""
+    left, right = (torch.from_numpy(im).to(disp.device) for im in images)
+    kind, step, radius = stage
+    if engine.subpixel is not None and kind != "off":
+        config = stage_config(engine.subpixel, kind, step, radius)
+        with engine._timed(timings, "subpixel"):
+            disp = refine_subpixel(left, right, disp, config)
+    if engine.agreement is None or cost is None:
+        return disp, None
+    with engine._timed(timings, "agreement"):
+        agreed = agree(left, right, disp, cost, engine.agreement)
+        return agreed.disparity, agreed.confidence.cpu().numpy()
 
 
 def searched_result(
@@ -187,22 +220,14 @@ def searched_result(
         # the edge-aware upsampling of 9 planes took 45)
         size = padder.padded_size
         probs = padder.crop(F.interpolate(torch.sigmoid(lowres.float()), size, mode="bilinear"))[0]
-    if engine.subpixel is not None and strategy.subpixel != "off":
-        config = stage_config(engine.subpixel, strategy.subpixel, strategy.step, strategy.radius)
-        with engine._timed(timings, "subpixel"):
-            left, right = (torch.from_numpy(im).to(disp.device) for im in images)
-            disp = refine_subpixel(left, right, disp, config)
-    confidence = None
-    if engine.agreement is not None:
-        with engine._timed(timings, "agreement"):
-            # the coarse curve's disagreement with its step, in coarse planes, counted as the
-            # grid planes they stand for
-            d = torch.as_tensor(planes, dtype=torch.float32, device=lowres.device)
-            cost = step_fit(lowres.float(), d).cost * (strategy.coarse_step / PLANE_STEP_PX)
-            cost = padder.crop(F.interpolate(cost, padder.padded_size, mode="bilinear"))[0, 0]
-            left, right = (torch.from_numpy(im).to(disp.device) for im in images)
-            agreed = agree(left, right, disp, cost, engine.agreement)
-            disp, confidence = agreed.disparity, agreed.confidence.cpu().numpy()
+    cost = None
+    if engine.agreement is not None and br.cost is not None:
+        # the coarse curve's disagreement with its step, in coarse planes, counted as the grid
+        # planes they stand for
+        scaled = (br.cost * (strategy.coarse_step / PLANE_STEP_PX))[None, None]
+        cost = padder.crop(F.interpolate(scaled, padder.padded_size, mode="bilinear"))[0, 0]
+    stage = (strategy.subpixel, strategy.step, strategy.radius)
+    disp, confidence = match_and_rate(engine, images, disp, stage, cost, timings)
     with engine._timed(timings, "readout"):
         disparity = disp.cpu().numpy().astype(np.float32)
         probs_np = probs.cpu().numpy()

@@ -22,9 +22,7 @@ import numpy as np
 import torch
 
 from app.engine.depth.budget import CostModel, grid_planes
-from app.engine.depth.decoding import PLANE_STEP_PX, dense_span
-from app.engine.depth.search import coarse_planes
-from app.engine.depth.searched import Strategy
+from app.engine.depth.searched import Strategy, span_planes
 from app.engine.depth.subpixel import (
     DEFAULT_SUBPIXEL,
     SubpixelConfig,
@@ -102,8 +100,7 @@ def strategy_planes(strategy: Strategy, span: tuple[float, float], top: int) -> 
     """Planes ``strategy`` sweeps over the disparity ``span``: its grid, or its coarse planes."""
     if not strategy.coarse_step:
         return grid_planes(span[0], span[1], strategy.step, top)
-    first, last = dense_span(span[0], span[1], PLANE_STEP_PX, top)
-    return len(coarse_planes(first, last, strategy.coarse_step))
+    return len(span_planes(span, strategy, top)[0])
 
 
 def predict_strategy_ms(

@@ -45,6 +45,12 @@ class CropConfig:
     width: int = 384
 
 
+def check_crop(crop: tuple[int, int]) -> None:
+    """A ``UserError`` for a training crop (height, width) the networks cannot take."""
+    if crop[0] % 96 or crop[1] % 96:
+        raise UserError(f"crop {crop[1]}x{crop[0]} must be multiples of 96 in both sides")
+
+
 class SyntheticStream(IterableDataset):
     """An endless stream of rendered scenes, each used ``reuse`` times.
 

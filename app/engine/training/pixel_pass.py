@@ -57,7 +57,7 @@ from app.engine.depth.search import (
 from app.engine.depth.searched import DEFAULT_COARSE_STEP
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, make_folder
-from app.engine.training.data import CropConfig, SyntheticStream
+from app.engine.training.data import CropConfig, SyntheticStream, check_crop
 
 LOW = 2 * FEATURE_STRIDE  # image px per logit: the light SegNet answers at 1/6 resolution
 PIXEL_SEED = 7 * 10**8  # scenes apart from the bundled model's stream, validation and selection
@@ -82,8 +82,7 @@ class PixelPassConfig:
     log_every: int = 10
 
     def __post_init__(self) -> None:
-        if self.crop[0] % 96 or self.crop[1] % 96:
-            raise UserError(f"crop {self.crop[1]}x{self.crop[0]} must be multiples of 96 in both sides")
+        check_crop(self.crop)
         if self.coarse_step % PLANE_STEP_PX or self.coarse_step <= PLANE_STEP_PX:
             raise UserError(f"--coarse-step {self.coarse_step} must be a multiple of 3 above 3 px")
         if self.steps < 1 or self.batch < 1:
@@ -100,15 +99,6 @@ def pass_targets(gt: Tensor, plane: Tensor, tau: float) -> tuple[Tensor, Tensor]
     share = F.avg_pool2d(valid.float()[:, None], LOW)[:, 0]
     target = F.avg_pool2d(target[:, None], LOW)[:, 0] / share.clamp_min(1e-6)
     return target.clamp(0, 1), share
-
-
-def plane_shift_map(plane: Tensor, padded: int, scale: float = 1.0) -> Tensor:
-    """B x h x w planes (px) -> the B x 2h x padded map of shifts (feature columns) that
-    ``PixelSweep`` takes: each plane covers its 2 x 2 feature pixels, padding repeats the last.
-    ``scale`` 3 lays out any other map (the priors) unchanged."""
-    shifts = (plane * scale / FEATURE_STRIDE).repeat_interleave(2, 1).repeat_interleave(2, 2)
-    b, h, w = shifts.shape
-    return torch.cat([shifts, shifts[:, :, -1:].expand(b, h, padded - w)], 2).contiguous()
 
 
 class PixelPassTrainer:
@@ -161,7 +151,7 @@ class PixelPassTrainer:
             coarse = model.plane_logits(feats, planes / FEATURE_STRIDE)  # B x P x h x w
             grid = torch.arange(0, top // FEATURE_STRIDE + 1, dtype=torch.float32)
             uniform = model.plane_logits(feats, grid, chunk=16)  # the sweep every 3 px
-        brackets = [fitted_bracket(coarse[i : i + 1], planes)[0] for i in range(coarse.shape[0])]
+        brackets = [fitted_bracket(coarse[i : i + 1], planes) for i in range(coarse.shape[0])]
         sweep = model.pixel_sweep(feats)  # gradients on: terms through the copy's weights
         for group in self.opt.param_groups:
             group["lr"] = self._lr()
@@ -171,8 +161,7 @@ class PixelPassTrainer:
         for k in range(passes):
             plane, active = _middles(brackets)
             known = torch.stack([prior(br, plane[i]) for i, br in enumerate(brackets)])
-            size = sweep.shape[-1]
-            logits = sweep(plane_shift_map(plane, size), plane_shift_map(known, size, FEATURE_STRIDE))[:, 0]
+            logits = sweep(sweep.layout(plane / FEATURE_STRIDE), sweep.layout(known))[:, 0]
             index = (plane / FEATURE_STRIDE).round().long().clamp(0, grid.numel() - 1)
             teacher = torch.sigmoid(uniform.gather(1, index[:, None])[:, 0])
             target, share = pass_targets(gt, plane, cfg.tau)

@@ -37,7 +37,14 @@ from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, make_folder
 from app.engine.metrics import binary_agreement, evaluate
 from app.engine.synthetic.layered import to_uint8
-from app.engine.training.data import CropConfig, Item, SceneDataset, SyntheticStream, validation_scenes
+from app.engine.training.data import (
+    CropConfig,
+    Item,
+    SceneDataset,
+    SyntheticStream,
+    check_crop,
+    validation_scenes,
+)
 from app.engine.training.losses import disparity_loss, monotone_penalty, plane_loss, sample_planes
 from app.engine.types import DepthRequest, Mode
 
@@ -87,8 +94,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise UserError(f"unknown precision {self.precision!r}; use fp32, bf16 or fp16")
-        if self.crop[0] % 96 or self.crop[1] % 96:
-            raise UserError(f"crop {self.crop[1]}x{self.crop[0]} must be multiples of 96 in both sides")
+        check_crop(self.crop)
         if self.batch < 1 or self.planes < 1 or self.steps < 1:
             raise UserError("batch, planes and steps must be positive")
         if self.plane_step not in (1, FEATURE_STRIDE):

@@ -143,7 +143,9 @@ def test_fitted_bracket_ignores_a_short_false_closer_run_on_far_planes() -> None
     d = torch.as_tensor(planes, dtype=torch.float32)
     logits = curve_logits(torch.tensor([[30.0]]), planes).clamp(-6, 6)
     logits[0, 6:8] = 6.0  # planes 144 and 168
-    fitted, cost = fitted_bracket(logits, d)
+    fitted = fitted_bracket(logits, d)
+    cost = fitted.cost
+    assert cost is not None
     assert (fitted.lo.item(), fitted.hi.item()) == (24.0, 48.0)
     assert cost.item() > 1  # the run it ignored counts against the answer's rating
     plain = bracket(logits, d)

@@ -11,7 +11,7 @@ from app.engine.bi3d.checkpoint import load_model, save_checkpoint
 from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import Bi3DModel
 from app.engine.errors import UserError
-from app.engine.training.pixel_pass import PixelPassConfig, PixelPassTrainer, pass_targets, plane_shift_map
+from app.engine.training.pixel_pass import PixelPassConfig, PixelPassTrainer, pass_targets
 
 
 def test_targets_average_each_block_of_the_ground_truth() -> None:
@@ -24,10 +24,19 @@ def test_targets_average_each_block_of_the_ground_truth() -> None:
 
 
 def test_the_shift_map_covers_two_by_two_feature_pixels_and_the_padding() -> None:
-    plane = torch.tensor([[[3.0, 6.0]]])
-    shifts = plane_shift_map(plane, padded=6)
-    assert shifts.shape == (1, 2, 6)
-    assert shifts[0, 0].tolist() == [1.0, 1.0, 2.0, 2.0, 2.0, 2.0]
+    """The trainer lays out its batched maps with the sweep's own ``PixelSweep.layout``."""
+    model = LightBi3D(width=0.5).eval()
+    with torch.inference_mode():
+        feats = model.extract(torch.rand(2, 3, 96, 192), torch.rand(2, 3, 96, 192))
+        sweep = model.pixel_sweep(feats)
+    b, h, padded = sweep.shape
+    plane = torch.arange(b * (h // 2) * (sweep.width // 2), dtype=torch.float32).view(b, h // 2, -1)
+    shifts = sweep.layout(plane)
+    assert shifts.shape == (b, h, padded)
+    assert shifts[1, :2, :2].eq(plane[1, 0, 0]).all() and shifts[1, 2, 2].item() == plane[1, 1, 1].item()
+    assert shifts[:, :, sweep.width :].eq(shifts[:, :, sweep.width - 1 : sweep.width]).all()
+    one = sweep.layout(plane[0])  # one map for every batch item
+    assert torch.equal(one[0], one[1]) and torch.equal(one[0], shifts[0])
 
 
 def test_training_moves_only_the_per_pixel_segnet_and_resumes(tmp_path: Path) -> None:

@@ -251,7 +251,8 @@ class Bi3DEngine:
                     lowres = self._sweep(feats, self._shifts(plan.planes), self._chunk(size))
                 if found is not None:
                     timings["range"] = range_ms
-                    request, plan, lowres = self._widen(request, plan, feats, lowres, size, ceiling, timings)
+                    widened = self._widen(request, plan, feats, lowres, padder, ceiling, timings)
+                    request, plan, lowres = widened
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
         # the probe of a new size is reported apart: the cost model learns the frame's own time
         timings["total"] = (time.perf_counter() - t0) * 1000 - probe_ms
@@ -310,14 +311,17 @@ class Bi3DEngine:
         plan: Plan,
         feats: FrameFeatures,
         lowres: Tensor,
-        size: tuple[int, int],
+        padder: Padder,
         ceiling: int,
         timings: dict[str, float],
     ) -> tuple[DepthRequest, Plan, Tensor]:
         """``--max-disparity auto``: when more than a trace of pixels is still "closer" at the
         bound's last plane, sweep the planes up to the ceiling as well (the estimate missed
         something near) and keep the wider bound for the next frames."""
-        if request.max_disparity >= ceiling or closer_than_top(lowres) <= WIDEN_ABOVE:
+        size = padder.padded_size
+        if request.max_disparity >= ceiling:
+            return request, plan, lowres
+        if closer_than_top(lowres, size, (padder.top, padder.left), float(plan.planes[-1])) <= WIDEN_ABOVE:
             return request, plan, lowres
         wider = dataclasses.replace(request, max_disparity=ceiling)
         more = self._plan(wider, size)

@@ -135,10 +135,34 @@ class RangeTracker:
         self.bound, self.ceiling, self.size, self._lower = None, None, None, []
 
 
-def closer_than_top(lowres_logits: Tensor) -> float:
-    """Share of pixels whose answer at the sweep's last plane is still "closer" (1 x P x h x w
-    logits at any resolution): the bound cut something off when this is more than a trace."""
-    return float((lowres_logits[:, -1] > 0).float().mean())
+EDGE_PX = 24  # px from the frame's edges (and its padding) whose answers see the padding
+
+
+def closer_than_top(
+    lowres_logits: Tensor, padded_size: tuple[int, int], offset: tuple[int, int], top_px: float
+) -> float:
+    """Share of pixels still "closer" at the top of the sweep: the bound cut something off when
+    this is more than a trace. ``lowres_logits`` 1 x P x h x w at any resolution of the
+    ``padded_size`` network input, whose image starts at ``offset`` rows and columns.
+
+    A pixel counts when it is "closer" at every plane of the sweep's upper third, as something
+    nearer than the whole range answers, and not at the last plane only: the network's false
+    "closer" on planes far beyond a pixel comes after "farther" answers nearer its truth. On
+    Motorcycle enlarged 1.8 times (true reach 122 px, bound 144 px) 4.4 % of the pixels were
+    "closer" at the last plane, on the far wall (truth 22-44 px), and none at the whole upper
+    third. Only pixels that can match there count: inside the image, ``EDGE_PX`` from its edges,
+    right of the strip the last plane's shift (``top_px``) moves the right view out of (the
+    zero padding matches itself at every shift). A frame too small for that region is counted
+    whole."""
+    _, planes, h, w = lowres_logits.shape
+    fy, fx = padded_size[0] / h, padded_size[1] / w
+    top = math.ceil((offset[0] + EDGE_PX) / fy)
+    left = math.ceil((offset[1] + top_px + EDGE_PX) / fx)
+    bottom, right = h - math.ceil(EDGE_PX / fy), w - math.ceil(EDGE_PX / fx)
+    upper = lowres_logits[:, planes - max(1, planes // 3) :]
+    if bottom > top and right > left:
+        upper = upper[..., top:bottom, left:right]
+    return float((upper > 0).all(1).float().mean())
 
 
 def bounded(

@@ -300,6 +300,33 @@ def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> Non
     assert "subpixel" not in Bi3DEngine(model).compute(left, right, binary).timings
 
 
+@pytest.mark.parametrize("nearer", [True, False])
+def test_auto_range_sweeps_to_the_ceiling_only_for_something_nearer(monkeypatch, nearer: bool) -> None:  # type: ignore[no-untyped-def]
+    left, right = _constant_disparity_pair(20, seed=4, blur=1.2)
+    monkeypatch.setattr("app.engine.depth.scene_range.estimate_reach", lambda *a, **k: 20.0)  # bound 48 px
+    real = Bi3DEngine._sweep
+
+    def sweep(self, feats, shifts, chunk):  # type: ignore[no-untyped-def]
+        out = real(self, feats, shifts, chunk)
+        planes = (shifts * 3).view(1, -1, 1, 1)
+        logits = torch.where(planes < 20, 4.0, -4.0).expand_as(out).clone()  # the scene: 20 px
+        logits[:, :, :7] = 4.0  # the zero padding (42 rows: 7 at 1/6) "matches" at every plane
+        block = logits[:, :, 12:20, 20:28]  # the middle of the frame
+        if nearer:
+            block[:] = 4.0  # something nearer than every plane swept
+        else:
+            block[:, -1] = 4.0  # a false "closer" at the last plane only
+        return logits
+
+    monkeypatch.setattr(Bi3DEngine, "_sweep", sweep)
+    torch.manual_seed(0)
+    request = DepthRequest(mode=Mode.CONTINUOUS, auto_range=True)
+    result = Bi3DEngine(LightBi3D(width=0.5)).compute(left, right, request)
+    assert result.searched is not None
+    assert result.searched[1] == (192 if nearer else 48)
+    assert any("swept to the ceiling" in n for n in result.notes) == nearer
+
+
 def test_plane_check_decides_where_the_light_model_hesitates(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     left, right = _constant_disparity_pair(22, seed=3, blur=1.5)
     # a network that cannot tell: P = 0.5 for every pixel and plane

@@ -59,3 +59,21 @@ def test_auto_bounds_continuous_requests_and_reports_the_sweep() -> None:
     assert binary.searched is None  # a binary plane is where it is asked
     levels = engine.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, levels=4, auto_range=True))
     assert levels.searched is not None and levels.planes.max() < auto.searched[1]  # spread to the bound
+
+
+def test_only_a_pixel_nearer_than_the_whole_upper_range_widens_the_sweep() -> None:
+    import torch
+
+    from app.engine.depth.scene_range import closer_than_top
+
+    # 12 planes up to 96 px over a 576 x 768 input padded 96 rows at the top; logits at 1/6
+    logits = torch.full((1, 12, 96, 128), -4.0)
+    size, offset = (576, 768), (96, 0)
+    logits[:, :, :16] = 4.0  # the zero padding "matches" at every plane: not counted
+    logits[:, -1, 40:60, 60:80] = 4.0  # "closer" at the last plane only: a false run far beyond
+    assert closer_than_top(logits, size, offset, 96.0) == 0.0
+    logits[:, :, 40:60, 60:80] = 4.0  # nearer than every plane: the bound cut it off
+    share = closer_than_top(logits, size, offset, 96.0)
+    assert 0.05 < share < 0.1  # 400 of the region's pixels (away from the edges and the strip)
+    logits[:, :, 40:60, :10] = 4.0  # in the strip the last plane's shift moves the right view out of
+    assert closer_than_top(logits, size, offset, 96.0) == share

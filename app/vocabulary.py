@@ -127,6 +127,10 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
     Setting("plane_check", "Plane check", "--no-plane-check", "Bi3D binary and quantized modes: where "
             "the network hesitates near a plane, decide by local matching of the images, then smooth "
             "along image edges (about 4-5 ms per plane at 480x640)", "switch", True, target="plane_check"),
+    Setting("align", "Vertical alignment", "--no-align", "both engines: measure the pair's vertical "
+            "misalignment from feature matches (on the first frame, then every 300) and, above 0.25 px "
+            "RMS, move the right image's rows to cancel it before matching", "switch", True,
+            target="align"),
     _choice("search", "Search", "--search", SEARCHES, "auto",
             "Bi3D continuous mode: the full sweep of every 3 px plane, or coarse-to-fine (planes "
             "every 24 px, then 3 per-pixel bisection passes: about 2.5x faster over 0-192 px, about "

@@ -28,13 +28,9 @@ from app import vocabulary  # noqa: E402
 from app.engine.allocator import tune_allocator  # noqa: E402
 from app.engine.assets import default_weights, demo_scene  # noqa: E402
 from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
-from app.engine.formats import read_pfm  # noqa: E402
+from app.engine.formats import read_image_rgb, read_pfm  # noqa: E402
 
 ENGINES = ("bi3d", "sgbm")
-
-
-def _rgb(path: Path) -> np.ndarray:
-    return cv2.cvtColor(cv2.imread(str(path)), cv2.COLOR_BGR2RGB)
 
 
 def main() -> int:
@@ -44,7 +40,7 @@ def main() -> int:
     args = p.parse_args()
     tune_allocator()
     scene = demo_scene()
-    left, right = (_rgb(scene / f) for f in ("im0.png", "im1.png"))
+    left, right = (read_image_rgb(scene / f) for f in ("im0.png", "im1.png"))
     truth = read_pfm(scene / "disp0GT.pfm")
     options = EngineOptions(weights=default_weights(), precision=args.precision)
     engines = {n: build_engine(dataclasses.replace(options, engine=n), "continuous_2d")[0] for n in ENGINES}

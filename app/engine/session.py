@@ -268,6 +268,7 @@ class Session:
         with self._lock:
             old, self.source = self.source, source
             self._previous_left = None
+            self._new_stream()
         if old is not None and old is not source:
             old.close()
         self.events.source_changed.emit(description)
@@ -296,7 +297,13 @@ class Session:
         """Use ``calibration`` for depth in metres (and ``rectifier`` for raw pairs); None: the source's."""
         with self._lock:
             self.calibration, self.rectifier = calibration, rectifier
+            self._new_stream()  # rectified anew: the alignment and the range are measured again
         self.events.calibration_changed.emit(calibration)
+
+    def _new_stream(self) -> None:
+        for engine in (self.engine, self.baseline):
+            if engine is not None:
+                engine.new_stream()
 
     @staticmethod
     def read_calibration(path: str) -> tuple[Calibration, StereoRig | None]:

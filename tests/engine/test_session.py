@@ -12,6 +12,10 @@ from tests.engine.fake_results import empty_result
 
 class _TimedEngine:
     name = "bi3d"
+    streams = 0
+
+    def new_stream(self) -> None:
+        self.streams += 1
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         stages = {
@@ -32,3 +36,17 @@ def test_the_refine_entry_adds_up_every_stage_after_the_planes() -> None:
     frame = session.process(StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48))
     assert frame.timings["features"] == 1.0 and frame.timings["planes"] == 2.0
     assert frame.timings["refine"] == 3.0 + 4.0 + 5.0
+
+
+def test_a_new_source_or_calibration_starts_the_engines_frame_to_frame_state_afresh() -> None:
+    from app.engine.sources.synthetic import SyntheticSource
+
+    session = Session(EngineOptions(engine="sgbm"))
+    engine, baseline = _TimedEngine(), _TimedEngine()
+    session.engine, session.baseline = engine, baseline  # type: ignore[assignment]
+    session.set_source(SyntheticSource())
+    assert engine.streams == baseline.streams == 1  # the range and the alignment are measured anew
+    session.set_calibration(None)
+    assert engine.streams == baseline.streams == 2
+    session.set_source(SyntheticSource())
+    assert engine.streams == 3

@@ -70,6 +70,10 @@ class RecordingEngine:
 
     def __init__(self) -> None:
         self.requests: list[DepthRequest] = []
+        self.streams = 0
+
+    def new_stream(self) -> None:
+        self.streams += 1
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         self.requests.append(request)

@@ -16,24 +16,22 @@ import cv2
 import numpy as np
 
 from app.engine.calibration.chessboard import detect_corners
+from app.engine.epipolar import (  # noqa: F401 (the check's matching, re-exported for its users)
+    DETECTORS,
+    MAX_FEATURES,
+    MIN_FEATURES,
+    Misalignment,
+    epipolar_inliers,
+    match_features,
+    refine_matches,
+)
 from app.engine.errors import UserError
 from app.engine.types import Calibration, check_pair
-from app.engine.validation import Bounds, integer
 
 GOOD_RMS_PX = 0.6
 MARGINAL_RMS_PX = 1.0
 MIN_MATCHES = 20
-DETECTORS = ("orb", "sift")
 VERDICTS = ("rectified", "marginal", "not rectified", "unknown")
-RATIO = 0.8  # Lowe's ratio test: best match clearly better than the second best
-RANSAC_PX = 1.5  # distance to the epipolar line that counts as an inlier of F
-PLANAR_FRACTION = 0.6  # F inliers one homography explains, above which the scene counts as flat
-_HALF = 7  # refinement patch is 15 x 15 px
-_SEARCH = 3  # px around the descriptor match
-_MIN_NCC = 0.9
-
-
-MIN_FEATURES, MAX_FEATURES = 50, 100_000  # per image: fewer cannot fit a geometry; more only cost time
 
 
 def verdict_for(vertical_rms_px: float) -> str:
@@ -41,35 +39,6 @@ def verdict_for(vertical_rms_px: float) -> str:
     if vertical_rms_px <= GOOD_RMS_PX:
         return "rectified"
     return "marginal" if vertical_rms_px <= MARGINAL_RMS_PX else "not rectified"
-
-
-@dataclass(frozen=True)
-class Misalignment:
-    """The vertical offset dy = y_left - y_right as a plane over the image, fitted to the matches.
-
-    ``shift_px``: dy at the image centre (a pitch or a vertical offset of one camera);
-    ``roll_deg``: rotation of the right image against the left about the optical axis, positive
-    when the right image is turned anticlockwise as displayed (dy growing along x);
-    ``scale_percent``: vertical scale of the right image against the left (dy growing along
-    y: unequal focal lengths, or a tilt).
-    """
-
-    shift_px: float
-    roll_deg: float
-    scale_percent: float
-
-    @classmethod
-    def fit(cls, pl: np.ndarray, pr: np.ndarray, image_size: tuple[int, int]) -> Misalignment:
-        w, h = image_size
-        dy = (pl[:, 1] - pr[:, 1]).astype(np.float64)
-        a = np.column_stack([np.ones(len(pl)), pl[:, 0] - (w - 1) / 2, pl[:, 1] - (h - 1) / 2])
-        (shift, along_x, along_y), *_ = np.linalg.lstsq(a, dy, rcond=None)
-        return cls(float(shift), float(np.degrees(np.arctan(along_x))), float(-100.0 * along_y))
-
-    def __str__(self) -> str:
-        return (
-            f"shift {self.shift_px:+.2f} px, roll {self.roll_deg:+.3f} deg, scale {self.scale_percent:+.2f} %"
-        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,94 +133,6 @@ def check_epipolar(
     return EpipolarReport(
         float(dy.mean()), rms, p95, len(pl), verdict, reason, pl, pr, misalignment, subpixel
     )
-
-
-def match_features(
-    gl: np.ndarray, gr: np.ndarray, detector: str = "orb", max_features: int = 3000
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ratio-tested matches between two H x W uint8 images: two N x 2 float32 arrays."""
-    integer(max_features, "features per image", Bounds(MIN_FEATURES, MAX_FEATURES))
-    features: cv2.Feature2D
-    if detector == "sift":
-        if not hasattr(cv2, "SIFT"):
-            raise UserError("SIFT is not available in this OpenCV build; use --detector orb")
-        features, norm = cv2.SIFT.create(max_features), cv2.NORM_L2
-    elif detector == "orb":
-        features, norm = cv2.ORB.create(max_features), cv2.NORM_HAMMING
-    else:
-        raise UserError(f"unknown detector {detector!r}; use one of: {', '.join(DETECTORS)}")
-    kl, dl = features.detectAndCompute(gl, None)
-    kr, dr = features.detectAndCompute(gr, None)
-    empty = np.zeros((0, 2), np.float32)
-    if dl is None or dr is None or len(kl) < 2 or len(kr) < 2:
-        return empty, empty
-    matcher = cv2.BFMatcher(norm)
-    pairs = matcher.knnMatch(dl, dr, k=2)
-    back = {m.queryIdx: m.trainIdx for m in matcher.match(dr, dl)}  # each right point's best left
-    # Ratio test, and mutual: the right point's best match is this left point, too.
-    unique = [
-        p[0]
-        for p in pairs
-        if len(p) == 2 and p[0].distance < RATIO * p[1].distance and back.get(p[0].trainIdx) == p[0].queryIdx
-    ]
-    pl = np.array([kl[m.queryIdx].pt for m in unique], np.float32).reshape(-1, 2)
-    pr = np.array([kr[m.trainIdx].pt for m in unique], np.float32).reshape(-1, 2)
-    return pl, pr
-
-
-def epipolar_inliers(pl: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The N x 2 matches consistent with one RANSAC fundamental matrix (none below 8)."""
-    if len(pl) < 8:
-        return pl[:0], pr[:0]
-    _, mask = cv2.findFundamentalMat(pl, pr, cv2.FM_RANSAC, RANSAC_PX, 0.999, 5000)
-    keep = mask.ravel().astype(bool) if mask is not None and len(mask) == len(pl) else np.zeros(len(pl), bool)
-    pl, pr = pl[keep], pr[keep]
-    if len(pl) >= 8:
-        # A flat scene (a wall, a board) leaves F undetermined: one homography then explains
-        # most inliers, and the matches it does not explain are the wrong ones that fit
-        # some F of the family.
-        _, hmask = cv2.findHomography(pl, pr, cv2.RANSAC, RANSAC_PX)
-        if hmask is not None and hmask.mean() >= PLANAR_FRACTION:
-            flat = hmask.ravel().astype(bool)
-            pl, pr = pl[flat], pr[flat]
-    return pl, pr
-
-
-def refine_matches(
-    gl: np.ndarray, gr: np.ndarray, pl: np.ndarray, pr: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Move each right point to the sub-pixel best match of the patch around its left point.
-
-    Keypoint positions are quantised to the detector's pyramid grid (up to a pixel), which is
-    the size of the offsets we look for; normalised cross-correlation with a parabola fit at
-    the peak brings them to about a tenth of a pixel. Matches without a clear peak are dropped.
-    """
-    h, w = gr.shape
-    win = _HALF + _SEARCH
-    fl, fr = gl.astype(np.float32), gr.astype(np.float32)
-    keep, refined = [], []
-    for i, ((xl, yl), (xr, yr)) in enumerate(zip(pl, pr, strict=True)):
-        cx, cy = round(float(xr)), round(float(yr))
-        if not (win <= cx < w - win and win <= cy < h - win and win <= xl < w - win and win <= yl < h - win):
-            continue
-        patch = cv2.getRectSubPix(fl, (2 * _HALF + 1, 2 * _HALF + 1), (float(xl), float(yl)))
-        score = cv2.matchTemplate(
-            fr[cy - win : cy + win + 1, cx - win : cx + win + 1], patch, cv2.TM_CCOEFF_NORMED
-        )
-        _, best, _, (px, py) = cv2.minMaxLoc(score)
-        if best < _MIN_NCC or not (0 < px < score.shape[1] - 1 and 0 < py < score.shape[0] - 1):
-            continue
-        dx = _parabola_peak(score[py, px - 1 : px + 2])
-        dy = _parabola_peak(score[py - 1 : py + 2, px])
-        keep.append(i)
-        refined.append((cx - _SEARCH + px + dx, cy - _SEARCH + py + dy))
-    return pl[keep].reshape(-1, 2), np.array(refined, np.float32).reshape(-1, 2)
-
-
-def _parabola_peak(v: np.ndarray) -> float:
-    """Sub-pixel offset of the peak of three samples around the middle one."""
-    den = float(v[0] - 2 * v[1] + v[2])
-    return 0.0 if den == 0 else 0.5 * float(v[0] - v[2]) / den
 
 
 def check_board(

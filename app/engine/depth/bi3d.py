@@ -35,6 +35,7 @@ from app.engine.depth.agreement import (
     curve_confidence,
     plane_confidence,
 )
+from app.engine.depth.alignment import VerticalAligner, with_alignment
 from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
     continuous_range,
@@ -144,6 +145,7 @@ class Bi3DEngine:
         plane_check: PlaneCheckConfig | None = DEFAULT_PLANE_CHECK,
         search: str = "auto",
         agreement: AgreementConfig | None = DEFAULT_AGREEMENT,
+        align: bool = True,
     ) -> None:
         """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
         None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
@@ -155,7 +157,8 @@ class Bi3DEngine:
         ``coarse-to-fine`` where the model and runtime offer per-pixel planes (else the full
         sweep, with a note); ``full`` the full sweep, also under a budget; ``auto`` the full
         sweep, and under a budget the search too where the model carries weights trained for its
-        per-pixel passes (``LightBi3D.pixel_segnet``: the bundled model does)."""
+        per-pixel passes (``LightBi3D.pixel_segnet``: the bundled model does). ``align``: measure
+        the pair's vertical misalignment and cancel it before matching (``depth.alignment``)."""
         self.device = resolve_device(device)
         precision = resolve_precision(precision, self.device, model)
         if precision not in PRECISIONS:
@@ -177,6 +180,8 @@ class Bi3DEngine:
             raise UserError(f"unknown {setting('search')} {search!r}; use one of {', '.join(SEARCHES)}")
         self.search = search
         self.ranges = RangeTracker()  # --max-disparity auto, frame to frame
+        self.aligner = VerticalAligner() if align else None  # frame to frame, too
+        self._new_stream = False  # new_stream() was called: reset both before the next frame
         # occlusion fill and matching confidence of per-plane classifiers' continuous answers
         self.agreement = agreement
         self.strategy = Strategy()  # the coarse-to-fine search without a budget
@@ -196,6 +201,11 @@ class Bi3DEngine:
         return self.backend.name
 
     # ---- public -------------------------------------------------------------------
+    def new_stream(self) -> None:
+        """``DepthEngine.new_stream``: from the next frame on (a frame may be computing on another
+        thread; the trackers are reset by the thread that uses them)."""
+        self._new_stream = True
+
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         """Depth for one rectified pair: ``left``, ``right`` H x W x 3 RGB uint8 -> ``DepthResult``
         (disparity H x W px, NaN unknown; probabilities P x H x W of P(disparity > plane)).
@@ -204,9 +214,15 @@ class Bi3DEngine:
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
+        if self._new_stream:
+            self._new_stream = False
+            self.ranges.reset()
+            if self.aligner is not None:
+                self.aligner.reset()
+        right, note, align_ms = self.aligner.align(left, right) if self.aligner else (right, None, 0.0)
         while True:
             try:
-                return self._compute(left, right, request)
+                return with_alignment(self._compute(left, right, request), note, align_ms)
             except RuntimeUnavailable as exc:  # includes RuntimeFailed: the frame starts again
                 if not self.backend.fail(exc):
                     raise UserError(str(exc)) from exc

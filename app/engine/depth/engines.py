@@ -30,6 +30,11 @@ class DepthEngine(Protocol):
         """``left``, ``right``: H x W x 3 RGB uint8, rectified -> a ``DepthResult`` of H x W."""
         ...
 
+    def new_stream(self) -> None:
+        """Forget what frame-to-frame state learnt of the last stream (its disparity range, its
+        vertical alignment): the next frames come from another source or rectification."""
+        ...
+
 
 @dataclass(frozen=True)
 class EngineOptions:
@@ -45,6 +50,7 @@ class EngineOptions:
     subpixel: bool = True  # Bi3D continuous/selective: refine the plane readout by local matching
     plane_check: bool = True  # Bi3D binary/quantized: check hesitant answers by local matching
     search: str = "auto"  # Bi3D continuous: coarse-to-fine where it can run, or the full sweep
+    align: bool = True  # both engines: cancel the pair's measured vertical misalignment (depth.alignment)
     # where TensorRT engine-build progress goes (None: stderr); builds take minutes
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -70,7 +76,7 @@ def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEng
     """
     name, reason = choose_engine_name(options)
     if name == "sgbm":
-        return SGBMEngine(options.sgbm), reason
+        return SGBMEngine(options.sgbm, align=options.align), reason
     if options.width is not None and options.weights is None:
         model = build_model(kind, options.width)
         return bi3d_engine(model, options), f"random {kind} weights at width {options.width:g} (timing only)"
@@ -103,4 +109,5 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
         subpixel=DEFAULT_SUBPIXEL if options.subpixel else None,
         plane_check=DEFAULT_PLANE_CHECK if options.plane_check else None,
         search=options.search,
+        align=options.align,
     )

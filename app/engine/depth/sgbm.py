@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from app.engine.depth.alignment import VerticalAligner, with_alignment
 from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import RangeTracker, bounded
@@ -85,6 +86,9 @@ class SGBMEngine:
     params: SGBMParams = field(default_factory=SGBMParams)
     name: str = "sgbm"
     ranges: RangeTracker = field(default_factory=RangeTracker, repr=False, compare=False)
+    align: bool = True  # cancel the pair's measured vertical misalignment first (depth.alignment)
+    aligner: VerticalAligner = field(default_factory=VerticalAligner, repr=False, compare=False)
+    fresh: bool = field(default=False, repr=False, compare=False)  # new_stream() asked for a reset
 
     def disparity(self, left: np.ndarray, right: np.ndarray, max_disparity: float) -> np.ndarray:
         """H x W float32 disparity from RGB uint8 images; NaN where SGBM finds no match."""
@@ -114,11 +118,20 @@ class SGBMEngine:
         disp[raw < 0] = np.nan  # OpenCV marks rejected pixels with minDisparity - 1
         return disp
 
+    def new_stream(self) -> None:
+        """``DepthEngine.new_stream``: from the next frame on (reset by the computing thread)."""
+        self.fresh = True
+
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         """OpenCV SGBM on one rectified pair (H x W x 3 RGB uint8), read out in the request's mode:
         disparity H x W px (NaN where SGBM has no answer), probabilities P x H x W (0 or 1)."""
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
+        if self.fresh:
+            self.fresh = False
+            self.ranges.reset()
+            self.aligner.reset()
+        right, note, align_ms = self.aligner.align(left, right) if self.align else (right, None, 0.0)
         t0 = time.perf_counter()
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto
         self._check_memory(left.shape[:2], request)
@@ -130,7 +143,7 @@ class SGBMEngine:
         if found is not None:
             result.searched = (0.0, float(request.max_disparity))
             result.notes.insert(0, found.note)
-        return result
+        return with_alignment(result, note, align_ms)
 
     def _check_memory(self, size: tuple[int, int], request: DepthRequest) -> None:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):

@@ -1,0 +1,110 @@
+"""Vertical alignment before matching: measured from feature matches, cancelled by resampling."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from app.engine.depth import alignment
+from app.engine.depth.alignment import AlignConfig, VerticalAligner, measure
+from app.engine.depth.sgbm import SGBMEngine
+from app.engine.types import DepthRequest, Mode
+
+
+def _pair(disparity: int = 12, down_px: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A textured 240 x 320 pair, disparity ``disparity`` px; the right view's content ``down_px``
+    lower than the left's."""
+    rng = np.random.default_rng(seed)
+    base = cv2.GaussianBlur(rng.uniform(0, 255, (240, 320 + disparity, 3)).astype(np.float32), (0, 0), 1.5)
+    left = base[:, :320].round().astype(np.uint8)
+    right = base[:, disparity:]  # left(x) = right(x - disparity)
+    shift = np.float32([[1, 0, 0], [0, 1, down_px]])
+    right = cv2.warpAffine(right, shift, (320, 240), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    return left, np.clip(right.round(), 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("down_px", [0.8, -1.5])
+def test_a_vertical_offset_is_measured_and_cancelled(down_px: float) -> None:
+    left, right = _pair(down_px=down_px)
+    found = measure(left, right)
+    assert found is not None and found.matches >= 20
+    assert abs(found.misalignment.shift_px + down_px) < 0.15  # dy = y_left - y_right = -down
+    assert abs(found.rms_px - abs(down_px)) < 0.15
+    moved, note, _ = VerticalAligner().align(left, right)
+    assert note is not None and "calib check" in note
+    _, straight = _pair(down_px=0.0)
+    inner = (slice(10, -10), slice(10, -10))
+    before = np.abs(right[inner].astype(float) - straight[inner]).mean()
+    after = np.abs(moved[inner].astype(float) - straight[inner]).mean()
+    assert after < 0.3 * before
+
+
+def test_a_rectified_pair_passes_unchanged() -> None:
+    left, right = _pair()
+    moved, note, _ = VerticalAligner().align(left, right)
+    assert moved is right and note is None
+
+
+def test_a_blank_pair_has_no_estimate_and_is_retried_every_few_frames(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    grey = np.full((240, 320, 3), 128, np.uint8)
+    calls = []
+    real = alignment.measure
+    monkeypatch.setattr(alignment, "measure", lambda *a: calls.append(1) or real(*a))
+    aligner = VerticalAligner(AlignConfig(retry=3, every=50))
+    for _ in range(7):
+        moved, note, _ = aligner.align(grey, grey)
+        assert moved is grey and note is None
+    assert len(calls) == 3  # frames 0, 3 and 6
+    left, right = _pair(down_px=1.0)  # a new frame size starts afresh ...
+    left, right = left[:200], right[:200]
+    for _ in range(5):
+        moved, note, _ = aligner.align(left, right)
+        assert note is not None
+    assert len(calls) == 4  # ... and a found estimate is kept until ``every`` frames
+
+
+def test_matches_scattered_about_any_plane_are_not_trusted() -> None:
+    left, right = _pair(down_px=1.0)
+    found = measure(left, right)
+    assert found is not None
+    strict = VerticalAligner(AlignConfig(max_scatter_px=found.scatter_px / 2))
+    moved, note, _ = strict.align(left, right)
+    assert moved is right and note is None
+
+
+def test_sgbm_matches_better_aligned_and_says_so(demo_dir) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.formats import read_image_rgb, read_pfm
+
+    left, right = (read_image_rgb(demo_dir / name) for name in ("im0.png", "im1.png"))
+    truth = read_pfm(demo_dir / "disp0GT.pfm")
+    lowered = cv2.warpAffine(
+        right, np.float32([[1, 0, 0], [0, 1, 1.5]]), right.shape[1::-1], flags=cv2.INTER_CUBIC
+    )
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96)
+    on = SGBMEngine().compute(left, lowered, request)
+    off = SGBMEngine(align=False).compute(left, lowered, request)
+    assert any("vertical alignment" in n for n in on.notes)
+    assert not any("vertical alignment" in n for n in off.notes)
+    valid = np.isfinite(truth)
+
+    def bad(d: np.ndarray) -> float:
+        return float((np.abs(np.nan_to_num(d, nan=1e9) - truth)[valid] > 2).mean())
+
+    straight = SGBMEngine().compute(left, right, request)
+    assert not any("vertical alignment" in n for n in straight.notes)  # the demo pair is rectified
+    assert bad(on.disparity) < bad(straight.disparity) + 0.01 < bad(off.disparity) - 0.04
+    again = SGBMEngine().compute(left, lowered, request)
+    assert np.array_equal(on.disparity, again.disparity, equal_nan=True)  # the same every run
+
+
+def test_another_scene_of_the_same_size_is_measured_anew() -> None:
+    aligner = VerticalAligner()
+    left, right = _pair(down_px=1.2, seed=1)
+    assert aligner.align(left, right)[1] is not None
+    other_left, other_right = _pair(seed=2)  # rectified, same size: nothing of the last one holds
+    moved, note, _ = aligner.align(other_left, other_right)
+    assert moved is other_right and note is None
+    blank = np.full_like(left, 90)
+    assert aligner.align(left, right)[1] is not None  # back: measured again at once
+    assert aligner.align(blank, blank)[1] is None  # a view without an estimate keeps none

@@ -131,6 +131,9 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
             "misalignment from feature matches (on the first frame, then every 300) and, above 0.25 px "
             "RMS, move the right image's rows to cancel it before matching", "switch", True,
             target="align"),
+    Setting("exposure_stretch", "Exposure stretch", "--no-exposure-stretch", "Bi3D: where the pair is "
+            "underexposed (its brightest 0.5 % below grey level 160), stretch its contrast to 192 levels, "
+            "the same for both images, before matching", "switch", True, target="exposure_stretch"),
     _choice("search", "Search", "--search", SEARCHES, "auto",
             "Bi3D continuous mode: the full sweep of every 3 px plane, or coarse-to-fine (planes "
             "every 24 px, then 3 per-pixel bisection passes: about 2.5x faster over 0-192 px, about "

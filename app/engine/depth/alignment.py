@@ -3,8 +3,9 @@
 Both engines compare each left row with the same row of the right image. A rig drifts from its
 calibration (a knock, heat, a refocus) by fractions of a pixel to a few pixels, and file pairs
 come rectified to within a pixel or so. Measured on Motorcycle with the right image moved down
-0.5 / 0.8 / 1.5 px: Bi3D's dense bad-2 16.20 -> 18.57 / 23.07 / 35.22 %, SGBM's 22.91 -> 23.37 /
-24.49 / 31.29 % (``benchmarks/RESULTS.md``, "Vertical alignment").
+0.5 / 0.8 / 1.5 px: Bi3D's dense bad-2 16.20 -> 18.86 / 22.75 / 36.90 %, SGBM's 22.91 -> 23.19 /
+24.29 / 32.02 %; aligned, 16.31 / 16.34 / 16.62 % and 22.97 / 22.96 / 22.98 %
+(``benchmarks/camera_variants.py``).
 
 ``VerticalAligner`` measures the vertical offsets of the pair's feature matches (``epipolar``:
 ORB, ratio-tested and mutual, consistent with one fundamental matrix, refined to sub-pixel

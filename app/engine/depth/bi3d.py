@@ -44,6 +44,7 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
+from app.engine.depth.exposure import DEFAULT_EXPOSURE, ExposureConfig, stretch
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
 from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_disparity, step_fit
@@ -146,6 +147,7 @@ class Bi3DEngine:
         search: str = "auto",
         agreement: AgreementConfig | None = DEFAULT_AGREEMENT,
         align: bool = True,
+        exposure: ExposureConfig | None = DEFAULT_EXPOSURE,
     ) -> None:
         """``runtime``: a runtime or chain for ``model`` (``runtimes.select.open_runtime``);
         None runs the model eagerly in torch. ``subpixel``: the matching refinement of the
@@ -158,7 +160,9 @@ class Bi3DEngine:
         sweep, with a note); ``full`` the full sweep, also under a budget; ``auto`` the full
         sweep, and under a budget the search too where the model carries weights trained for its
         per-pixel passes (``LightBi3D.pixel_segnet``: the bundled model does). ``align``: measure
-        the pair's vertical misalignment and cancel it before matching (``depth.alignment``)."""
+        the pair's vertical misalignment and cancel it before matching (``depth.alignment``).
+        ``exposure``: stretch a dark or flat pair's contrast before matching (``depth.exposure``);
+        None matches the images as they come."""
         self.device = resolve_device(device)
         precision = resolve_precision(precision, self.device, model)
         if precision not in PRECISIONS:
@@ -182,6 +186,7 @@ class Bi3DEngine:
         self.ranges = RangeTracker()  # --max-disparity auto, frame to frame
         self.aligner = VerticalAligner() if align else None  # frame to frame, too
         self._new_stream = False  # new_stream() was called: reset both before the next frame
+        self.exposure = exposure
         # occlusion fill and matching confidence of per-plane classifiers' continuous answers
         self.agreement = agreement
         self.strategy = Strategy()  # the coarse-to-fine search without a budget
@@ -220,9 +225,15 @@ class Bi3DEngine:
             if self.aligner is not None:
                 self.aligner.reset()
         right, note, align_ms = self.aligner.align(left, right) if self.aligner else (right, None, 0.0)
+        notes = [note] if note else []
+        if self.exposure is not None:
+            left, right, stretched = stretch(left, right, self.exposure)
+            notes += [stretched] if stretched else []
         while True:
             try:
-                return with_alignment(self._compute(left, right, request), note, align_ms)
+                result = with_alignment(self._compute(left, right, request), None, align_ms)
+                result.notes.extend(notes)
+                return result
             except RuntimeUnavailable as exc:  # includes RuntimeFailed: the frame starts again
                 if not self.backend.fail(exc):
                     raise UserError(str(exc)) from exc

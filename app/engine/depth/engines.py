@@ -14,6 +14,7 @@ from app.engine.bi3d.checkpoint import load_model
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import SweepModel
 from app.engine.depth.bi3d import Bi3DEngine, resolve_device, resolve_precision
+from app.engine.depth.exposure import DEFAULT_EXPOSURE
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK
 from app.engine.depth.sgbm import SGBMEngine, SGBMParams
 from app.engine.depth.subpixel import DEFAULT_SUBPIXEL
@@ -51,6 +52,7 @@ class EngineOptions:
     plane_check: bool = True  # Bi3D binary/quantized: check hesitant answers by local matching
     search: str = "auto"  # Bi3D continuous: coarse-to-fine where it can run, or the full sweep
     align: bool = True  # both engines: cancel the pair's measured vertical misalignment (depth.alignment)
+    exposure_stretch: bool = True  # Bi3D: stretch a dark or flat pair's contrast first (depth.exposure)
     # where TensorRT engine-build progress goes (None: stderr); builds take minutes
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -110,4 +112,5 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
         plane_check=DEFAULT_PLANE_CHECK if options.plane_check else None,
         search=options.search,
         align=options.align,
+        exposure=DEFAULT_EXPOSURE if options.exposure_stretch else None,
     )

@@ -327,6 +327,21 @@ def test_auto_range_sweeps_to_the_ceiling_only_for_something_nearer(monkeypatch,
     assert any("swept to the ceiling" in n for n in result.notes) == nearer
 
 
+def test_a_dark_pair_is_stretched_before_matching(pair) -> None:  # type: ignore[no-untyped-def]
+    left, right = pair
+    torch.manual_seed(0)
+    model = LightBi3D(width=0.5)
+    request = DepthRequest(mode=Mode.BINARY, planes=(6,))
+
+    def stretched(result) -> bool:  # type: ignore[no-untyped-def]
+        return any(n.startswith("exposure:") for n in result.notes)
+
+    dark = (left // 4, right // 4)
+    assert stretched(Bi3DEngine(model).compute(*dark, request))
+    assert not stretched(Bi3DEngine(model, exposure=None).compute(*dark, request))
+    assert not stretched(Bi3DEngine(model).compute(left, right, request))  # 0-255 already
+
+
 def test_plane_check_decides_where_the_light_model_hesitates(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     left, right = _constant_disparity_pair(22, seed=3, blur=1.5)
     # a network that cannot tell: P = 0.5 for every pixel and plane

@@ -1,0 +1,45 @@
+"""The exposure stretch before Bi3D: one mapping for both images, only for dark or flat pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.engine.depth.exposure import ExposureConfig, levels, stretch, stretch_table
+
+
+def _image(lo: int, hi: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.integers(lo, hi + 1, (60, 80, 3)).astype(np.uint8)
+
+
+def test_a_well_exposed_pair_is_left_as_it_is() -> None:
+    left, right = _image(0, 255), _image(0, 255, seed=1)
+    out_l, out_r, note = stretch(left, right)
+    assert out_l is left and out_r is right and note is None
+
+
+def test_a_bright_but_flat_pair_is_left_as_it_is() -> None:
+    left, right = _image(120, 250), _image(120, 250, seed=1)  # a blank, lit wall
+    assert stretch(left, right)[2] is None
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0, 60), (100, 155), (20, 120)])
+def test_an_underexposed_pair_is_stretched_alike_to_the_target_span(lo: int, hi: int) -> None:
+    left, right = _image(lo, hi), _image(lo, hi, seed=1)
+    out_l, out_r, note = stretch(left, right)
+    assert note is not None and "--no-exposure-stretch" in note
+    new_lo, new_hi = levels(out_l, out_r)
+    assert new_hi - new_lo >= 185  # the 192 levels asked for, less the percentiles' rounding
+    assert 0 <= new_lo and new_hi <= 255
+    table, gain = stretch_table(*levels(left, right))
+    assert gain > 1
+    assert np.array_equal(out_l, table[left]) and np.array_equal(out_r, table[right])  # one mapping
+    assert np.all(np.diff(table.astype(int)) >= 0)  # the order of grey levels is kept
+
+
+def test_the_stretch_is_continuous_at_the_threshold_and_bounded() -> None:
+    table, gain = stretch_table(30, 222)  # exactly the target span: identity
+    assert gain == 1.0 and np.array_equal(table, np.arange(256))
+    _, gain = stretch_table(100, 101, ExposureConfig(max_gain=8.0))
+    assert gain == 8.0  # a flat frame is not blown up without bound

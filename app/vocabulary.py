@@ -128,8 +128,8 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
             "the network hesitates near a plane, decide by local matching of the images, then smooth "
             "along image edges (about 4-5 ms per plane at 480x640)", "switch", True, target="plane_check"),
     Setting("align", "Vertical alignment", "--no-align", "both engines: measure the pair's vertical "
-            "misalignment from feature matches (on the first frame, then every 300) and, above 0.25 px "
-            "RMS, move the right image's rows to cancel it before matching", "switch", True,
+            "misalignment (on a stream's first frame, every 300 frames and when the view changes) and, "
+            "above 0.25 px RMS, move the right image's rows to cancel it before matching", "switch", True,
             target="align"),
     Setting("exposure_stretch", "Exposure stretch", "--no-exposure-stretch", "Bi3D: where the pair is "
             "underexposed (its brightest 0.5 % below grey level 160), stretch its contrast to 192 levels, "

@@ -4,23 +4,33 @@ Both engines compare each left row with the same row of the right image. A rig d
 calibration (a knock, heat, a refocus) by fractions of a pixel to a few pixels, and file pairs
 come rectified to within a pixel or so. Measured on Motorcycle with the right image moved down
 0.5 / 0.8 / 1.5 px: Bi3D's dense bad-2 16.20 -> 18.86 / 22.75 / 36.90 %, SGBM's 22.91 -> 23.19 /
-24.29 / 32.02 %; aligned, 16.31 / 16.34 / 16.62 % and 22.97 / 22.96 / 22.98 %
+24.29 / 32.02 %; aligned, 16.23 / 16.19 / 16.22 % and 22.90 / 22.91 / 22.90 %
 (``benchmarks/camera_variants.py``).
 
-``VerticalAligner`` measures the vertical offsets of the pair's feature matches (``epipolar``:
-ORB, ratio-tested and mutual, consistent with one fundamental matrix, refined to sub-pixel
-positions by correlation), fits them with a plane over the image (shift, roll and vertical
-scale: ``Misalignment``) and, where that plane moves the rows by more than ``min_rms_px`` RMS
-over the frame, resamples the right image's rows to cancel it. Disparities stay those of the
-left image's pixels; only the engine's copy of the right image changes. A pair that measures
-less (the demo pair: 0.1 px), has too few matches (a blank scene) or whose matches scatter too
-much about the plane (not a rigid offset) passes unchanged.
+``VerticalAligner`` measures how far the right image's rows are from the left's: a half-resolution,
+left-right-checked SGBM gives each pixel's disparity; the right image, moved by it column by
+column, should then coincide with the left, and Lucas-Kanade tracking of up to 1500 corners of
+the left image in it measures what remains vertically (``max_points``). A plane over the image
+fitted to those offsets (iteratively reweighted, Huber) is the misalignment (shift, roll and
+vertical scale: ``Misalignment``); a second pass on the corrected pair measures what the first
+missed. Where the plane moves the rows by more than ``min_rms_px`` RMS over the frame, the right
+image's rows are resampled to cancel it. Disparities stay those of the left image's pixels; only
+the engine's copy of the right image changes. A pair that measures less, has fewer than
+``min_points`` tracked corners (a blank scene) or whose offsets scatter more than
+``max_scatter_px`` about the plane (not a rigid offset) passes unchanged.
+
+Moving the right image by the disparity first matters: feature matches refined by correlation
+(the calibration check's) read slanted surfaces' shear as a vertical offset: on rectified
+held-out room renders they measured up to 0.87 px RMS (floors), the demo pair 0.13 px. This
+measures at most 0.16 px on 16 rectified room renders (one more, 1.26 px, scatters 0.88 px about
+its plane and is not trusted) and 0.15 px on 16 layered ones, 0.05 px on the demo pair, a 0.5 /
+0.8 / 1.5 / 3 px shift as 0.46 / 0.76 / 1.45 / 3.07 px and a 0.15 degree turn as 0.151 degrees.
 
 On a stream the estimate is kept: measured on the first frame of a size, again every ``every``
 frames (a drifting rig), every ``retry`` frames while none could be made, and at once when the
 view is no longer the one measured (a 32 x 24 thumbnail of the left image correlates below
-``same_view`` with the measured frame's: another scene, a cut, a camera moved on); a failed new
-measurement keeps the last good one. Images are H x W x 3 RGB uint8.
+``same_view`` with the measured frame's: another scene, a cut, a camera moved on); a failed
+measurement of the same view keeps the last good one. Images are H x W x 3 RGB uint8.
 """
 
 from __future__ import annotations
@@ -32,22 +42,29 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from app.engine.epipolar import Misalignment, epipolar_inliers, match_features, refine_matches
+from app.engine.epipolar import Misalignment, epipolar_inliers, match_features
 from app.engine.types import DepthResult
 
 
 @dataclass(frozen=True)
 class AlignConfig:
     min_rms_px: float = 0.25  # the plane's RMS over the frame below which the pair is left alone
-    max_scatter_px: float = 1.0  # RMS of the matches about the plane above which it is not trusted
-    features: int = 1000  # ORB features per image
-    min_matches: int = 20  # refined matches needed for an estimate
+    max_scatter_px: float = 0.5  # robust spread of the offsets about the plane above which it is not trusted
+    max_points: int = 1500  # corners of the left image tracked
+    min_points: int = 100  # tracked corners needed for an estimate
+    passes: int = 2  # measurements, each on the pair corrected by the ones before
+    features: int = 1000  # ORB features per image for the swapped-images check
     every: int = 300  # frames between estimates of a stream
     retry: int = 10  # frames between tries while there is no estimate
     same_view: float = 0.9  # thumbnail correlation below which the view counts as new
 
 
 DEFAULT_ALIGN = AlignConfig()
+SWAP_PX, SWAP_SHARE = 1.0, 0.6  # matches this far on the wrong side, more than this share of them
+SWAPPED_NOTE = (
+    "the left and right images look swapped: most features sit further right in the right image than "
+    "in the left (negative disparity); give the left camera's image first, or swap the cameras"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,21 +95,113 @@ def offset_field(m: Misalignment, size: tuple[int, int]) -> np.ndarray:
 
 
 def measure(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEFAULT_ALIGN) -> Alignment | None:
-    """The pair's vertical misalignment, or None when too few matches survive."""
+    """The pair's vertical misalignment, or None when too few corners could be tracked."""
+    gl, gr = (cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in (left, right))
+    h, w = gl.shape
+    coef = np.zeros(3)
+    found = None
+    for _ in range(max(1, config.passes)):
+        moved = gr if not coef.any() else _shift_rows(gr, _field(coef, (h, w)))
+        offsets = _residual_offsets(gl, moved, config)
+        if offsets is None:
+            return None if found is None else _alignment(coef, found, (h, w))
+        points, dy = offsets
+        step, spread = _robust_plane(points, dy, (h, w))
+        coef, found = coef + step, (len(points), spread)
+        if _rms(_field(step, (h, w))) < config.min_rms_px / 4:
+            break
+    assert found is not None
+    return _alignment(coef, found, (h, w))
+
+
+def _alignment(coef: np.ndarray, found: tuple[int, float], size: tuple[int, int]) -> Alignment:
+    m = Misalignment(float(coef[0]), float(np.degrees(np.arctan(coef[1]))), float(-100.0 * coef[2]))
+    return Alignment(m, _rms(_field(coef, size)), found[0], found[1])
+
+
+def _field(coef: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """H x W float32 plane ``coef[0] + coef[1] (x - cx) + coef[2] (y - cy)``."""
+    h, w = size
+    xs = np.arange(w, dtype=np.float64) - (w - 1) / 2
+    ys = np.arange(h, dtype=np.float64) - (h - 1) / 2
+    return (coef[0] + coef[1] * xs[None, :] + coef[2] * ys[:, None]).astype(np.float32)
+
+
+def _rms(field: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(field.astype(np.float64) ** 2)))
+
+
+def _shift_rows(image: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """``image`` resampled so that its row y - dy(x, y) lands on row y (bicubic)."""
+    h, w = image.shape[:2]
+    map_x = np.broadcast_to(np.arange(w, dtype=np.float32)[None, :], (h, w))
+    map_y = np.arange(h, dtype=np.float32)[:, None] - dy
+    return cv2.remap(image, np.ascontiguousarray(map_x), map_y.astype(np.float32), cv2.INTER_CUBIC,
+                     borderMode=cv2.BORDER_REPLICATE)  # fmt: skip
+
+
+def _residual_offsets(
+    gl: np.ndarray, gr: np.ndarray, config: AlignConfig
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Corners of the left image (N x 2, x y) and their vertical offsets y_left - y_right (N) once
+    the right image is moved by a half-resolution SGBM's disparities; None below ``min_points``."""
+    h, w = gl.shape
+    num = max(16, min(128, (w // 2 - 8) // 2 // 16 * 16))
+    if w // 2 < num + 16 or h // 2 < 16:  # too small a frame to match at half resolution
+        return None
+    small_l, small_r = (cv2.resize(g, (w // 2, h // 2), interpolation=cv2.INTER_AREA) for g in (gl, gr))
+    block = 5
+    matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
+        minDisparity=0, numDisparities=num, blockSize=block, P1=8 * block * block, P2=32 * block * block,
+        disp12MaxDiff=1, uniquenessRatio=15, speckleWindowSize=50, speckleRange=2,
+        mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY,
+    )  # fmt: skip
+    raw = matcher.compute(small_l, small_r).astype(np.float32) / 16.0
+    valid = (raw > 0).astype(np.uint8)
+    disparity = cv2.resize(np.where(valid > 0, raw, 0.0), (w, h), interpolation=cv2.INTER_NEAREST) * 2.0
+    # corners well inside answered regions: their window sees one surface, moved by its own disparity
+    usable = cv2.erode(cv2.resize(valid, (w, h), interpolation=cv2.INTER_NEAREST), np.ones((9, 9), np.uint8))
+    corners = cv2.goodFeaturesToTrack(gl, config.max_points, 0.01, 7, mask=usable * 255)
+    if corners is None or len(corners) < config.min_points:
+        return None
+    cols = np.arange(w, dtype=np.float32)[None, :] - disparity.astype(np.float32)
+    rows = np.broadcast_to(np.arange(h, dtype=np.float32)[:, None], (h, w))
+    moved = cv2.remap(gr, cols, np.ascontiguousarray(rows), cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 30, 0.01)
+    track = cv2.calcOpticalFlowPyrLK  # its stubs want an output array where None asks for a new one
+    tracked, status, _ = track(gl, moved, corners, None, winSize=(15, 15), maxLevel=2, criteria=criteria)  # type: ignore[call-overload]
+    start, end = corners.reshape(-1, 2), tracked.reshape(-1, 2)
+    du, dv = end[:, 0] - start[:, 0], end[:, 1] - start[:, 1]
+    keep = status.ravel().astype(bool) & (np.abs(du) < 1.5) & (np.abs(dv) < 8.0)
+    if keep.sum() < config.min_points:
+        return None
+    return start[keep], -dv[keep]  # content lower in the right image: y_left - y_right < 0
+
+
+def _robust_plane(points: np.ndarray, dy: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, float]:
+    """Plane coefficients (shift, along x, along y about the centre) fitted to ``dy`` at ``points``
+    by iteratively reweighted least squares (Huber, 1 robust sigma), and that sigma (1.4826 MAD)."""
+    h, w = size
+    a = np.column_stack([np.ones(len(points)), points[:, 0] - (w - 1) / 2, points[:, 1] - (h - 1) / 2])
+    weights = np.ones(len(points))
+    coef: np.ndarray = np.zeros(3)
+    sigma = 0.0
+    for _ in range(6):
+        coef, *_ = np.linalg.lstsq(a * weights[:, None], dy * weights, rcond=None)
+        residual = dy - a @ coef
+        sigma = float(1.4826 * np.median(np.abs(residual)))
+        weights = np.sqrt(np.minimum(1.0, (sigma + 1e-3) / np.maximum(np.abs(residual), 1e-9)))
+    return coef, sigma
+
+
+def looks_swapped(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEFAULT_ALIGN) -> bool:
+    """Most geometry-consistent feature matches on the wrong side (negative disparity): the images,
+    or the cameras, are the wrong way round."""
     gl, gr = (cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in (left, right))
     pl, pr = epipolar_inliers(*match_features(gl, gr, "orb", config.features))
-    if len(pl) < config.min_matches:
-        return None
-    pl, pr = refine_matches(gl, gr, pl, pr)
-    if len(pl) < config.min_matches:
-        return None
-    h, w = gl.shape
-    m = Misalignment.fit(pl, pr, (w, h))
-    field = offset_field(m, (h, w))
-    cols = np.clip(np.round(pl[:, 0]).astype(int), 0, w - 1)
-    rows = np.clip(np.round(pl[:, 1]).astype(int), 0, h - 1)
-    scatter = float(np.sqrt(np.mean((pl[:, 1] - pr[:, 1] - field[rows, cols]) ** 2)))
-    return Alignment(m, float(np.sqrt(np.mean(field.astype(np.float64) ** 2))), len(pl), scatter)
+    if len(pl) < 20:
+        return False
+    return bool(np.mean(pl[:, 0] - pr[:, 0] < -SWAP_PX) > SWAP_SHARE)
 
 
 class VerticalAligner:
@@ -108,10 +217,11 @@ class VerticalAligner:
         self._since: int | None = None  # frames since the last measurement
         self._maps: tuple[np.ndarray, np.ndarray] | None = None
         self._thumb: np.ndarray | None = None  # the left image when last measured
+        self._swapped = False  # the last measured frame's images look swapped
 
-    def align(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, str | None, float]:
-        """The right image aligned to the left (or ``right`` itself), a note when it was moved, and
-        the milliseconds spent."""
+    def align(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, list[str], float]:
+        """The right image aligned to the left (or ``right`` itself), notes (it was moved; the
+        images look swapped) and the milliseconds spent."""
         t0 = time.perf_counter()
         size = (left.shape[0], left.shape[1])
         if size != self._size:
@@ -121,6 +231,7 @@ class VerticalAligner:
         thumb = _thumbnail(left)
         new_view = self._thumb is None or _correlation(thumb, self._thumb) < self.config.same_view
         if self._since is None or self._since >= wait or new_view:
+            self._swapped = looks_swapped(left, right, self.config)
             found = measure(left, right, self.config)
             if found is not None and found.scatter_px <= self.config.max_scatter_px:
                 self.current, self._maps = found, self._remap(found, size)
@@ -129,10 +240,11 @@ class VerticalAligner:
             self._since, self._thumb = 0, thumb
         self._since += 1
         maps, current = self._maps, self.current
+        notes = [SWAPPED_NOTE] if self._swapped else []
         if maps is None or current is None:
-            return right, None, (time.perf_counter() - t0) * 1000
+            return right, notes, (time.perf_counter() - t0) * 1000
         moved = cv2.remap(right, *maps, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
-        return moved, current.note(), (time.perf_counter() - t0) * 1000
+        return moved, [current.note(), *notes], (time.perf_counter() - t0) * 1000
 
     def _remap(self, found: Alignment, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
         """The remap tables that move the right image's rows by the plane, or None below the
@@ -157,10 +269,9 @@ def _correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b) / den if den > 1e-6 else float(np.abs(a - b).max() < 1e-6)
 
 
-def with_alignment(result: DepthResult, note: str | None, ms: float) -> DepthResult:
-    """``result`` with the alignment's note (when it moved the right image) and time."""
-    if note is not None:
-        result.notes.append(note)
+def with_alignment(result: DepthResult, notes: list[str], ms: float) -> DepthResult:
+    """``result`` with the alignment's notes and time."""
+    result.notes.extend(notes)
     if ms:
         result.timings["align"] = ms
     return result

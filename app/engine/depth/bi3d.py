@@ -224,16 +224,13 @@ class Bi3DEngine:
             self.ranges.reset()
             if self.aligner is not None:
                 self.aligner.reset()
-        right, note, align_ms = self.aligner.align(left, right) if self.aligner else (right, None, 0.0)
-        notes = [note] if note else []
+        right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
         if self.exposure is not None:
             left, right, stretched = stretch(left, right, self.exposure)
-            notes += [stretched] if stretched else []
+            notes = [*notes, stretched] if stretched else notes
         while True:
             try:
-                result = with_alignment(self._compute(left, right, request), None, align_ms)
-                result.notes.extend(notes)
-                return result
+                return with_alignment(self._compute(left, right, request), notes, align_ms)
             except RuntimeUnavailable as exc:  # includes RuntimeFailed: the frame starts again
                 if not self.backend.fail(exc):
                     raise UserError(str(exc)) from exc

@@ -131,7 +131,7 @@ class SGBMEngine:
             self.fresh = False
             self.ranges.reset()
             self.aligner.reset()
-        right, note, align_ms = self.aligner.align(left, right) if self.align else (right, None, 0.0)
+        right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
         t0 = time.perf_counter()
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto
         self._check_memory(left.shape[:2], request)
@@ -143,7 +143,7 @@ class SGBMEngine:
         if found is not None:
             result.searched = (0.0, float(request.max_disparity))
             result.notes.insert(0, found.note)
-        return with_alignment(result, note, align_ms)
+        return with_alignment(result, notes, align_ms)
 
     def _check_memory(self, size: tuple[int, int], request: DepthRequest) -> None:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):

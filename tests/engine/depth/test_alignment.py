@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from app.engine.depth import alignment
-from app.engine.depth.alignment import AlignConfig, VerticalAligner, measure
+from app.engine.depth.alignment import SWAPPED_NOTE, AlignConfig, VerticalAligner, measure
 from app.engine.depth.sgbm import SGBMEngine
 from app.engine.types import DepthRequest, Mode
 
@@ -31,8 +31,8 @@ def test_a_vertical_offset_is_measured_and_cancelled(down_px: float) -> None:
     assert found is not None and found.matches >= 20
     assert abs(found.misalignment.shift_px + down_px) < 0.15  # dy = y_left - y_right = -down
     assert abs(found.rms_px - abs(down_px)) < 0.15
-    moved, note, _ = VerticalAligner().align(left, right)
-    assert note is not None and "calib check" in note
+    moved, notes, _ = VerticalAligner().align(left, right)
+    assert len(notes) == 1 and "calib check" in notes[0]
     _, straight = _pair(down_px=0.0)
     inner = (slice(10, -10), slice(10, -10))
     before = np.abs(right[inner].astype(float) - straight[inner]).mean()
@@ -42,8 +42,8 @@ def test_a_vertical_offset_is_measured_and_cancelled(down_px: float) -> None:
 
 def test_a_rectified_pair_passes_unchanged() -> None:
     left, right = _pair()
-    moved, note, _ = VerticalAligner().align(left, right)
-    assert moved is right and note is None
+    moved, notes, _ = VerticalAligner().align(left, right)
+    assert moved is right and not notes
 
 
 def test_a_blank_pair_has_no_estimate_and_is_retried_every_few_frames(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -53,14 +53,14 @@ def test_a_blank_pair_has_no_estimate_and_is_retried_every_few_frames(monkeypatc
     monkeypatch.setattr(alignment, "measure", lambda *a: calls.append(1) or real(*a))
     aligner = VerticalAligner(AlignConfig(retry=3, every=50))
     for _ in range(7):
-        moved, note, _ = aligner.align(grey, grey)
-        assert moved is grey and note is None
+        moved, notes, _ = aligner.align(grey, grey)
+        assert moved is grey and not notes
     assert len(calls) == 3  # frames 0, 3 and 6
     left, right = _pair(down_px=1.0)  # a new frame size starts afresh ...
     left, right = left[:200], right[:200]
     for _ in range(5):
-        moved, note, _ = aligner.align(left, right)
-        assert note is not None
+        moved, notes, _ = aligner.align(left, right)
+        assert notes
     assert len(calls) == 4  # ... and a found estimate is kept until ``every`` frames
 
 
@@ -69,8 +69,8 @@ def test_matches_scattered_about_any_plane_are_not_trusted() -> None:
     found = measure(left, right)
     assert found is not None
     strict = VerticalAligner(AlignConfig(max_scatter_px=found.scatter_px / 2))
-    moved, note, _ = strict.align(left, right)
-    assert moved is right and note is None
+    moved, notes, _ = strict.align(left, right)
+    assert moved is right and not notes
 
 
 def test_sgbm_matches_better_aligned_and_says_so(demo_dir) -> None:  # type: ignore[no-untyped-def]
@@ -101,10 +101,32 @@ def test_sgbm_matches_better_aligned_and_says_so(demo_dir) -> None:  # type: ign
 def test_another_scene_of_the_same_size_is_measured_anew() -> None:
     aligner = VerticalAligner()
     left, right = _pair(down_px=1.2, seed=1)
-    assert aligner.align(left, right)[1] is not None
+    assert aligner.align(left, right)[1]
     other_left, other_right = _pair(seed=2)  # rectified, same size: nothing of the last one holds
-    moved, note, _ = aligner.align(other_left, other_right)
-    assert moved is other_right and note is None
+    moved, notes, _ = aligner.align(other_left, other_right)
+    assert moved is other_right and not notes
     blank = np.full_like(left, 90)
-    assert aligner.align(left, right)[1] is not None  # back: measured again at once
-    assert aligner.align(blank, blank)[1] is None  # a view without an estimate keeps none
+    assert aligner.align(left, right)[1]  # back: measured again at once
+    assert aligner.align(blank, blank)[1] == []  # a view without an estimate keeps none
+
+
+def test_a_swapped_pair_is_named_in_a_note(demo_dir) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.formats import read_image_rgb
+
+    left, right = (read_image_rgb(demo_dir / name) for name in ("im0.png", "im1.png"))
+    assert SWAPPED_NOTE not in VerticalAligner().align(left, right)[1]
+    notes = VerticalAligner().align(right, left)[1]  # the right camera's image given first
+    assert SWAPPED_NOTE in notes
+    swapped = SGBMEngine().compute(right, left, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96))
+    assert SWAPPED_NOTE in swapped.notes  # says what to do, not only noise
+
+
+@pytest.mark.parametrize("size", [(16, 16), (24, 32), (40, 60), (64, 96)])
+def test_frames_too_small_to_measure_pass_unchanged(size: tuple[int, int]) -> None:
+    left, right = _pair(down_px=1.0)
+    left, right = (
+        np.ascontiguousarray(left[: size[0], : size[1]]),
+        np.ascontiguousarray(right[: size[0], : size[1]]),
+    )
+    moved, notes, _ = VerticalAligner().align(left, right)
+    assert moved is right and not notes

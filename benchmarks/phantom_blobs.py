@@ -49,6 +49,7 @@ def main() -> int:
         truth = scene.sample.disparity.numpy()
         low = scene.low_texture.numpy()
         for name, engine in engines.items():
+            engine.new_stream()  # each render on its own, as `depth LEFT RIGHT` answers it
             d = engine.compute(left, right, request).disparity
             kept = np.isfinite(d)
             with np.errstate(invalid="ignore"):

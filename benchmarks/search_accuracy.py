@@ -74,6 +74,7 @@ def main() -> int:
             budget_strategies.ladder = lambda subpixel, search=False, only=strategy: (only,)  # type: ignore[misc]
         row = {}
         for name, left, right, gt in pairs:
+            engine.new_stream()  # each pair on its own, as `depth LEFT RIGHT` answers it
             result = engine.compute(left, right, request)
             assert not args.ladder or result.choice.get("step_px") == strategy.step  # type: ignore[union-attr]
             row[name] = evaluate(result.disparity, gt)["dense"].bad2

@@ -354,10 +354,12 @@ class Bi3DEngine:
             new = np.setdiff1d(more.planes, plan.planes)
             with self._timed(timings, "planes"):
                 extra = self._sweep(feats, self._shifts(new), self._chunk(size))
-            order = np.argsort(np.concatenate([plan.planes, new]), kind="stable")
+            union = np.concatenate([plan.planes, new])
+            order = np.argsort(union, kind="stable")
             self.ranges.grow(ceiling)
             merged = torch.cat([lowres, extra], dim=1)[:, torch.as_tensor(order)]
-            return wider, more, merged
+            # the bound's own last plane stays among them (it is off the wider range's grid)
+            return wider, dataclasses.replace(more, planes=union[order]), merged
         n = len(plan.planes)
         grid = len(more.planes) > n and np.allclose(more.planes[:n], plan.planes)
         if plan.strategy is not None or not grid:

@@ -145,7 +145,8 @@ def closer_than_top(
     this is more than a trace. ``lowres_logits`` 1 x P x h x w at any resolution of the
     ``padded_size`` network input, whose image starts at ``offset`` rows and columns.
 
-    A pixel counts when it is "closer" at every plane of the sweep's upper third, as something
+    A pixel counts when it is "closer" at every plane of the sweep's upper third (and at least its
+    last two: a coarse-to-fine search sweeps few), as something
     nearer than the whole range answers, and not at the last plane only: the network's false
     "closer" on planes far beyond a pixel comes after "farther" answers nearer its truth. On
     Motorcycle enlarged 1.8 times (true reach 122 px, bound 144 px) 4.4 % of the pixels were
@@ -159,7 +160,7 @@ def closer_than_top(
     top = math.ceil((offset[0] + EDGE_PX) / fy)
     left = math.ceil((offset[1] + top_px + EDGE_PX) / fx)
     bottom, right = h - math.ceil(EDGE_PX / fy), w - math.ceil(EDGE_PX / fx)
-    upper = lowres_logits[:, planes - max(1, planes // 3) :]
+    upper = lowres_logits[:, planes - max(min(2, planes), planes // 3) :]  # two at least
     if bottom > top and right > left:
         upper = upper[..., top:bottom, left:right]
     return float((upper > 0).all(1).float().mean())

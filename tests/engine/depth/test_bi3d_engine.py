@@ -300,10 +300,14 @@ def test_subpixel_refinement_corrects_the_continuous_readout(monkeypatch) -> Non
     assert "subpixel" not in Bi3DEngine(model).compute(left, right, binary).timings
 
 
+@pytest.mark.parametrize("search", ["full", "coarse-to-fine"])
 @pytest.mark.parametrize("nearer", [True, False])
-def test_auto_range_sweeps_to_the_ceiling_only_for_something_nearer(monkeypatch, nearer: bool) -> None:  # type: ignore[no-untyped-def]
+def test_auto_range_sweeps_to_the_ceiling_only_for_something_nearer(
+    monkeypatch, nearer: bool, search: str
+) -> None:  # type: ignore[no-untyped-def]
     left, right = _constant_disparity_pair(20, seed=4, blur=1.2)
-    monkeypatch.setattr("app.engine.depth.scene_range.estimate_reach", lambda *a, **k: 20.0)  # bound 48 px
+    # bound 51 px: off the search's 24 px grid, so widening it merges two sets of coarse planes
+    monkeypatch.setattr("app.engine.depth.scene_range.estimate_reach", lambda *a, **k: 30.0)
     real = Bi3DEngine._sweep
 
     def sweep(self, feats, shifts, chunk):  # type: ignore[no-untyped-def]
@@ -321,9 +325,10 @@ def test_auto_range_sweeps_to_the_ceiling_only_for_something_nearer(monkeypatch,
     monkeypatch.setattr(Bi3DEngine, "_sweep", sweep)
     torch.manual_seed(0)
     request = DepthRequest(mode=Mode.CONTINUOUS, auto_range=True)
-    result = Bi3DEngine(LightBi3D(width=0.5)).compute(left, right, request)
+    result = Bi3DEngine(LightBi3D(width=0.5), search=search).compute(left, right, request)
     assert result.searched is not None
-    assert result.searched[1] == (192 if nearer else 48)
+    assert result.searched[1] == (192 if nearer else 51)
+    assert np.isfinite(result.disparity).any()
     assert any("swept to the ceiling" in n for n in result.notes) == nearer
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from app.engine.depth.scene_range import checked_disparity
 from app.engine.epipolar import Misalignment, epipolar_inliers, match_features
 from app.engine.types import DepthResult
 
@@ -87,21 +88,26 @@ class Alignment:
 
 def offset_field(m: Misalignment, size: tuple[int, int]) -> np.ndarray:
     """H x W float32 vertical offset y_left - y_right of ``m`` over a frame of ``size`` (H, W)."""
-    h, w = size
-    xs = np.arange(w, dtype=np.float64) - (w - 1) / 2
-    ys = np.arange(h, dtype=np.float64) - (h - 1) / 2
-    along_x, along_y = math.tan(math.radians(m.roll_deg)), -m.scale_percent / 100.0
-    return (m.shift_px + along_x * xs[None, :] + along_y * ys[:, None]).astype(np.float32)
+    coef = np.array([m.shift_px, math.tan(math.radians(m.roll_deg)), -m.scale_percent / 100.0])
+    return _field(coef, size)
 
 
 def measure(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEFAULT_ALIGN) -> Alignment | None:
     """The pair's vertical misalignment, or None when too few corners could be tracked."""
-    gl, gr = (cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in (left, right))
+    return _measure(*_greys(left, right), config)
+
+
+def _greys(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return cv2.cvtColor(left, cv2.COLOR_RGB2GRAY), cv2.cvtColor(right, cv2.COLOR_RGB2GRAY)
+
+
+def _measure(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> Alignment | None:
+    """``measure`` of the grey images."""
     h, w = gl.shape
     coef = np.zeros(3)
     found = None
     for _ in range(max(1, config.passes)):
-        moved = gr if not coef.any() else _shift_rows(gr, _field(coef, (h, w)))
+        moved = gr if not coef.any() else _shift_rows(gr, _row_maps(_field(coef, (h, w))))
         offsets = _residual_offsets(gl, moved, config)
         if offsets is None:
             return None if found is None else _alignment(coef, found, (h, w))
@@ -131,13 +137,17 @@ def _rms(field: np.ndarray) -> float:
     return float(np.sqrt(np.mean(field.astype(np.float64) ** 2)))
 
 
-def _shift_rows(image: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """``image`` resampled so that its row y - dy(x, y) lands on row y (bicubic)."""
-    h, w = image.shape[:2]
-    map_x = np.broadcast_to(np.arange(w, dtype=np.float32)[None, :], (h, w))
-    map_y = np.arange(h, dtype=np.float32)[:, None] - dy
-    return cv2.remap(image, np.ascontiguousarray(map_x), map_y.astype(np.float32), cv2.INTER_CUBIC,
-                     borderMode=cv2.BORDER_REPLICATE)  # fmt: skip
+def _row_maps(dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``cv2.remap`` tables (float32, H x W) that bring row y - dy(x, y) of an image to row y."""
+    h, w = dy.shape
+    map_x = np.broadcast_to(np.arange(w, dtype=np.float32)[None, :], (h, w)).copy()
+    map_y = (np.arange(h, dtype=np.float32)[:, None] - dy).astype(np.float32)
+    return map_x, map_y
+
+
+def _shift_rows(image: np.ndarray, maps: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``image`` resampled by ``_row_maps`` tables (bicubic, edges replicated)."""
+    return cv2.remap(image, *maps, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
 
 
 def _residual_offsets(
@@ -150,13 +160,7 @@ def _residual_offsets(
     if w // 2 < num + 16 or h // 2 < 16:  # too small a frame to match at half resolution
         return None
     small_l, small_r = (cv2.resize(g, (w // 2, h // 2), interpolation=cv2.INTER_AREA) for g in (gl, gr))
-    block = 5
-    matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
-        minDisparity=0, numDisparities=num, blockSize=block, P1=8 * block * block, P2=32 * block * block,
-        disp12MaxDiff=1, uniquenessRatio=15, speckleWindowSize=50, speckleRange=2,
-        mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY,
-    )  # fmt: skip
-    raw = matcher.compute(small_l, small_r).astype(np.float32) / 16.0
+    raw = checked_disparity(small_l, small_r, num)
     valid = (raw > 0).astype(np.uint8)
     disparity = cv2.resize(np.where(valid > 0, raw, 0.0), (w, h), interpolation=cv2.INTER_NEAREST) * 2.0
     # corners well inside answered regions: their window sees one surface, moved by its own disparity
@@ -197,7 +201,11 @@ def _robust_plane(points: np.ndarray, dy: np.ndarray, size: tuple[int, int]) -> 
 def looks_swapped(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEFAULT_ALIGN) -> bool:
     """Most geometry-consistent feature matches on the wrong side (negative disparity): the images,
     or the cameras, are the wrong way round."""
-    gl, gr = (cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in (left, right))
+    return _looks_swapped(*_greys(left, right), config)
+
+
+def _looks_swapped(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> bool:
+    """``looks_swapped`` of the grey images."""
     pl, pr = epipolar_inliers(*match_features(gl, gr, "orb", config.features))
     if len(pl) < 20:
         return False
@@ -211,6 +219,11 @@ class VerticalAligner:
         self.config = config
         self.reset()
 
+    def new_stream(self) -> None:
+        """Start afresh at the next ``align``: another thread may be inside one now, and the thread
+        that aligns resets."""
+        self._stale = True
+
     def reset(self) -> None:
         self.current: Alignment | None = None
         self._size: tuple[int, int] | None = None
@@ -218,21 +231,24 @@ class VerticalAligner:
         self._maps: tuple[np.ndarray, np.ndarray] | None = None
         self._thumb: np.ndarray | None = None  # the left image when last measured
         self._swapped = False  # the last measured frame's images look swapped
+        self._stale = False  # new_stream() asked for a reset
 
     def align(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, list[str], float]:
         """The right image aligned to the left (or ``right`` itself), notes (it was moved; the
         images look swapped) and the milliseconds spent."""
         t0 = time.perf_counter()
         size = (left.shape[0], left.shape[1])
-        if size != self._size:
+        if size != self._size or self._stale:
             self.reset()
             self._size = size
         wait = self.config.every if self.current is not None else self.config.retry
-        thumb = _thumbnail(left)
+        gl = cv2.cvtColor(left, cv2.COLOR_RGB2GRAY)
+        thumb = _thumbnail(gl)
         new_view = self._thumb is None or _correlation(thumb, self._thumb) < self.config.same_view
         if self._since is None or self._since >= wait or new_view:
-            self._swapped = looks_swapped(left, right, self.config)
-            found = measure(left, right, self.config)
+            gr = cv2.cvtColor(right, cv2.COLOR_RGB2GRAY)
+            self._swapped = _looks_swapped(gl, gr, self.config)
+            found = _measure(gl, gr, self.config)
             if found is not None and found.scatter_px <= self.config.max_scatter_px:
                 self.current, self._maps = found, self._remap(found, size)
             elif new_view:  # another scene: what was measured of the last one does not hold
@@ -243,22 +259,17 @@ class VerticalAligner:
         notes = [SWAPPED_NOTE] if self._swapped else []
         if maps is None or current is None:
             return right, notes, (time.perf_counter() - t0) * 1000
-        moved = cv2.remap(right, *maps, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
-        return moved, [current.note(), *notes], (time.perf_counter() - t0) * 1000
+        return _shift_rows(right, maps), [current.note(), *notes], (time.perf_counter() - t0) * 1000
 
     def _remap(self, found: Alignment, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
         """The remap tables that move the right image's rows by the plane, or None below the
         threshold. A left pixel at row y sees its match at row y - dy in the right image."""
         if found.rms_px < self.config.min_rms_px:
             return None
-        h, w = size
-        map_x = np.broadcast_to(np.arange(w, dtype=np.float32)[None, :], (h, w)).copy()
-        map_y = np.arange(h, dtype=np.float32)[:, None] - offset_field(found.misalignment, size)
-        return map_x, map_y.astype(np.float32)
+        return _row_maps(offset_field(found.misalignment, size))
 
 
-def _thumbnail(image: np.ndarray) -> np.ndarray:
-    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+def _thumbnail(grey: np.ndarray) -> np.ndarray:
     return cv2.resize(grey, (32, 24), interpolation=cv2.INTER_AREA).astype(np.float64).ravel()
 
 
@@ -270,7 +281,8 @@ def _correlation(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def with_alignment(result: DepthResult, notes: list[str], ms: float) -> DepthResult:
-    """``result`` with the alignment's notes and time."""
+    """``result`` with the notes of the stages before matching (the alignment's, and in Bi3D the
+    exposure stretch's) and the alignment's time."""
     result.notes.extend(notes)
     if ms:
         result.timings["align"] = ms

@@ -161,7 +161,7 @@ class Bi3DEngine:
         sweep, and under a budget the search too where the model carries weights trained for its
         per-pixel passes (``LightBi3D.pixel_segnet``: the bundled model does). ``align``: measure
         the pair's vertical misalignment and cancel it before matching (``depth.alignment``).
-        ``exposure``: stretch a dark or flat pair's contrast before matching (``depth.exposure``);
+        ``exposure``: stretch an underexposed pair's contrast before matching (``depth.exposure``);
         None matches the images as they come."""
         self.device = resolve_device(device)
         precision = resolve_precision(precision, self.device, model)
@@ -185,7 +185,6 @@ class Bi3DEngine:
         self.search = search
         self.ranges = RangeTracker()  # --max-disparity auto, frame to frame
         self.aligner = VerticalAligner() if align else None  # frame to frame, too
-        self._new_stream = False  # new_stream() was called: reset both before the next frame
         self.exposure = exposure
         # occlusion fill and matching confidence of per-plane classifiers' continuous answers
         self.agreement = agreement
@@ -207,9 +206,11 @@ class Bi3DEngine:
 
     # ---- public -------------------------------------------------------------------
     def new_stream(self) -> None:
-        """``DepthEngine.new_stream``: from the next frame on (a frame may be computing on another
-        thread; the trackers are reset by the thread that uses them)."""
-        self._new_stream = True
+        """``DepthEngine.new_stream``: from the next frame on (the trackers reset themselves in the
+        thread that computes)."""
+        self.ranges.new_stream()
+        if self.aligner is not None:
+            self.aligner.new_stream()
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         """Depth for one rectified pair: ``left``, ``right`` H x W x 3 RGB uint8 -> ``DepthResult``
@@ -219,11 +220,6 @@ class Bi3DEngine:
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
-        if self._new_stream:
-            self._new_stream = False
-            self.ranges.reset()
-            if self.aligner is not None:
-                self.aligner.reset()
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
         if self.exposure is not None:
             left, right, stretched = stretch(left, right, self.exposure)

@@ -52,7 +52,7 @@ class EngineOptions:
     plane_check: bool = True  # Bi3D binary/quantized: check hesitant answers by local matching
     search: str = "auto"  # Bi3D continuous: coarse-to-fine where it can run, or the full sweep
     align: bool = True  # both engines: cancel the pair's measured vertical misalignment (depth.alignment)
-    exposure_stretch: bool = True  # Bi3D: stretch a dark or flat pair's contrast first (depth.exposure)
+    exposure_stretch: bool = True  # Bi3D: stretch an underexposed pair's contrast first (depth.exposure)
     # where TensorRT engine-build progress goes (None: stderr); builds take minutes
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 

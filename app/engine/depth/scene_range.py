@@ -55,6 +55,26 @@ def _grey(image: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
 
 
+def checked_disparity(left: np.ndarray, right: np.ndarray, num: int) -> np.ndarray:
+    """A left-right-checked, unique-only SGBM (block 5, 3-way) of two H x W uint8 grey images over
+    ``num`` disparities: H x W float32 px, 0 or below where it has no answer. The cheap estimates
+    before depth (this range, ``alignment``) run it on downsampled frames."""
+    block = 5
+    matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
+        minDisparity=0,
+        numDisparities=num,
+        blockSize=block,
+        P1=8 * block * block,
+        P2=32 * block * block,
+        disp12MaxDiff=1,
+        uniquenessRatio=15,
+        speckleWindowSize=50,
+        speckleRange=2,
+        mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY,
+    )
+    return matcher.compute(left, right).astype(np.float32) / 16.0
+
+
 def estimate_reach(
     left: np.ndarray, right: np.ndarray, ceiling: int, config: RangeConfig = DEFAULT_RANGE
 ) -> float | None:
@@ -70,20 +90,7 @@ def estimate_reach(
     num = min(num, max(16, (w - 8) // 16 * 16))
     if w < num + 8 or h < 8:
         return None
-    block = 5
-    matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
-        minDisparity=0,
-        numDisparities=num,
-        blockSize=block,
-        P1=8 * block * block,
-        P2=32 * block * block,
-        disp12MaxDiff=1,
-        uniquenessRatio=15,
-        speckleWindowSize=50,
-        speckleRange=2,
-        mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY,
-    )
-    raw = matcher.compute(small_l, small_r).astype(np.float32) / 16.0
+    raw = checked_disparity(small_l, small_r, num)
     answered = raw[:, num:] > 0  # the left strip has no match in the right view
     if answered.mean() < config.min_answered:
         return None
@@ -107,11 +114,14 @@ class RangeTracker:
     ceiling: int | None = None
     size: tuple[int, ...] | None = None
     _lower: list[int] = field(default_factory=list)
+    _stale: bool = field(default=False, repr=False, compare=False)  # new_stream() asked for a reset
 
     def update(
         self, left: np.ndarray, right: np.ndarray, ceiling: int, size: tuple[int, ...] = ()
     ) -> SceneRange:
-        """The bound for this frame (a new ceiling or frame size starts afresh)."""
+        """The bound for this frame (a new ceiling, frame size or stream starts afresh)."""
+        if self._stale:
+            self.reset()
         reach = estimate_reach(left, right, ceiling, self.config)
         want = bound_for(reach, ceiling, self.config)
         if self.bound is None or (ceiling, size) != (self.ceiling, self.size) or want >= self.bound:
@@ -133,6 +143,12 @@ class RangeTracker:
 
     def reset(self) -> None:
         self.bound, self.ceiling, self.size, self._lower = None, None, None, []
+        self._stale = False
+
+    def new_stream(self) -> None:
+        """Start afresh at the next ``update``: another thread may be inside one now, and the
+        thread that updates resets."""
+        self._stale = True
 
 
 EDGE_PX = 24  # px from the frame's edges (and its padding) whose answers see the padding

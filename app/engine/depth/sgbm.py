@@ -88,7 +88,6 @@ class SGBMEngine:
     ranges: RangeTracker = field(default_factory=RangeTracker, repr=False, compare=False)
     align: bool = True  # cancel the pair's measured vertical misalignment first (depth.alignment)
     aligner: VerticalAligner = field(default_factory=VerticalAligner, repr=False, compare=False)
-    fresh: bool = field(default=False, repr=False, compare=False)  # new_stream() asked for a reset
 
     def disparity(self, left: np.ndarray, right: np.ndarray, max_disparity: float) -> np.ndarray:
         """H x W float32 disparity from RGB uint8 images; NaN where SGBM finds no match."""
@@ -119,18 +118,16 @@ class SGBMEngine:
         return disp
 
     def new_stream(self) -> None:
-        """``DepthEngine.new_stream``: from the next frame on (reset by the computing thread)."""
-        self.fresh = True
+        """``DepthEngine.new_stream``: from the next frame on (the trackers reset themselves in the
+        thread that computes)."""
+        self.ranges.new_stream()
+        self.aligner.new_stream()
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         """OpenCV SGBM on one rectified pair (H x W x 3 RGB uint8), read out in the request's mode:
         disparity H x W px (NaN where SGBM has no answer), probabilities P x H x W (0 or 1)."""
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
-        if self.fresh:
-            self.fresh = False
-            self.ranges.reset()
-            self.aligner.reset()
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
         t0 = time.perf_counter()
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto

@@ -49,8 +49,8 @@ def test_a_rectified_pair_passes_unchanged() -> None:
 def test_a_blank_pair_has_no_estimate_and_is_retried_every_few_frames(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     grey = np.full((240, 320, 3), 128, np.uint8)
     calls = []
-    real = alignment.measure
-    monkeypatch.setattr(alignment, "measure", lambda *a: calls.append(1) or real(*a))
+    real = alignment._measure
+    monkeypatch.setattr(alignment, "_measure", lambda *a: calls.append(1) or real(*a))
     aligner = VerticalAligner(AlignConfig(retry=3, every=50))
     for _ in range(7):
         moved, notes, _ = aligner.align(grey, grey)

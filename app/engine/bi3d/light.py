@@ -48,7 +48,25 @@ class LightFeatNet(nn.Module):
         self.norm = nn.InstanceNorm2d(c, affine=False)
 
     def forward(self, image: Tensor) -> Tensor:
-        return self.norm(self.out(self.block(self.stem(image))))
+        x = self.out(self.block(self.stem(image)))
+        if x.is_contiguous(memory_format=torch.channels_last) and not torch.onnx.is_in_onnx_export():
+            return instance_norm_channels_last(x, self.norm.eps)
+        return self.norm(x)
+
+
+def instance_norm_channels_last(x: Tensor, eps: float) -> Tensor:
+    """``InstanceNorm2d(affine=False)`` of a channels-last B x C x H x W tensor, answered
+    channels-last: the statistics over a B x HW x C view of its memory (two passes, so a large
+    mean does not cost precision). The same values to 1e-6; torch's own instance norm copies
+    channels-last input to channels-first and back, 3.1 against 0.5 ms at 2 x 16 x 160 x 224."""
+    b, c, h, w = x.shape
+    # float32 inside; answered in the input's type, or float32 under autocast (as torch's is)
+    dtype = torch.float32 if torch.is_autocast_enabled(x.device.type) else x.dtype
+    x = x.float()
+    flat = x.permute(0, 2, 3, 1).reshape(b, h * w, c)  # a view of channels-last memory
+    centred = flat - flat.mean(1, keepdim=True)
+    scale = torch.rsqrt((centred * centred).mean(1, keepdim=True) + eps)
+    return (centred * scale).view(b, h, w, c).permute(0, 3, 1, 2).to(dtype)
 
 
 class LightSegNet(nn.Module):
@@ -277,8 +295,8 @@ class PlaneTerms:
         self.base = segnet.proj_left(self.left)
         self.right_proj = segnet.proj_right(self.right)
         # unit vectors channels-first: a sum over channels is about 3x slower channels-last
-        self.left_unit = F.pad(_unit(left), (0, pad)).contiguous()  # zero columns stay zero vectors
-        self.right_unit = _unit(right).contiguous()
+        self.left_unit = F.pad(_unit(left.contiguous()), (0, pad))  # zero columns stay zero vectors
+        self.right_unit = _unit(right.contiguous())
         self.outside = torch.relu(self.base + segnet.proj_diff(self.left.abs())).contiguous(memory_format=cl)
         self.proj_diff = segnet.proj_diff
         self.w_corr = segnet.proj_corr.weight.view(1, -1, 1, 1)

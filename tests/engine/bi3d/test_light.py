@@ -120,3 +120,19 @@ def test_one_channel_map_handed_over_channels_last() -> None:
     assert y.is_contiguous(memory_format=torch.channels_last) and y.stride(1) == 1
     strided = torch.randn(3, 1, 5, 14)[..., ::2]  # not contiguous: copied first
     assert torch.equal(_one_channel_last(strided), strided)
+
+
+def test_channels_last_instance_norm_matches_torchs() -> None:
+    from app.engine.bi3d.light import instance_norm_channels_last
+
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(2, 16, 23, 31, generator=g) * 3 + 40).contiguous(memory_format=torch.channels_last)
+    out = instance_norm_channels_last(x, 1e-5)
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    assert torch.allclose(out, torch.nn.functional.instance_norm(x.contiguous(), eps=1e-5), atol=2e-5)
+    model = LightBi3D().eval()  # the feature net takes it for channels-last input, torch's otherwise
+    image = torch.rand(2, 3, 48, 96, generator=g)
+    with torch.no_grad():
+        a = model.featnet(image.contiguous(memory_format=torch.channels_last))
+        b = model.featnet(image.contiguous())
+    assert torch.allclose(a, b, atol=2e-5)

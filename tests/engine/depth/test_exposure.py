@@ -43,3 +43,13 @@ def test_the_stretch_is_continuous_at_the_threshold_and_bounded() -> None:
     assert gain == 1.0 and np.array_equal(table, np.arange(256))
     _, gain = stretch_table(100, 101, ExposureConfig(max_gain=8.0))
     assert gain == 8.0  # a flat frame is not blown up without bound
+
+
+def test_histogram_counts_every_level_of_any_layout() -> None:
+    from app.engine.depth.exposure import _histogram
+
+    rng = np.random.default_rng(3)
+    image = rng.integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    strided = image[:, ::2]  # not contiguous
+    for img in (image, strided, image[..., 0]):
+        assert np.array_equal(_histogram(img), np.bincount(img.ravel(), minlength=256))

@@ -24,6 +24,7 @@ from app.engine.assets import demo_scene, resource_path
 from app.engine.calibration.desk import CalibrationDesk
 from app.engine.calibration.files import load_calibration
 from app.engine.calibration.rig import StereoRig
+from app.engine.depth.alignment import SWAPPED_NOTE
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
@@ -171,6 +172,7 @@ class Session:
         self.calibration: Calibration | None = None
         self.rectifier: Rectifies | None = None
         self.flow: FlowBackend | None = None
+        self.swap_views = False  # the source's right image is the left camera's (process swaps them)
         self._previous_left: np.ndarray | None = None
         self._frames = 0
         self.events = SessionEvents()
@@ -299,6 +301,20 @@ class Session:
             self.calibration, self.rectifier = calibration, rectifier
             self._new_stream()  # rectified anew: the alignment and the range are measured again
         self.events.calibration_changed.emit(calibration)
+
+    def set_swap_views(self, swap: bool) -> None:
+        """Take the source's right image as the left camera's and its left as the right's (cameras
+        given the wrong way round: the depth engines note it when most features match at negative
+        disparity). Applied after rectification; recordings keep the pairs as captured."""
+        with self._lock:
+            if self.swap_views != swap:
+                self.swap_views = swap
+                self._new_stream()  # another pair: the alignment and the range are measured again
+
+    @staticmethod
+    def looks_swapped(result: FrameResult) -> bool:
+        """Whether the engine found the frame's images the wrong way round (``set_swap_views``)."""
+        return SWAPPED_NOTE in result.depth.notes
 
     def _new_stream(self) -> None:
         for engine in (self.engine, self.baseline):
@@ -443,12 +459,16 @@ class Session:
         with self._lock:
             engine, baseline, flow = self.engine, self.baseline, self.flow
             rectifier, calibration = self.rectifier, self.calibration or pair.calibration
+            swap = self.swap_views
         timings = {"capture": capture_ms}
         raw = pair
         t0 = time.perf_counter()
         left, right = pair.left, pair.right
         if rectifier is not None:
             left, right = rectifier.rectify(left, right)
+            pair = dataclasses.replace(pair, left=left, right=right)
+        if swap:
+            left, right = right, left
             pair = dataclasses.replace(pair, left=left, right=right)
         timings["rectify"] = (time.perf_counter() - t0) * 1000
         if calibration is not None and request.calibration is None:

@@ -34,6 +34,7 @@ from app.ui.range_slider import RangeSlider
 from app.ui.settings import FLOW_VIEWS, Settings
 
 DEBOUNCE_MS = 150
+SWAP_LABEL = "Swap left and right images"
 
 
 def _combo(items: tuple[str, ...] | list[str], current: str) -> QComboBox:
@@ -47,6 +48,7 @@ class ControlsPanel(QWidget):
     requestChanged = Signal()
     engineChanged = Signal()
     compareChanged = Signal(bool)
+    swapChanged = Signal(bool)
     displayChanged = Signal()
     flowChanged = Signal(str)
 
@@ -158,6 +160,14 @@ class ControlsPanel(QWidget):
         sgbm_box = QGroupBox("SGBM")
         sgbm_form = QFormLayout(sgbm_box)
         self.engine_controls: dict[str, QWidget] = {}
+        self.swap_views = QCheckBox(SWAP_LABEL)
+        self.swap_views.setToolTip(
+            "the cameras were given the wrong way round: take the source's right image as the left "
+            "camera's (after rectification; recordings keep the pairs as captured)"
+        )
+        self.swap_views.setChecked(s.swap_views)
+        self.swap_views.toggled.connect(self._on_swap)
+        form.addRow("", self.swap_views)
         for setting in vocabulary.ENGINE_SETTINGS:
             widget = self._setting_control(setting)
             self.engine_controls[setting.name] = widget
@@ -316,6 +326,10 @@ class ControlsPanel(QWidget):
     def _on_mode(self, mode: str) -> None:
         self._set("mode", mode)
         self._update_visibility()
+
+    def _on_swap(self, on: bool) -> None:
+        self.settings.swap_views = bool(on)
+        self.swapChanged.emit(bool(on))
 
     def _on_compare(self, on: bool) -> None:
         self.settings.compare = bool(on)

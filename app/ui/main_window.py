@@ -36,7 +36,7 @@ from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
 from app.ui.cloud_view import CloudView
 from app.ui.controller import SessionController
-from app.ui.controls import ControlsPanel
+from app.ui.controls import SWAP_LABEL, ControlsPanel
 from app.ui.latency import LatencyPlot
 from app.ui.measure_panel import MeasurePanel
 from app.ui.notices import NoticeBar, RecBadge
@@ -69,6 +69,8 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.settings_path = settings_path
         self._open_source = open_source or session.open_source
+        self._swap_warned = False  # the swapped-images warning shows once a stream
+        session.set_swap_views(settings.swap_views)
         self.controls = ControlsPanel(settings, session.flow_parameters)
         self.controller = SessionController(session, self, self.controls.request, self.display_spec)
         self.adapt_runner = AdaptRunner(self, self._adapted, self.show_error)
@@ -229,6 +231,7 @@ class MainWindow(QMainWindow):
         c.requestChanged.connect(self.controller.request_changed)
         c.engineChanged.connect(self.apply_engine)
         c.compareChanged.connect(self._apply_compare)
+        c.swapChanged.connect(self._apply_swap)
         c.displayChanged.connect(self._redraw)
         c.flowChanged.connect(self._apply_flow)
         self.controller.sourceChanged.connect(self._source_changed)
@@ -301,6 +304,7 @@ class MainWindow(QMainWindow):
         if reset is not None:
             reset()
         self._hover_at = None
+        self._swap_warned = False
         self.readout.setText("")
         self.pause_action.setChecked(False)
         self._update_position()
@@ -384,6 +388,26 @@ class MainWindow(QMainWindow):
             self.extra.setCurrentWidget(self.compare_tab)
         self.controller.refresh()
 
+    def _apply_swap(self, on: bool) -> None:
+        self.session.set_swap_views(on)
+        self._swap_warned = False  # the swapped pair is judged afresh
+        self.show_status("left and right images swapped" if on else "left and right images as given")
+        self.controller.refresh()
+
+    def _warn_if_swapped(self, result: FrameResult) -> None:
+        """The engine's note that the images look swapped, once a stream, where it is seen."""
+        if self._swap_warned or not self.session.looks_swapped(result):
+            return
+        self._swap_warned = True
+        if self.settings.swap_views:
+            advice = f'they are swapped now: untick "{SWAP_LABEL}" (Engine)'
+        else:
+            advice = f'tick "{SWAP_LABEL}" (Engine), or give the left camera first'
+        self.show_error(
+            "The left and right images look swapped (most features sit further right in the right "
+            f"image, a negative disparity), so the depth is noise: {advice}"
+        )
+
     def _apply_flow(self, name: str) -> None:
         status = self.session.set_flow_backend(name, dict(self.controls.flow_values))
         self.controls.set_flow_status(vocabulary.word(status))
@@ -433,6 +457,7 @@ class MainWindow(QMainWindow):
                 "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
             )
         self.controls.show_choice(depth)
+        self._warn_if_swapped(result)
         if self.measure.isVisible():
             self.measure.set_result(result)
         else:

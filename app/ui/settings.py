@@ -49,6 +49,7 @@ class SettingsBase(BaseModel):
     max_disparity_auto: bool = True  # continuous: sweep to each frame's estimated reach (at most 192 px)
     min_confidence: float = vocabulary.MIN_CONFIDENCE.default
     compare: bool = False
+    swap_views: bool = False  # the source's images the wrong way round: take its right as the left
     colormap: str = vocabulary.COLORMAP.default
     auto_range: bool = True
     display_max: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 96.0

@@ -50,3 +50,32 @@ def test_a_new_source_or_calibration_starts_the_engines_frame_to_frame_state_afr
     assert engine.streams == baseline.streams == 2
     session.set_source(SyntheticSource())
     assert engine.streams == 3
+
+
+def test_swapped_views_reach_the_engine_and_the_panes_swapped_after_rectification() -> None:
+    class _Seen(_TimedEngine):
+        def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+            self.left = left
+            return super().compute(left, right, request)
+
+    class _Rectifier:  # marks which raw image it rectified
+        def rectify(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return left + 1, right + 2
+
+    session = Session(EngineOptions(engine="sgbm"))
+    engine = _Seen()
+    session.engine = engine  # type: ignore[assignment]
+    session.set_calibration(None, _Rectifier())  # type: ignore[arg-type]
+    raw = StereoPair(np.zeros((96, 128, 3), np.uint8), np.full((96, 128, 3), 10, np.uint8))
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    streams = engine.streams
+    session.set_swap_views(True)
+    assert engine.streams == streams + 1  # another pair: measured afresh
+    frame = session.process(raw, request)
+    assert int(engine.left[0, 0, 0]) == 12 and int(frame.pair.left[0, 0, 0]) == 12  # the raw right, rectified
+    assert int(frame.pair.right[0, 0, 0]) == 1 and frame.raw is raw  # recordings keep the capture
+    session.set_swap_views(True)
+    assert engine.streams == streams + 1  # unchanged: nothing to measure again
+    assert int(session.process(raw, request).pair.left[0, 0, 0]) == 12
+    session.set_swap_views(False)
+    assert int(session.process(raw, request).pair.left[0, 0, 0]) == 1

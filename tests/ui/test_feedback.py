@@ -324,3 +324,32 @@ def test_a_folder_deleted_while_playing_gives_a_message(qtbot, tmp_path: Path) -
         lambda: window.controller.last is not None and window.controller.last.request.mode is Mode.BINARY,
         timeout=5000,
     )
+
+
+def _textured_pair(shift: int) -> FakeSource:
+    """A still pair of a blurred random texture (corners the swapped-images check can match), the
+    right view ``shift`` px to the left: a disparity of ``shift`` everywhere."""
+    import cv2
+
+    source = FakeSource(1, size=(240, 320), shift=shift)
+    source.left = cv2.GaussianBlur(source.left, (0, 0), 1.5)
+    source.right = np.roll(source.left, -shift, axis=1)
+    return source
+
+
+def test_swapped_images_are_called_out_and_the_switch_swaps_them(qtbot) -> None:  # type: ignore[no-untyped-def]
+    source = _textured_pair(8)
+    source.left, source.right = source.right, source.left  # the cameras the wrong way round
+    window = _window(qtbot, lambda spec: source)
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    assert window.notices.level == "error" and "look swapped" in window.notices.text.text()
+    window.notices.dismiss()
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000) as blocker:
+        window.controls.swap_views.setChecked(True)
+    result = blocker.args[0]
+    assert window.settings.swap_views and window.session.swap_views
+    # the panes show the cameras as they are (a still pair is read once: rows moved by one)
+    assert np.array_equal(result.pair.left, np.roll(source.right, 1, axis=0))
+    assert np.nanmedian(result.depth.disparity) == pytest.approx(8, abs=0.5)
+    assert window.notices.level == "info" and "look swapped" not in window.notices.text.text()

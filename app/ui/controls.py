@@ -415,6 +415,9 @@ class ControlsPanel(QWidget):
         if result.searched is not None:
             text += f"; searched {result.searched[0]:g}-{result.searched[1]:g} px (auto)"
         self.budget_label.setText(text)
+        # the greyed number beside "auto" is not what was swept: say what was
+        reach = "auto" if result.searched is None else f"auto: {result.searched[1]:g} px"
+        self.max_disparity_auto.setText(reach)
 
     def set_flow_status(self, text: str) -> None:
         self.flow_status.setText(text)

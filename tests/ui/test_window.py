@@ -257,3 +257,19 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
         c.engine_controls["engine"].setCurrentText("sgbm")
     assert blocker.args[0].depth.engine == "sgbm"
     assert "sgbm" in window.engine_label.text()
+
+
+def test_the_auto_reach_shows_beside_the_greyed_maximum(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.controls import ControlsPanel
+    from app.ui.settings import Settings
+    from tests.engine.fake_results import empty_result
+
+    panel = ControlsPanel(Settings(mode="continuous"))
+    qtbot.addWidget(panel)
+    assert not panel.max_disparity.isEnabled()  # auto sweeps each frame's reach, not the number
+    image = np.zeros((8, 8, 3), np.uint8)
+    panel.show_choice(empty_result(image, "bi3d", Mode.CONTINUOUS, searched=(0.0, 84.0)))
+    assert panel.max_disparity_auto.text() == "auto: 84 px"
+    assert "searched 0-84 px" in panel.budget_label.text()
+    panel.show_choice(empty_result(image, "sgbm", Mode.CONTINUOUS))
+    assert panel.max_disparity_auto.text() == "auto"

@@ -114,9 +114,13 @@ class ControlsPanel(QWidget):
         self.max_disparity.valueChanged.connect(self._on_max_disparity)
         self.max_disparity_auto = QCheckBox("auto")
         self.max_disparity_auto.setToolTip(
-            "continuous: estimate each frame's disparity range and sweep only that far "
+            "continuous and quantized: estimate each frame's disparity range and sweep only that far "
             f"(at most {vocabulary.DEFAULT_MAX_DISPARITY} px); off: sweep to the number beside"
         )
+        # as wide as its longest text ("auto: 192 px"), so that the panel does not move when it changes
+        self.max_disparity_auto.setText(f"auto: {vocabulary.DEFAULT_MAX_DISPARITY} px")
+        self.max_disparity_auto.setMinimumWidth(self.max_disparity_auto.sizeHint().width())
+        self.max_disparity_auto.setText("auto")
         self.max_disparity_auto.setChecked(s.max_disparity_auto)
         self.max_disparity_auto.toggled.connect(self._on_max_disparity_auto)
         row = QHBoxLayout()
@@ -358,8 +362,10 @@ class ControlsPanel(QWidget):
         }
         for widget, visible in shown.items():
             self._rows[widget].setRowVisible(widget, visible)
-        # continuous depth with auto sweeps to each frame's reach: the number does not apply
-        self.max_disparity.setEnabled(not (mode is Mode.CONTINUOUS and self.settings.max_disparity_auto))
+        # continuous depth (and quantized levels) with auto sweep to each frame's reach: the number
+        # does not apply there (binary and selective depth take their planes from it)
+        swept = mode in (Mode.CONTINUOUS, Mode.QUANTIZED)
+        self.max_disparity.setEnabled(not (swept and self.settings.max_disparity_auto))
         self.plane_label.setVisible(mode is Mode.BINARY)
         self.range_label.setVisible(mode is Mode.SELECTIVE)
         self._update_labels()

@@ -54,6 +54,9 @@ def engine_options(
     return vocabulary.engine_options(engine_values(settings), base)
 
 
+SWAPPED_WORDS = "look swapped"  # in the warning, and how it is found again to be cleared
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -391,12 +394,22 @@ class MainWindow(QMainWindow):
     def _apply_swap(self, on: bool) -> None:
         self.session.set_swap_views(on)
         self._swap_warned = False  # the swapped pair is judged afresh
+        self._clear_swap_warning()
         self.show_status("left and right images swapped" if on else "left and right images as given")
         self.controller.refresh()
 
+    def _clear_swap_warning(self) -> None:
+        if self.notices.level == "error" and SWAPPED_WORDS in self.notices.text.text():
+            self.notices.dismiss()
+
     def _warn_if_swapped(self, result: FrameResult) -> None:
-        """The engine's note that the images look swapped, once a stream, where it is seen."""
-        if self._swap_warned or not self.session.looks_swapped(result):
+        """The engine's note that the images look swapped, once a stream, where it is seen; the
+        warning goes when a frame no longer looks swapped."""
+        if not self.session.looks_swapped(result):
+            if self._swap_warned:
+                self._clear_swap_warning()
+            return
+        if self._swap_warned:
             return
         self._swap_warned = True
         if self.settings.swap_views:
@@ -404,7 +417,7 @@ class MainWindow(QMainWindow):
         else:
             advice = f'tick "{SWAP_LABEL}" (Engine), or give the left camera first'
         self.show_error(
-            "The left and right images look swapped (most features sit further right in the right "
+            f"The left and right images {SWAPPED_WORDS} (most features sit further right in the right "
             f"image, a negative disparity), so the depth is noise: {advice}"
         )
 

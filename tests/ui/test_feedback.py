@@ -353,3 +353,9 @@ def test_swapped_images_are_called_out_and_the_switch_swaps_them(qtbot) -> None:
     assert np.array_equal(result.pair.left, np.roll(source.right, 1, axis=0))
     assert np.nanmedian(result.depth.disparity) == pytest.approx(8, abs=0.5)
     assert window.notices.level == "info" and "look swapped" not in window.notices.text.text()
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
+        window.controls.swap_views.setChecked(False)  # swapped again: warned again
+    qtbot.waitUntil(lambda: "look swapped" in window.notices.text.text(), timeout=10_000)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
+        window.controls.swap_views.setChecked(True)  # and the warning goes with the cause
+    assert window.notices.level != "error" and "look swapped" not in window.notices.text.text()

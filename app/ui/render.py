@@ -64,7 +64,9 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     else:
         shown = depth.disparity
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
-        title = f"Disparity ({depth.engine}, {depth.mode.value})"
+        title = f"Disparity in px ({depth.engine}, {depth.mode.value})"
+        if not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
+            title += " · grey: unknown" + (", or outside the range" if depth.range_state is not None else "")
         tint = depth.range_state == 1 if depth.range_state is not None else None
     out = Rendered(spec, _unknown_grey(colorize(shown, *levels, spec.colormap), shown), levels, title, tint)
     if result.baseline is not None:

@@ -87,3 +87,16 @@ def test_readout_gives_metres_when_calibrated(qtbot, demo_dir: Path) -> None:  #
     ys, xs = np.nonzero(np.isfinite(last.depth.disparity))
     text = work.readout(last, int(xs[100]), int(ys[100]))
     assert "disparity" in text and "depth" in text and " m" in text
+
+
+def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((8, 8, 3), np.uint8)
+    depth = empty_result(image, "bi3d", Mode.CONTINUOUS)
+    frame = FrameResult(1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS), depth)
+    assert render(frame, DisplaySpec()).depth_title == "Disparity in px (bi3d, continuous)"
+    depth.disparity[2:4, 2:4] = np.nan  # masked: unknown, drawn grey
+    assert render(frame, DisplaySpec()).depth_title.endswith("· grey: unknown")

@@ -120,6 +120,11 @@ class SessionController(QObject):
         self._dirty = True
         self._kick()
 
+    def holds_still(self) -> bool:
+        """Whether the frame shown is held (an image pair, a paused or ended source): answered
+        again when a setting changes, not as a stream."""
+        return self._still is not None and not self._live
+
     def refresh(self) -> None:
         """Recompute the current frame (engine or calibration changed)."""
         self.request_changed()

@@ -21,7 +21,8 @@ class LatencyPlot(pg.PlotWidget):
         self.setMinimumHeight(120)
         self.setLabel("left", "ms")
         self.setLabel("bottom", "frames ago")
-        self.addLegend(offset=(-5, 5), colCount=len(STAGES))
+        # top left: the newest frames are drawn on the right, where the legend hid them
+        self.addLegend(offset=(5, 5), colCount=len(STAGES))
         self.showGrid(y=True, alpha=0.3)
         # Fixed axes: an axis re-lays out and repaints its tick text whenever its range moves,
         # 5 ms a redraw each (measured offscreen). The newest frame stays at 0 on the right.
@@ -34,6 +35,7 @@ class LatencyPlot(pg.PlotWidget):
             for s, c in zip(STAGES, COLOURS, strict=True)
         }
         self.frames = 0
+        self.still = False
         self._drawn = 0.0
         self.first_total: float | None = None  # the first frame (start-up, warm-up) is marked apart
         self.first_marker = pg.ScatterPlotItem(size=9, symbol="t", brush=pg.mkBrush("#fb8072"))
@@ -51,7 +53,10 @@ class LatencyPlot(pg.PlotWidget):
             curve.setData([], [])
         self.setTitle("")
 
-    def add(self, timings: dict[str, float]) -> None:
+    def add(self, timings: dict[str, float], still: bool = False) -> None:
+        """One frame's stage times; ``still``: a held frame (an image pair, a paused source)
+        answered again after a change, where frames per second would measure the user's clicks."""
+        self.still = still
         self.frames += 1
         now = time.perf_counter()
         self.arrivals.append(now)
@@ -84,7 +89,11 @@ class LatencyPlot(pg.PlotWidget):
         return _nice_ceiling(1.25 * float(np.percentile(values, 95))) if values.size else 10.0
 
     def rate_text(self) -> str:
-        """Frames per second from the frames actually shown (one frame every N s when slow)."""
+        """Frames per second from the frames actually shown (one frame every N s when slow); for a
+        held frame, what its last answer took."""
+        if self.still:
+            last = sum(values[-1] for values in self.history.values() if values)
+            return f"held frame: answered in {last:.0f} ms"
         if self.frames < 2:
             return "one frame so far"
         fps = self.fps()

@@ -477,7 +477,7 @@ class MainWindow(QMainWindow):
             self.measure.result = result  # figures and histogram catch up when it is shown
         self._update_position()
         self.cloud_view.set_result(result)
-        self.latency.add(result.timings)
+        self.latency.add(result.timings, still=self.controller.holds_still())
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)
         notes = "; ".join(depth.notes)

@@ -125,6 +125,18 @@ def test_frames_per_second_come_from_frames_shown(qtbot) -> None:  # type: ignor
     plot.arrivals.extend([0.0, 4.0, 8.0, 12.0])  # a frame every 4 s
     assert abs(plot.fps() - 0.25) < 1e-9 and "0.25 fps" in plot.rate_text()
     assert plot.y_top() < 100  # the 4-s first frame does not pin the axis
+    plot.add({"planes": 30.0, "refine": 12.0}, still=True)  # a held pair answered again after a click
+    assert plot.rate_text() == "held frame: answered in 42 ms"  # not the clicks' rate
+
+
+def test_a_still_pair_shows_its_answer_time_not_a_frame_rate(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    assert window.controller.holds_still() and window.latency.still
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controls.mode.setCurrentText("binary")
+    qtbot.waitUntil(lambda: "held frame" in window.latency.rate_text(), timeout=5000)
 
 
 def test_the_latency_axes_hold_still_while_latency_jitters(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -149,6 +149,11 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
     _choice("sgbm_mode", "SGBM mode", "--sgbm-mode", SGBM_MODES, "3way", "SGBM cost aggregation",
             "sgbm.mode"),
 )  # fmt: skip
+# the settings only Bi3D reads (the window greys them while SGBM is the engine)
+BI3D_ONLY = frozenset(
+    {"weights", "device", "precision", "runtime", "shift_mode", "cuda_graphs", "subpixel", "plane_check",
+     "exposure_stretch", "search"}
+)  # fmt: skip
 
 MODE = _choice(
     "mode", "Mode", "--mode", tuple(m.value for m in Mode), Mode.CONTINUOUS.value,

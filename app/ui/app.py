@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QIcon
+from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
 from app import vocabulary
@@ -34,6 +34,20 @@ def build_session(settings: Settings) -> tuple[Session, str | None]:
         ), f"saved engine settings did not load ({problem}); using defaults"
 
 
+WINDOW_SIZE = (1500, 950)
+
+
+def window_size() -> tuple[int, int]:
+    """The window's opening size: 1500 x 950, or the screen's free area where it is smaller (a
+    1366 x 768 laptop clipped the calibration panel and the status bar at the fixed size)."""
+    width, height = WINDOW_SIZE
+    screen = QGuiApplication.primaryScreen()
+    if screen is None:
+        return width, height
+    free = screen.availableGeometry()
+    return min(width, free.width()), min(height, free.height())
+
+
 def create_window(source: str | None = None, settings_path: Path | None = None) -> MainWindow:
     settings, warning = load_settings(settings_path)
     session, problem = build_session(settings)
@@ -42,7 +56,7 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
             update={"engine": "auto", "weights": "", "device": "cpu", "precision": "fp32"}
         )
     window = MainWindow(session, settings, None, settings_path)
-    window.resize(1500, 950)
+    window.resize(*window_size())
     if problem is None:
         window.apply_engine()  # again, now that engine-build progress can reach the status bar
     for message in (warning, problem):

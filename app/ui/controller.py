@@ -246,7 +246,8 @@ class SessionController(QObject):
         result = self.session.process(pair, job.request, job.generation, capture)
         result.display = render(result, job.display)
         if job.quick:
-            result.display.depth_title += " · quick answer, full one coming"
+            # the mode in the title is the quick one's: say it stands in for the one asked for
+            result.display.depth_title += f" · quick answer ({QUICK_LEVELS} levels), the full one follows"
         return Outcome(job, result=result)
 
     def _finished(self, future: Future[Outcome]) -> None:

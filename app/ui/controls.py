@@ -71,6 +71,7 @@ class ControlsPanel(QWidget):
         layout.addWidget(self._display_group())
         layout.addStretch(1)
         self._update_visibility()
+        self._update_applicable()
 
     # ---- groups --------------------------------------------------------------------------
     def _depth_group(self) -> QGroupBox:
@@ -280,6 +281,7 @@ class ControlsPanel(QWidget):
         self.auto_range = QCheckBox("Automatic range")
         self.auto_range.setChecked(s.auto_range)
         self.auto_range.toggled.connect(lambda v: self._set_display("auto_range", bool(v)))
+        self.auto_range.toggled.connect(lambda _v: self._update_applicable())
         form.addRow("", self.auto_range)
         self.display_max = QDoubleSpinBox()
         self.display_max.setRange(1, 1000)
@@ -301,7 +303,17 @@ class ControlsPanel(QWidget):
     def _set_engine(self, name: str, value: object) -> None:
         if getattr(self.settings, name) != value:
             setattr(self.settings, name, value)
+            self._update_applicable()
             self.engineChanged.emit()
+
+    def _update_applicable(self) -> None:
+        """Grey the controls that the current choices make moot: Bi3D's settings while SGBM is
+        the engine, CUDA graphs on the CPU, the fixed colour maximum under the automatic range."""
+        bi3d = self.settings.engine != "sgbm"
+        for name, widget in self.engine_controls.items():
+            if name in vocabulary.BI3D_ONLY:
+                widget.setEnabled(bi3d and (name != "cuda_graphs" or self.settings.device != "cpu"))
+        self.display_max.setEnabled(not self.settings.auto_range)
 
     def _set_display(self, name: str, value: object) -> None:
         setattr(self.settings, name, value)

@@ -277,3 +277,29 @@ def test_the_auto_reach_shows_beside_the_greyed_maximum(qtbot) -> None:  # type:
     assert not panel.max_disparity.isEnabled()
     panel.mode.setCurrentText("binary")  # the plane slider's bound
     assert panel.max_disparity.isEnabled()
+
+
+def test_the_window_opens_within_the_screen(qapp) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.app import WINDOW_SIZE, window_size
+
+    free = qapp.primaryScreen().availableGeometry()  # offscreen: 800 x 800, under the default size
+    assert window_size() == (min(WINDOW_SIZE[0], free.width()), min(WINDOW_SIZE[1], free.height()))
+
+
+def test_controls_that_do_not_apply_are_greyed(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.controls import ControlsPanel
+    from app.ui.settings import Settings
+
+    panel = ControlsPanel(Settings(device="cpu"))
+    qtbot.addWidget(panel)
+    c = panel.engine_controls
+    assert not c["cuda_graphs"].isEnabled() and c["plane_check"].isEnabled()  # CUDA graphs need CUDA
+    assert not panel.display_max.isEnabled()  # the automatic colour range decides the maximum
+    c["engine"].setCurrentText("sgbm")  # type: ignore[attr-defined]
+    assert not c["plane_check"].isEnabled() and not c["search"].isEnabled()
+    assert c["align"].isEnabled() and c["block_size"].isEnabled()  # both engines / SGBM's own
+    c["engine"].setCurrentText("bi3d")  # type: ignore[attr-defined]
+    c["device"].setCurrentText("cuda")  # type: ignore[attr-defined]
+    assert c["cuda_graphs"].isEnabled() and c["plane_check"].isEnabled()
+    panel.auto_range.setChecked(False)
+    assert panel.display_max.isEnabled()

@@ -663,4 +663,8 @@ def _scrolling(panel: QWidget) -> QScrollArea:
     scroll.setWidget(panel)
     scroll.setWidgetResizable(True)
     scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    # never narrower than the panel's own minimum: the dock was squeezed to 123 px at 1366 x 768,
+    # cutting its buttons and labels (there is no horizontal scroll bar to reach them)
+    bar = scroll.verticalScrollBar().sizeHint().width()
+    scroll.setMinimumWidth(panel.minimumSizeHint().width() + bar + 4)
     return scroll

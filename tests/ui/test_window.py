@@ -303,3 +303,14 @@ def test_controls_that_do_not_apply_are_greyed(qtbot) -> None:  # type: ignore[n
     assert c["cuda_graphs"].isEnabled() and c["plane_check"].isEnabled()
     panel.auto_range.setChecked(False)
     assert panel.display_max.isEnabled()
+
+
+def test_the_side_panels_are_never_squeezed_below_their_contents(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QDockWidget
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    for name, panel in (("calibration", window.calibration), ("measure", window.measure)):
+        dock = window.findChild(QDockWidget, name)
+        # the dock was squeezed to 123 px at 1366 x 768, its buttons cut (no horizontal scroll bar)
+        assert dock.widget().minimumWidth() >= panel.minimumSizeHint().width()
+    assert window.minimumSizeHint().width() <= 1366  # still fits a laptop screen

@@ -428,6 +428,8 @@ class ControlsPanel(QWidget):
             text = (
                 f"chose {planes} planes" + (f" every {step:g} px" if step else "") + f", took {took:.0f} ms"
             )
+        elif result.engine == "sgbm":  # a matcher over every disparity: no planes to count
+            text = f"took {took:.0f} ms"
         else:
             text = f"{len(result.planes)} planes, took {took:.0f} ms"
         if result.searched is not None:

@@ -273,6 +273,7 @@ def test_the_auto_reach_shows_beside_the_greyed_maximum(qtbot) -> None:  # type:
     assert "searched 0-84 px" in panel.budget_label.text()
     panel.show_choice(empty_result(image, "sgbm", Mode.CONTINUOUS))
     assert panel.max_disparity_auto.text() == "auto"
+    assert "planes" not in panel.budget_label.text()  # SGBM matches every disparity
     panel.mode.setCurrentText("quantized")  # its levels spread over the auto reach too
     assert not panel.max_disparity.isEnabled()
     panel.mode.setCurrentText("binary")  # the plane slider's bound

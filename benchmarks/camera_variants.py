@@ -29,7 +29,7 @@ from app import vocabulary  # noqa: E402
 from app.engine.allocator import tune_allocator  # noqa: E402
 from app.engine.assets import default_weights, demo_scene  # noqa: E402
 from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
-from app.engine.formats import read_image_rgb, read_pfm  # noqa: E402
+from app.engine.sources.spec import find_scenes  # noqa: E402
 
 Pair = tuple[np.ndarray, np.ndarray]
 
@@ -90,9 +90,8 @@ def main() -> int:
     p.add_argument("--cases", help="comma-separated case names (default: all)")
     args = p.parse_args()
     tune_allocator()
-    scene = demo_scene()
-    pair = tuple(read_image_rgb(scene / f) for f in ("im0.png", "im1.png"))
-    truth = read_pfm(scene / "disp0GT.pfm")
+    demo, _ = find_scenes(demo_scene())[0].load()
+    pair, truth = (demo.left, demo.right), demo.gt_disparity
     valid = np.isfinite(truth)
     request = vocabulary.depth_request("continuous")
     base = EngineOptions(weights=default_weights(), precision=args.precision)

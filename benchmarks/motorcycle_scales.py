@@ -28,7 +28,7 @@ from app import vocabulary  # noqa: E402
 from app.engine.allocator import tune_allocator  # noqa: E402
 from app.engine.assets import default_weights, demo_scene  # noqa: E402
 from app.engine.depth.engines import EngineOptions, build_engine  # noqa: E402
-from app.engine.formats import read_image_rgb, read_pfm  # noqa: E402
+from app.engine.sources.spec import find_scenes  # noqa: E402
 
 ENGINES = ("bi3d", "sgbm")
 
@@ -39,9 +39,8 @@ def main() -> int:
     p.add_argument("--precision", default="auto")
     args = p.parse_args()
     tune_allocator()
-    scene = demo_scene()
-    left, right = (read_image_rgb(scene / f) for f in ("im0.png", "im1.png"))
-    truth = read_pfm(scene / "disp0GT.pfm")
+    demo, _ = find_scenes(demo_scene())[0].load()
+    left, right, truth = demo.left, demo.right, demo.gt_disparity
     options = EngineOptions(weights=default_weights(), precision=args.precision)
     engines = {n: build_engine(dataclasses.replace(options, engine=n), "continuous_2d")[0] for n in ENGINES}
     request = vocabulary.depth_request("continuous")

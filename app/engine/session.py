@@ -466,9 +466,9 @@ class Session:
         left, right = pair.left, pair.right
         if rectifier is not None:
             left, right = rectifier.rectify(left, right)
-            pair = dataclasses.replace(pair, left=left, right=right)
         if swap:
             left, right = right, left
+        if rectifier is not None or swap:
             pair = dataclasses.replace(pair, left=left, right=right)
         timings["rectify"] = (time.perf_counter() - t0) * 1000
         if calibration is not None and request.calibration is None:

@@ -107,7 +107,7 @@ def _measure(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> Alignment |
     coef = np.zeros(3)
     found = None
     for _ in range(max(1, config.passes)):
-        moved = gr if not coef.any() else _shift_rows(gr, _row_maps(_field(coef, (h, w))))
+        moved = gr if not coef.any() else _resample(gr, _row_maps(_field(coef, (h, w))))
         offsets = _residual_offsets(gl, moved, config)
         if offsets is None:
             return None if found is None else _alignment(coef, found, (h, w))
@@ -145,8 +145,9 @@ def _row_maps(dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return map_x, map_y
 
 
-def _shift_rows(image: np.ndarray, maps: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """``image`` resampled by ``_row_maps`` tables (bicubic, edges replicated)."""
+def _resample(image: np.ndarray, maps: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``image`` resampled by ``cv2.remap`` tables (bicubic, edges replicated): the rows moved by
+    ``_row_maps``, or the columns by a disparity."""
     return cv2.remap(image, *maps, cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
 
 
@@ -170,7 +171,7 @@ def _residual_offsets(
         return None
     cols = np.arange(w, dtype=np.float32)[None, :] - disparity.astype(np.float32)
     rows = np.broadcast_to(np.arange(h, dtype=np.float32)[:, None], (h, w))
-    moved = cv2.remap(gr, cols, np.ascontiguousarray(rows), cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+    moved = _resample(gr, (cols, np.ascontiguousarray(rows)))
     criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 30, 0.01)
     track = cv2.calcOpticalFlowPyrLK  # its stubs want an output array where None asks for a new one
     tracked, status, _ = track(gl, moved, corners, None, winSize=(15, 15), maxLevel=2, criteria=criteria)  # type: ignore[call-overload]
@@ -259,7 +260,7 @@ class VerticalAligner:
         notes = [SWAPPED_NOTE] if self._swapped else []
         if maps is None or current is None:
             return right, notes, (time.perf_counter() - t0) * 1000
-        return _shift_rows(right, maps), [current.note(), *notes], (time.perf_counter() - t0) * 1000
+        return _resample(right, maps), [current.note(), *notes], (time.perf_counter() - t0) * 1000
 
     def _remap(self, found: Alignment, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
         """The remap tables that move the right image's rows by the plane, or None below the

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         plane_step=args.plane_step,
         near_share=args.near_share,
         rooms_share=args.rooms_share,
+        freeze_features=args.freeze_features,
     )
     result = train(cfg)
     print("\n" + json.dumps({k: round(v, 4) for k, v in result.items()}))
@@ -113,6 +114,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-tf32", action="store_true", help="disable TF32 matmuls on CUDA")
     p.add_argument("--no-channels-last", action="store_true")
     p.add_argument("--init", help="start from this checkpoint (fine-tuning), same kind")
+    p.add_argument(
+        "--freeze-features",
+        action="store_true",
+        help="with --init: train everything but the feature network (the per-pixel SegNet of "
+        "the checkpoint is kept as it is)",
+    )
     p.add_argument("--seed", type=whole("--seed", 0), default=0)
     p.add_argument("--device", default="cpu", choices=list(DEVICES))
     p.add_argument(

@@ -31,6 +31,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from app.engine.bi3d.checkpoint import PIXEL_SEGNET, load_model, load_tensors, save_checkpoint
 from app.engine.bi3d.factory import build_model
+from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel, dense_planes, to_channels_last
 from app.engine.depth.bi3d import Bi3DEngine
 from app.engine.errors import UserError
@@ -90,6 +91,10 @@ class TrainConfig:
     # share of synthetic scenes that are 3D rooms, corridors and outdoor scenes (synthetic.rooms);
     # the rest are layered scenes. The bundled model predates the rooms: it was trained with 0
     rooms_share: float = 0.5
+    # fine-tuning: keep the feature network as it is and train the rest (SegNet, upsampling
+    # guide, refinement). The per-pixel passes' SegNet of ``init`` is then carried over
+    # untrained: it reads the same features (retrain it with ``train-pixel-pass`` if wanted)
+    freeze_features: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -103,6 +108,8 @@ class TrainConfig:
             raise UserError(f"--near-share {self.near_share} must lie between 0 and 1")
         if not 0 <= self.rooms_share <= 1:
             raise UserError(f"--rooms-share {self.rooms_share} must lie between 0 and 1")
+        if self.freeze_features and not self.init:
+            raise UserError("--freeze-features fine-tunes a trained model: give it with --init")
 
 
 class TrainingForward(nn.Module):
@@ -166,10 +173,16 @@ class Trainer:
         self.model.to(self.device)
         if cfg.channels_last:
             to_channels_last(self.model)
+        if cfg.freeze_features:
+            self.model.featnet.requires_grad_(False)
+        pixel_segnet = getattr(self.model, "pixel_segnet", None)
+        if pixel_segnet is not None:  # carried, not trained here (TrainConfig.freeze_features)
+            pixel_segnet.requires_grad_(False)
         self.forward: nn.Module = TrainingForward(self.model)
         if self.dist.world > 1:
             self.forward = nn.parallel.DistributedDataParallel(self.forward)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=1e-4)
+        trained = [p for p in self.model.parameters() if p.requires_grad]
+        self.opt = torch.optim.AdamW(trained, lr=cfg.lr, weight_decay=1e-4)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.precision == "fp16")
         self._load_state()
         self.gen = torch.Generator().manual_seed(cfg.seed * 1000 + self.dist.rank + self.step)
@@ -192,8 +205,14 @@ class Trainer:
                     f"--init {cfg.init} is a {info.kind.value} model; training a {cfg.kind} model"
                 )
             # the per-pixel passes' own SegNet is trained for these features and this SegNet
-            # (training.pixel_pass): retraining starts without it, and it is trained again after
-            state = {k: v for k, v in init.state_dict().items() if not k.startswith(PIXEL_SEGNET)}
+            # (training.pixel_pass): retraining starts without it, and it is trained again after;
+            # with the features frozen it still reads the features it was trained on, and is kept
+            state = init.state_dict()
+            if cfg.freeze_features and isinstance(model, LightBi3D) and isinstance(init, LightBi3D):
+                if init.pixel_segnet is not None:
+                    model.add_pixel_segnet()
+            else:
+                state = {k: v for k, v in state.items() if not k.startswith(PIXEL_SEGNET)}
             model.load_state_dict(state)
         return model, 0, math.inf
 

@@ -134,6 +134,27 @@ def test_fine_tuning_starts_from_init(tmp_path: Path) -> None:
         assert torch.equal(trainer.model.state_dict()[key], value)
 
 
+def test_frozen_features_stay_and_the_pixel_segnet_is_carried(tmp_path: Path) -> None:
+    from app.engine.bi3d.light import LightBi3D
+
+    start = LightBi3D(width=0.5)
+    start.add_pixel_segnet()
+    save_checkpoint(tmp_path / "start.pt", start, {"step": 7})
+    with pytest.raises(UserError, match="give it with --init"):
+        _cfg(tmp_path, freeze_features=True)
+    train(_cfg(tmp_path, init=str(tmp_path / "start.pt"), freeze_features=True, steps=3, lr=1e-2))
+    tuned, _ = load_model(tmp_path / "run" / "last.pt")
+    before, after = start.state_dict(), tuned.state_dict()
+    assert set(before) == set(after)  # the per-pixel SegNet is still there
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith(("segnet.", "guide.")) for k in changed), sorted(changed)
+    # without the freeze, fine-tuning moves the features and drops the per-pixel SegNet
+    train(_cfg(tmp_path, out=str(tmp_path / "all"), init=str(tmp_path / "start.pt"), steps=3, lr=1e-2))
+    moved, _ = load_model(tmp_path / "all" / "last.pt")
+    assert moved.pixel_segnet is None
+    assert not torch.equal(moved.featnet.stem[0][0].weight, start.featnet.stem[0][0].weight)
+
+
 def test_failed_save_keeps_the_previous_checkpoint(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     cfg = _cfg(tmp_path, steps=2)
     train(cfg)

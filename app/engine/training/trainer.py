@@ -175,9 +175,9 @@ class Trainer:
             to_channels_last(self.model)
         if cfg.freeze_features:
             self.model.featnet.requires_grad_(False)
-        pixel_segnet = getattr(self.model, "pixel_segnet", None)
-        if pixel_segnet is not None:  # carried, not trained here (TrainConfig.freeze_features)
-            pixel_segnet.requires_grad_(False)
+        if isinstance(self.model, LightBi3D) and self.model.pixel_segnet is not None:
+            # carried, not trained here (TrainConfig.freeze_features)
+            self.model.pixel_segnet.requires_grad_(False)
         self.forward: nn.Module = TrainingForward(self.model)
         if self.dist.world > 1:
             self.forward = nn.parallel.DistributedDataParallel(self.forward)
@@ -208,9 +208,9 @@ class Trainer:
             # (training.pixel_pass): retraining starts without it, and it is trained again after;
             # with the features frozen it still reads the features it was trained on, and is kept
             state = init.state_dict()
-            if cfg.freeze_features and isinstance(model, LightBi3D) and isinstance(init, LightBi3D):
-                if init.pixel_segnet is not None:
-                    model.add_pixel_segnet()
+            carried = isinstance(init, LightBi3D) and init.pixel_segnet is not None
+            if cfg.freeze_features and carried and isinstance(model, LightBi3D):
+                model.add_pixel_segnet()
             else:
                 state = {k: v for k, v in state.items() if not k.startswith(PIXEL_SEGNET)}
             model.load_state_dict(state)

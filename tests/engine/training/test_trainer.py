@@ -14,6 +14,7 @@ import torch
 import torch.multiprocessing as mp
 
 from app.engine.bi3d.checkpoint import load_model, save_checkpoint
+from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import Bi3DModel
 from app.engine.errors import UserError
 from app.engine.formats import write_pfm
@@ -135,8 +136,6 @@ def test_fine_tuning_starts_from_init(tmp_path: Path) -> None:
 
 
 def test_frozen_features_stay_and_the_pixel_segnet_is_carried(tmp_path: Path) -> None:
-    from app.engine.bi3d.light import LightBi3D
-
     start = LightBi3D(width=0.5)
     start.add_pixel_segnet()
     save_checkpoint(tmp_path / "start.pt", start, {"step": 7})

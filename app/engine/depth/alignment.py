@@ -173,8 +173,11 @@ def _residual_offsets(
     rows = np.broadcast_to(np.arange(h, dtype=np.float32)[:, None], (h, w))
     moved = _resample(gr, (cols, np.ascontiguousarray(rows)))
     criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 30, 0.01)
-    track = cv2.calcOpticalFlowPyrLK  # its stubs want an output array where None asks for a new one
-    tracked, status, _ = track(gl, moved, corners, None, winSize=(15, 15), maxLevel=2, criteria=criteria)  # type: ignore[call-overload]
+    # an output array for the tracked points (OpenCV 5.0's stubs refuse None there, 5.1's take it)
+    tracked = np.empty_like(corners)
+    tracked, status, _ = cv2.calcOpticalFlowPyrLK(
+        gl, moved, corners, tracked, winSize=(15, 15), maxLevel=2, criteria=criteria
+    )
     start, end = corners.reshape(-1, 2), tracked.reshape(-1, 2)
     du, dv = end[:, 0] - start[:, 0], end[:, 1] - start[:, 1]
     keep = status.ravel().astype(bool) & (np.abs(du) < 1.5) & (np.abs(dv) < 8.0)

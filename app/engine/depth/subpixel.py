@@ -136,9 +136,11 @@ GREY = (0.299, 0.587, 0.114)  # ITU-R BT.601 luma weights of R, G, B
 
 
 def to_grey(image: Tensor) -> Tensor:
-    """H x W x 3 RGB -> H x W x 1 float32 luma."""
+    """H x W x 3 RGB -> H x W x 1 float32 luma, also under an engine's bf16/fp16 autocast (which
+    would run the product in bf16: the matching stages then got bf16 grey levels)."""
     weights = torch.tensor(GREY, device=image.device, dtype=torch.float32)
-    return (image.float() @ weights).unsqueeze(-1)
+    with torch.autocast(image.device.type, enabled=False):
+        return (image.float() @ weights).unsqueeze(-1)
 
 
 BAND_BYTES = 64 << 20  # working buffers per band of rows

@@ -411,3 +411,18 @@ def test_selective_range_state_matches_the_published_selective_output(reference,
     np.testing.assert_allclose(result.disparity[strictly_inside], expected[strictly_inside], atol=43e-4)
     # outside: farther where the published answer sits at the far clamp, closer at the near one
     assert np.all(state[expected < 18 - 0.25] == -1) and np.all(state[expected > 60 + 0.25] == 1)
+
+
+def test_bf16_continuous_depth_runs_its_matching_stages_in_fp32(pair) -> None:  # type: ignore[no-untyped-def]
+    # the default on a CPU with native bf16: the whole frame runs under bf16 autocast, and the
+    # grey levels of the sub-pixel and agreement stages once came out bf16 (a crash in box_mean)
+    from app.engine.bi3d.light import LightBi3D
+    from app.engine.depth.subpixel import to_grey
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert to_grey(torch.from_numpy(pair[0])).dtype == torch.float32
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5, max_disparity=96), precision="bf16")
+    result = engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48, min_confidence=0.0))
+    assert result.precision == "bf16" and result.confidence is not None
+    assert np.isfinite(result.disparity).all() and np.isfinite(result.confidence).all()

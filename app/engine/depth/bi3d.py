@@ -27,7 +27,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
+from app.engine.bi3d.light import convex_upsample
+from app.engine.bi3d.model import FEATURE_STRIDE, ModelKind, SweepModel
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.agreement import (
     DEFAULT_AGREEMENT,
@@ -47,7 +48,14 @@ from app.engine.depth.decoding import (
 from app.engine.depth.exposure import DEFAULT_EXPOSURE, ExposureConfig, stretch
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
-from app.engine.depth.readout import StepFit, integrate_planes, normalized_to_disparity, step_fit
+from app.engine.depth.readout import (
+    feats_guide,
+    integrate_planes,
+    normalized_to_disparity,
+    step_fit,
+    upsampled_probabilities,
+    upsampled_step_fit,
+)
 from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
 from app.engine.depth.search import coarse_planes
 from app.engine.depth.searched import (
@@ -133,6 +141,9 @@ class Plan:
 
 class Bi3DEngine:
     name = "bi3d"
+    # continuous curves of a model with upsampling weights (the light model) are read on its
+    # feature grid, 1/3 of the image, and the answer upsampled: see ``_dense_result``
+    grid_readout = True
 
     def __init__(
         self,
@@ -191,9 +202,14 @@ class Bi3DEngine:
         self.strategy = Strategy()  # the coarse-to-fine search without a budget
         # only for models whose answers were measured to gain from it (SweepModel.plane_check)
         self.plane_check = plane_check if model.plane_check else None
-        # Bigger SegNet batches pay off on a GPU; on a CPU one plane per call is fastest
-        # (measured: 171 ms/plane at 480x640 one at a time, 200-260 ms in batches of 4-16).
-        default = (1 << 30) if self.device.type == "cuda" else (64 << 20)
+        # Bigger SegNet batches pay off on a GPU. On a CPU the published networks are fastest one
+        # plane per call (171 ms/plane at 480x640 one at a time, 200-260 ms in batches of 4-16);
+        # the light model in batches of about 16 (65 planes at 480 x 640, same process,
+        # alternating: 772 ms in the 2-plane batches of 64 MB, 644 ms in batches of 18)
+        if self.device.type == "cuda":
+            default = 1 << 30
+        else:
+            default = (512 << 20) if model.kind is ModelKind.LIGHT else (64 << 20)
         self.max_chunk_bytes = default if max_chunk_bytes is None else max_chunk_bytes
         self.costs = CostModel()
         # set by a caller that may need to stop a long sweep (checked between plane chunks)
@@ -664,12 +680,19 @@ class Bi3DEngine:
         assert plan.span is not None
         first, last = plan.span
         lo, hi = continuous_range(request)
+        # the light model's curves are read on its own grid (1/3 of the image: ``grid_readout``)
+        on_grid = self.grid_readout and feats_guide(feats) is not None and not self.model.has_disp_refine
         with self._timed(timings, "refine"):
             if self.model.refinenet3d is not None and plan.step == FEATURE_STRIDE:
                 lowres = self.backend.regularise(feats, lowres)
-            logits = self.backend.refine_planes(feats, lowres).float()
-        fit: StepFit | None = None
+            if on_grid:
+                guide = feats_guide(feats)
+                assert guide is not None
+                logits = convex_upsample(lowres.float(), guide, 2)
+            else:
+                logits = self.backend.refine_planes(feats, lowres).float()
         planes = torch.as_tensor(plan.planes, dtype=torch.float32, device=logits.device)
+        cost: Tensor | None = None
         with self._timed(timings, "readout"):
             curves = torch.sigmoid(logits)  # once: the readout and the result's probabilities
             if self.model.has_disp_refine:  # published: the area under the curve feeds DispRefine
@@ -677,21 +700,28 @@ class Bi3DEngine:
                 normalized = self.backend.refine_disparity(feats, dense.normalized).float()
                 disp = normalized_to_disparity(normalized, first, last)
             else:  # per-plane classifiers: the best step of each curve (see step_fit)
-                fit = step_fit(logits, planes, curves)
-                disp = fit.disparity
+                if on_grid:  # read on the grid, edges from their own upsampled curves
+                    disp, cost = upsampled_step_fit(logits, planes, curves, padder.padded_size)
+                else:
+                    fit = step_fit(logits, planes, curves)
+                    disp, cost = fit.disparity, fit.cost
         disp = padder.crop(disp)[0, 0]
         stepped = disp  # before the sub-pixel stage: the selective range state reads this
         kind = plan.strategy.subpixel if plan.strategy is not None else "colour"
         if self.model.has_disp_refine:
             kind = "off"
         radius = None if plan.strategy is None else plan.strategy.radius
-        cost = None if fit is None else padder.crop(fit.cost)[0, 0]
+        cost = None if cost is None else padder.crop(cost)[0, 0]
         disp, confidence = match_and_rate(self, images, disp, (kind, plan.step, radius), cost, timings)
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
-            probs = padder.crop(curves)[0].cpu().numpy()
-        if confidence is None:  # the published continuous model: its curve's own step
-            cost = padder.crop(step_fit(logits, planes, curves).cost)[0, 0]
+            if on_grid:
+                probs = upsampled_probabilities(curves, padder.padded_size, padder.top, padder.left)
+            else:
+                probs = padder.crop(curves)[0].cpu().numpy()
+        if confidence is None:  # a model without the agreement stage: its curve's own step
+            if cost is None:  # the published continuous model
+                cost = padder.crop(step_fit(logits, planes, curves).cost)[0, 0]
             confidence = curve_confidence(cost).cpu().numpy()
         state = None
         if request.mode is Mode.SELECTIVE and self.model.has_disp_refine:

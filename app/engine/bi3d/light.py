@@ -302,12 +302,22 @@ class PlaneTerms:
         self.w_corr = segnet.proj_corr.weight.view(1, -1, 1, 1)
 
     def volumes(self, shifts: list[float]) -> Tensor:
-        """(P B) x w0 x h x W' volumes after the ReLU, channels-last, for ``shifts``."""
-        if len(shifts) == 1:
-            return self.volume(shifts[0])
-        return torch.cat([self.volume(s) for s in shifts]).contiguous(memory_format=torch.channels_last)
+        """(P B) x w0 x h x W' volumes after the ReLU, channels-last, for ``shifts``: each plane
+        written into its place in one buffer (a concatenation of the planes' volumes copied
+        every plane once more: 1 of the 3 ms a plane at 480 x 640)."""
+        b, c, h, width = self.outside.shape
+        out = torch.empty(
+            (len(shifts) * b, c, h, width),
+            dtype=self.outside.dtype,
+            device=self.outside.device,
+            memory_format=torch.channels_last,
+        )
+        for i, s in enumerate(shifts):
+            self.volume(s, out[i * b : (i + 1) * b])
+        return out
 
-    def volume(self, shift: float) -> Tensor:
+    def volume(self, shift: float, out: Tensor | None = None) -> Tensor:
+        """One plane's B x w0 x h x W' volume after the ReLU, channels-last (into ``out``)."""
         lo = int(shift)
         frac = shift - lo
         right_proj, right, right_unit = self.right_proj, self.right, self.right_unit
@@ -323,7 +333,10 @@ class PlaneTerms:
         y += right_proj
         corr = (self.left_unit[..., window] * right_unit).sum(1, keepdim=True)
         y.addcmul_(self.w_corr.to(y.dtype), corr)  # the 1 -> w0 projection of the correlation
-        x = self.outside.clone(memory_format=torch.channels_last)
+        x = torch.empty_like(self.outside, memory_format=torch.channels_last) if out is None else out
+        # outside the window every plane is the same: copied there only
+        x[..., :lo] = self.outside[..., :lo]
+        x[..., lo + span :] = self.outside[..., lo + span :]
         x[..., window] = y.relu_()
         return x
 

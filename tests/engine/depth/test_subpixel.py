@@ -41,6 +41,20 @@ def test_finds_the_sub_pixel_shift_near_the_readout(truth: float) -> None:
     assert float((readout[10:-10, 30:-10] - truth).abs().median()) > 1.0
 
 
+@pytest.mark.parametrize("joint", [True, False])
+def test_both_colour_correlations_find_the_shift_through_a_white_balance_difference(joint: bool) -> None:
+    left, right = _shifted_pair(9.6)
+    # the right camera: another gain, and an offset per channel (a white-balance difference)
+    right = (0.8 * right + torch.tensor([12.0, -9.0, 20.0])).clamp(0, 255)
+    readout = torch.full(left.shape[:2], 8.0)
+    config = SubpixelConfig(joint=joint)
+    out = refine_subpixel(left, right, readout, config)[10:-10, 30:-10]
+    assert float((out - 9.6).abs().median()) < 0.15
+    # and one correlation per channel or over the patch answer alike on the same pair
+    other = refine_subpixel(left, right, readout, SubpixelConfig(joint=not joint))[10:-10, 30:-10]
+    assert float((out - other).abs().median()) < 0.05
+
+
 def test_a_coarser_plane_step_widens_the_search() -> None:
     base = SubpixelConfig()
     assert [for_step(base, s).radius for s in (3, 6, 9, 12)] == [3, 4, 5, 6]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import cv2
@@ -232,7 +233,6 @@ def _refine(left: Tensor, right: Tensor, disparity: Tensor, cfg: SubpixelConfig)
     n = shift_count(cfg)  # shifts k = -radius - 1 .. radius + 1
     lp, rp = left.permute(2, 0, 1).contiguous(), right.permute(2, 0, 1).contiguous()
     base = disparity.round()
-    cols = torch.arange(w, device=left.device, dtype=torch.float32).view(1, w)
     if cfg.joint and c > 1:
         return _refine_joint(lp, rp, disparity, cfg)
     stats = torch.empty(2 * c, h, w, device=left.device)
@@ -243,15 +243,7 @@ def _refine(left: Tensor, right: Tensor, disparity: Tensor, cfg: SubpixelConfig)
     var_l.addcmul_(mu_l, mu_l, value=-1).clamp_min_(1e-6)
     zncc = torch.empty(n, h, w, device=left.device)
     moved = torch.empty(3 * c, h, w, device=left.device)  # right, right^2, left * right
-    start = cols - base  # the right column each pixel's readout reads
-    # a read left of the image happens only in the columns left of the largest readout + k
-    strip = min(w, max(0, int(base.max()) + cfg.radius + 2))
-    for j in range(n):
-        # every neighbour in the window is read at its own readout + k
-        source = start - float(j - cfg.radius - 1)
-        outside = source[:, :strip] < 0
-        index = source.clamp_(0, w - 1).long().expand(c, h, w)
-        torch.gather(rp, 2, index, out=moved[:c])
+    for j, outside, strip in _shifted_reads(rp, base, cfg, moved[:c]):
         torch.mul(moved[:c], moved[:c], out=moved[c : 2 * c])
         torch.mul(moved[:c], lp, out=moved[2 * c :])
         box = box_mean_planes(moved, cfg.window)
@@ -269,7 +261,6 @@ def _refine_joint(lp: Tensor, rp: Tensor, disparity: Tensor, cfg: SubpixelConfig
     c, h, w = lp.shape
     n = shift_count(cfg)
     base = disparity.round()
-    cols = torch.arange(w, device=lp.device, dtype=torch.float32).view(1, w)
     stats = torch.empty(c + 1, h, w, device=lp.device)
     stats[:c] = lp
     _channel_dot(lp, lp, out=stats[c])
@@ -280,13 +271,7 @@ def _refine_joint(lp: Tensor, rp: Tensor, disparity: Tensor, cfg: SubpixelConfig
     var_l.clamp_min_(1e-6)
     zncc = torch.empty(n, h, w, device=lp.device)
     moved = torch.empty(c + 2, h, w, device=lp.device)  # right, sum right^2, sum left * right
-    start = cols - base
-    strip = min(w, max(0, int(base.max()) + cfg.radius + 2))
-    for j in range(n):
-        source = start - float(j - cfg.radius - 1)
-        outside = source[:, :strip] < 0
-        index = source.clamp_(0, w - 1).long().expand(c, h, w)
-        torch.gather(rp, 2, index, out=moved[:c])
+    for j, outside, strip in _shifted_reads(rp, base, cfg, moved[:c]):
         _channel_dot(moved[:c], moved[:c], out=moved[c])
         _channel_dot(moved[:c], lp, out=moved[c + 1])
         box = box_mean_planes(moved, cfg.window)
@@ -297,6 +282,24 @@ def _refine_joint(lp: Tensor, rp: Tensor, disparity: Tensor, cfg: SubpixelConfig
         torch.mul(cov, var_r.clamp_min_(1e-6).mul_(var_l).rsqrt_(), out=zncc[j])
         zncc[j, :, :strip].masked_fill_(outside, -1.0)
     return _vertex(zncc, base, disparity, var_l / c, cfg)
+
+
+def _shifted_reads(
+    rp: Tensor, base: Tensor, cfg: SubpixelConfig, out: Tensor
+) -> Iterator[tuple[int, Tensor, int]]:
+    """For each shift ``j`` (k = j - radius - 1): the C x H x W right image read into ``out`` at
+    each pixel's own readout ``base`` + k (every neighbour in a window at its own readout), then
+    ``j``, the reads left of the image in the first ``strip`` columns (H x strip) and ``strip``."""
+    c, h, w = rp.shape
+    cols = torch.arange(w, device=rp.device, dtype=torch.float32).view(1, w)
+    start = cols - base  # the right column each pixel's readout reads
+    # a read left of the image happens only in the columns left of the largest readout + k
+    strip = min(w, max(0, int(base.max()) + cfg.radius + 2))
+    for j in range(shift_count(cfg)):
+        source = start - float(j - cfg.radius - 1)
+        outside = source[:, :strip] < 0
+        torch.gather(rp, 2, source.clamp_(0, w - 1).long().expand(c, h, w), out=out)
+        yield j, outside, strip
 
 
 def _channel_dot(a: Tensor, b: Tensor, out: Tensor) -> None:

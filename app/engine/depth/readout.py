@@ -211,13 +211,14 @@ def upsampled_step_fit(
     if flat.numel() == 0:
         return out[:, :1], out[:, 1:]
     py, px = flat // size[1], flat % size[1]
-    table = logits[0].reshape(logits.shape[1], -1)  # P x (h w)
+    # (h w) x P: a grid pixel's curve is one row (columns of a P x (h w) table read 10x slower)
+    table = logits[0].reshape(logits.shape[1], -1).t().contiguous()
     a, b = ys[py] * w, y1[py] * w
     c, d = xs[px], x1[px]
-    wy, wx = fy[py], fx[px]
-    top = torch.lerp(table[:, a + c], table[:, a + d], wx)
-    bottom = torch.lerp(table[:, b + c], table[:, b + d], wx)
-    curve = torch.lerp(top, bottom, wy)[None, :, None]  # 1 x P x 1 x E
+    wy, wx = fy[py, None], fx[px, None]
+    top = torch.lerp(table.index_select(0, a + c), table.index_select(0, a + d), wx)
+    bottom = torch.lerp(table.index_select(0, b + c), table.index_select(0, b + d), wx)
+    curve = torch.lerp(top, bottom, wy).t().contiguous()[None, :, None]  # 1 x P x 1 x E
     own = step_fit(curve, planes)
     flat_out = out.view(1, 2, -1)
     flat_out[0, 0, flat] = own.disparity.view(-1)

@@ -100,16 +100,30 @@ class LightSegNet(nn.Module):
         """N x w0 x h x w' (projected volume, before its ReLU) -> N x 1 x h/2 x w'/2."""
         return self.body(F.relu(x))
 
-    def body(self, x: Tensor) -> Tensor:
-        """``forward`` of a volume after its ReLU."""
+    def body(self, x: Tensor, keep: int | None = None) -> Tensor:
+        """``forward`` of a volume after its ReLU; ``keep``: only the first ``keep`` output columns
+        (the same values: the last two 3 x 3 layers run on the columns they reach, 114 of 144 at
+        480 x 640, where the rest was computed and cropped)."""
         x1 = self.enc1(self.down1(x))
         x2 = self.enc2(self.down2(x1))
         x3 = self.enc3(self.down3(x2))
         x4 = self.enc4(self.down4(x3))
         y = self.dec3(torch.cat([_up(x4, x3), x3], 1))
-        y = self.dec2(torch.cat([_up(y, x2), x2], 1))
-        y = self.dec1(torch.cat([_up(y, x1), x1], 1))
-        return self.out(y)
+        if keep is None or keep + 2 >= x1.shape[-1]:
+            y = self.dec2(torch.cat([_up(y, x2), x2], 1))
+            return self.out(self.dec1(torch.cat([_up(y, x1), x1], 1)))[..., :keep]
+        # out's first ``keep`` columns read dec1's first keep + 1, which read its input's keep + 2;
+        # those (x2 upsampled 2x, half-pixel centres) read dec2's first keep / 2 + 2 columns,
+        # which read its input's one more
+        reach = keep + 2
+        half = reach // 2 + 2
+        if half < x2.shape[-1] and x1.shape[-1] == 2 * x2.shape[-1]:
+            y = self.dec2(torch.cat([_up(y, x2)[..., :half], x2[..., :half]], 1))
+            up = F.interpolate(y, (x1.shape[-2], 2 * half), mode="bilinear", align_corners=False)
+        else:
+            up = _up(self.dec2(torch.cat([_up(y, x2), x2], 1)), x1)
+        y = self.dec1(torch.cat([up[..., :reach], x1[..., :reach]], 1))
+        return self.out(y)[..., :keep]
 
 
 class PixelSegNet(LightSegNet):
@@ -213,7 +227,7 @@ class LightBi3D(SweepModel):
                 x = terms.volumes(part)  # after the first layer's ReLU
             else:
                 x = F.relu(self.training_volumes(feats, part))
-            logits = self.segnet.body(x)[..., : width // 2]
+            logits = self.segnet.body(x, width // 2)
             out.append(logits.view(len(part), feats.left.shape[0], *logits.shape[-2:]).transpose(0, 1))
         return out[0] if len(out) == 1 else torch.cat(out, dim=1)
 
@@ -409,7 +423,7 @@ class PixelSweep:
             scaled = prior.reshape(-1, 1).clamp(-PRIOR_CLAMP, PRIOR_CLAMP) * PRIOR_SCALE
             x.addmm_(scaled.to(x.dtype), self.w_prior.to(x.dtype))
         x = x.view(b, h, width, -1).permute(0, 3, 1, 2)  # NCHW shape, channels-last memory
-        return self.seg(x)[..., : self.width // 2]
+        return self.seg.body(F.relu(x), self.width // 2)
 
 
 def _rows(x: Tensor) -> Tensor:

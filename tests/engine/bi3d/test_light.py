@@ -63,6 +63,21 @@ def test_inference_planes_equal_the_differentiable_volumes() -> None:
     torch.testing.assert_close(again, got[:, 2:4])
 
 
+def test_segnet_answers_the_columns_kept_as_it_answers_them_cropped() -> None:
+    # the decoder's last layers run on the columns that reach the kept ones: the same values,
+    # at every width (even and odd grids) and every number of columns kept
+    seg = _model().segnet
+    worst = 0.0
+    with torch.inference_mode():
+        for width in (64, 97, 120, 144, 203):
+            x = torch.relu(torch.randn(1, seg.proj_left.out_channels, 32, width))
+            x = x.contiguous(memory_format=torch.channels_last)
+            full = seg.body(x)
+            for keep in range(1, full.shape[-1] + 1):
+                worst = max(worst, float((seg.body(x, keep) - full[..., :keep]).abs().max()))
+    assert worst < 1e-5
+
+
 def test_convex_upsampling_is_a_convex_combination() -> None:
     logits = torch.randn(1, 2, 5, 7)
     out = convex_upsample(logits, torch.randn(1, 36, 5, 7), 2)

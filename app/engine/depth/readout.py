@@ -152,8 +152,12 @@ def _crossing(probs: Tensor, k: Tensor, planes: Tensor) -> Tensor:
 
 
 def feats_guide(feats: Any) -> Tensor | None:
-    """A frame's upsampling weights (the light model's ``Features.guide``), or None."""
-    return getattr(feats, "guide", None)
+    """A frame's upsampling weights (the light model's ``Features.guide``, or the ``guide`` output
+    of an exported feature stage: ``runtimes.staged.GraphFeatures``), or None."""
+    guide = getattr(feats, "guide", None)
+    if guide is None:
+        guide = getattr(feats, "tensors", {}).get("guide")
+    return guide
 
 
 def upsampled(x: Tensor, size: tuple[int, int]) -> Tensor:

@@ -12,11 +12,14 @@ import torch
 
 from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.model import SweepModel
+from app.engine.depth.bi3d import Bi3DEngine
+from app.engine.depth.readout import feats_guide
 from app.engine.runtimes.base import RuntimeUnavailable
 from app.engine.runtimes.graphs import shifted_columns
 from app.engine.runtimes.onnx_export import check_onnx, export_stages, read_metadata, write_onnx
 from app.engine.runtimes.ort_runtime import OrtRuntime
 from app.engine.runtimes.verify import FP32_TOLERANCE, compare_with_torch
+from app.engine.types import DepthRequest, Mode
 
 CPU = torch.device("cpu")
 WIDTHS = {"binary": 0.25, "continuous_2d": 0.25, "continuous_3d": 0.25, "light": 1.0}
@@ -154,3 +157,23 @@ def test_execution_providers_per_device() -> None:
     assert got == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
     with pytest.raises(RuntimeUnavailable, match="pip uninstall -y onnxruntime onnxruntime-gpu"):
         providers_for(cuda, ["CPUExecutionProvider"])  # the CPU package, or both installed
+
+
+def test_light_continuous_depth_on_onnxruntime_reads_the_grid_as_torch_does(exported) -> None:  # type: ignore[no-untyped-def]
+    # the exported feature stage hands its upsampling weights over by name: the engine finds
+    # them there and reads the curves on the model's grid, as on torch (before, it upsampled
+    # the whole volume and answered up to 30 px apart from torch at a few edge pixels)
+    model, folder = exported["light"]
+    runtime = OrtRuntime.from_directory(folder, model, CPU)
+    rng = np.random.default_rng(3)
+    left = rng.integers(0, 255, (192, 288, 3), dtype=np.uint8)
+    right = np.roll(left, -9, axis=1)
+    with torch.inference_mode():
+        image = torch.rand(1, 3, 192, 288) * 2 - 1
+        assert feats_guide(runtime.features(image, image)) is not None
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    on_ort = Bi3DEngine(model, runtime=runtime).compute(left, right, request)
+    on_torch = Bi3DEngine(model).compute(left, right, request)
+    assert on_ort.runtime == "onnxruntime" and on_torch.runtime == "torch"
+    np.testing.assert_allclose(on_ort.disparity, on_torch.disparity, atol=0.05)
+    np.testing.assert_allclose(on_ort.probabilities, on_torch.probabilities, atol=1e-3)

@@ -442,8 +442,10 @@ class Bi3DEngine:
         if request.budget_ms is not None and request.mode is Mode.CONTINUOUS:
             return self._plan_budget(request, size)
         notes: list[str] = []
-        why = can_search(self.model, self.backend)
-        if self._searches() and why and request.mode is Mode.CONTINUOUS:
+        # asked only when the search was asked for: the question opens a runtime, which the
+        # memory check (before any runtime is chosen) must not do
+        why = can_search(self.model, self.backend) if self._searches() else ""
+        if why and request.mode is Mode.CONTINUOUS:
             notes.append(f"full sweep: {why}")
         choice: dict[str, float] = {}
         if request.budget_ms is not None:

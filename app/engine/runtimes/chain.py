@@ -7,7 +7,8 @@ broken engine) is dropped and the frame is computed again by the next. With ``pr
 available runtime is timed on the first frame of each size (features + 2 planes, the median of
 five runs after a warm-up) and the fastest runs. With a ``store`` (``cache.ChoiceStore``) and a
 ``key`` naming the device, precision and model, the decision is kept on disk per frame size and
-reused, so identical runs run the same runtime and give identical outputs. ``reason`` says which
+reused, so identical runs run the same runtime and give identical outputs; a reused decision
+opens that runtime alone (the others open only if it fails). ``reason`` says which
 one ran, whether the choice came from the cache, and why the others did not.
 """
 
@@ -66,12 +67,41 @@ class RuntimeChain:
     def prepare(self, left: Tensor, right: Tensor) -> None:
         """Open runtimes (all of them when probing) and, once per frame size, pick the fastest."""
         self._size = (int(left.shape[-2]), int(left.shape[-1]))
-        if self.probe:
+        if self.probe and self._size not in self.choices and not self._open_cached():
             while self._open_next():
                 pass
             if self._size not in self.choices and len(self._ready) > 1:
                 self._choose(left, right)
         self.current  # noqa: B018 - opens the first runtime (or says why none can run)
+
+    def _open_cached(self) -> bool:
+        """Run the runtime the cache names for this frame size, opening it alone if needed (the
+        others stay unopened until one is needed: opening ONNX Runtime imports onnx and loads its
+        sessions, 1.6 s of a one-shot `depth` here when the cache named torch); False when
+        there is no usable entry or that runtime cannot open, and everything is then opened and
+        timed as without a cache."""
+        if self.key is None or self.store is None:
+            return False
+        h, w = self._size
+        key = f"{self.key}|{h}x{w}"
+        entry = self.store.get(key)
+        name = entry.get("runtime") if entry is not None else None
+        if name is None:
+            return False
+        if name not in {r.name for r in self._ready}:
+            waiting = [i for i, (pending, _) in enumerate(self._pending) if pending == name]
+            if not waiting:
+                return False
+            pending, opener = self._pending.pop(waiting[0])
+            try:
+                self._ready.append(opener())
+            except RuntimeUnavailable as exc:
+                self.notes.append(f"{pending} skipped: {exc}")
+                return False
+            except Exception as exc:  # as _open_next: an optional runtime's bug must not stop the frame
+                self.notes.append(f"{pending} skipped: it failed to open ({type(exc).__name__}: {exc})")
+                return False
+        return self._reuse(key)
 
     def fail(self, exc: RuntimeUnavailable) -> bool:
         """Drop the current runtime after a failure; whether another one can take the frame."""

@@ -101,3 +101,41 @@ def test_a_chain_without_a_key_times_every_run_and_writes_nothing(
     result = Bi3DEngine(model, runtime=chain).compute(*pair, REQUEST)
     assert result.runtime == "a" and result.runtime_choice == "timed"
     assert not list(tmp_path.iterdir())
+
+
+def test_a_cached_choice_opens_that_runtime_alone(model, pair, tmp_path: Path, timings) -> None:  # type: ignore[no-untyped-def]
+    # opening a runtime can take seconds (ONNX Runtime imports onnx and loads its sessions):
+    # with the choice on disk the others stay closed until one is needed
+    store = ChoiceStore(tmp_path / "choices.json")
+    timings.update(a=30.0, b=10.0)
+    _engine(model, store, timings).compute(*pair, REQUEST)  # times both, keeps "b"
+    opened: list[str] = []
+
+    def opener(name: str) -> Named:
+        opened.append(name)
+        return Named(model, name)
+
+    openers = [(n, lambda n=n: opener(n)) for n in ("a", "b")]
+    chain = RuntimeChain(openers, probe=True, key="cpu|fp32|m", store=ChoiceStore(tmp_path / "choices.json"))
+    again = Bi3DEngine(model, runtime=chain).compute(*pair, REQUEST)
+    assert again.runtime == "b" and again.runtime_choice == "cache" and opened == ["b"]
+    # a failure of the chosen one still falls back to the rest, opened then
+    assert chain.fail(chain_module.RuntimeFailed("out of memory")) and opened == ["b", "a"]
+    assert chain.name == "a"
+
+
+def test_a_cached_runtime_that_cannot_open_is_skipped_and_the_rest_timed(
+    model, pair, tmp_path: Path, timings
+) -> None:  # type: ignore[no-untyped-def]
+    store = ChoiceStore(tmp_path / "choices.json")
+    timings.update(a=30.0, b=10.0)
+    _engine(model, store, timings).compute(*pair, REQUEST)  # keeps "b"
+
+    def broken() -> Named:
+        raise chain_module.RuntimeUnavailable("b is gone")
+
+    openers = [("a", lambda: Named(model, "a")), ("b", broken)]
+    chain = RuntimeChain(openers, probe=True, key="cpu|fp32|m", store=ChoiceStore(tmp_path / "choices.json"))
+    result = Bi3DEngine(model, runtime=chain).compute(*pair, REQUEST)
+    assert result.runtime == "a"
+    assert any("b skipped: b is gone" in n for n in result.notes)

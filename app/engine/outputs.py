@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +65,28 @@ def _staging_folder(out_dir: Path) -> Path:
         raise UserError(f"cannot write into {home} ({exc.strerror}); choose another --out folder") from None
 
 
-def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]) -> list[str]:
+STORED_BYTES = 8 << 20  # arrays at least this large go into result.npz uncompressed
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An ``.npz`` archive (as ``np.savez_compressed`` writes, ``np.load`` reads it) in which the
+    arrays of ``STORED_BYTES`` or more are stored as they are: a continuous answer's plane
+    probabilities (29 x 500 x 741 float32 on the demo, 43 MB) shrank only to 37 MB and took
+    3.8 s of a 9 s `depth` run to compress; the small arrays are compressed as before."""
     buf = io.BytesIO()
-    np.savez_compressed(buf, allow_pickle=False, **result.arrays())
-    atomic_write(folder / "result.npz", buf.getvalue())
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, value in arrays.items():
+            array = np.asanyarray(value)
+            how = zipfile.ZIP_STORED if array.nbytes >= STORED_BYTES else zipfile.ZIP_DEFLATED
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = how
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]) -> list[str]:
+    atomic_write(folder / "result.npz", npz_bytes(result.arrays()))
     write_pfm(folder / "disparity.pfm", result.disparity)
     write_kitti_png(folder / "disparity.png", result.disparity)
     vmax = float(request.max_disparity) if np.isnan(result.disparity).all() else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -62,3 +63,22 @@ def test_staging_left_by_a_killed_run_is_removed_later(tmp_path: Path) -> None:
     fresh.mkdir()
     outputs.write_result(out, *_result(Mode.CONTINUOUS, 5.0), {})
     assert not old.exists() and fresh.exists()
+
+
+def test_result_npz_stores_large_arrays_as_they_are_and_compresses_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outputs, "STORED_BYTES", 300)  # the 2 x 6 x 8 probabilities are "large" here
+    result, _ = _result(Mode.CONTINUOUS, 3.0)
+    result.probabilities = np.random.default_rng(0).random((2, 6, 8)).astype(np.float32)
+    data = outputs.npz_bytes(result.arrays())
+    path = tmp_path / "result.npz"
+    path.write_bytes(data)
+    with zipfile.ZipFile(path) as zf:
+        kinds = {i.filename: i.compress_type for i in zf.infolist()}
+    assert kinds["probabilities.npy"] == zipfile.ZIP_STORED
+    assert kinds["disparity.npy"] == zipfile.ZIP_DEFLATED
+    with np.load(path, allow_pickle=False) as back:
+        for name, array in result.arrays().items():
+            np.testing.assert_array_equal(back[name], array)
+    assert outputs.npz_bytes(result.arrays()) == data  # the same arrays, the same bytes

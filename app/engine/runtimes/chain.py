@@ -80,28 +80,15 @@ class RuntimeChain:
         sessions, 1.6 s of a one-shot `depth` here when the cache named torch); False when
         there is no usable entry or that runtime cannot open, and everything is then opened and
         timed as without a cache."""
-        if self.key is None or self.store is None:
+        key = self._size_key()
+        entry = None if key is None else self._cached(key)
+        if key is None or entry is None:
             return False
-        h, w = self._size
-        key = f"{self.key}|{h}x{w}"
-        entry = self.store.get(key)
-        name = entry.get("runtime") if entry is not None else None
-        if name is None:
-            return False
-        if name not in {r.name for r in self._ready}:
-            waiting = [i for i, (pending, _) in enumerate(self._pending) if pending == name]
-            if not waiting:
+        if entry["runtime"] not in {r.name for r in self._ready}:
+            waiting = [i for i, (pending, _) in enumerate(self._pending) if pending == entry["runtime"]]
+            if not waiting or not self._open(*self._pending.pop(waiting[0])):
                 return False
-            pending, opener = self._pending.pop(waiting[0])
-            try:
-                self._ready.append(opener())
-            except RuntimeUnavailable as exc:
-                self.notes.append(f"{pending} skipped: {exc}")
-                return False
-            except Exception as exc:  # as _open_next: an optional runtime's bug must not stop the frame
-                self.notes.append(f"{pending} skipped: it failed to open ({type(exc).__name__}: {exc})")
-                return False
-        return self._reuse(key)
+        return self._reuse(key, entry)
 
     def fail(self, exc: RuntimeUnavailable) -> bool:
         """Drop the current runtime after a failure; whether another one can take the frame."""
@@ -113,20 +100,30 @@ class RuntimeChain:
 
     def _open_next(self) -> bool:
         while self._pending:
-            name, opener = self._pending.pop(0)
-            try:
-                self._ready.append(opener())
+            if self._open(*self._pending.pop(0)):
                 return True
-            except RuntimeUnavailable as exc:
-                self.notes.append(f"{name} skipped: {exc}")
-            except Exception as exc:  # an optional runtime's bug must not stop the frame
-                self.notes.append(f"{name} skipped: it failed to open ({type(exc).__name__}: {exc})")
         return False
+
+    def _open(self, name: str, opener: Callable[[], Runtime]) -> bool:
+        """Open one runtime into the ready ones; False, with its reason noted, when it cannot."""
+        try:
+            self._ready.append(opener())
+            return True
+        except RuntimeUnavailable as exc:
+            self.notes.append(f"{name} skipped: {exc}")
+        except Exception as exc:  # an optional runtime's bug must not stop the frame
+            self.notes.append(f"{name} skipped: it failed to open ({type(exc).__name__}: {exc})")
+        return False
+
+    def _size_key(self) -> str | None:
+        """The cache key of this model at the current frame size (None: no cache)."""
+        h, w = self._size
+        return f"{self.key}|{h}x{w}" if self.key is not None and self.store is not None else None
 
     def _choose(self, left: Tensor, right: Tensor) -> None:
         h, w = self._size
-        key = f"{self.key}|{h}x{w}" if self.key is not None else None
-        if key is not None and self.store is not None and self._reuse(key):
+        key = self._size_key()
+        if key is not None and self._reuse(key, self._cached(key)):
             return
         timed: list[tuple[float, Runtime]] = []
         for runtime in list(self._ready):
@@ -146,11 +143,15 @@ class RuntimeChain:
             self.store.put(key, timed[0][1].name, {r.name: ms for ms, r in timed})
             self.notes.extend(n for n in self.store.notes if n not in self.notes)
 
-    def _reuse(self, key: str) -> bool:
-        """Run the runtime the cache names for this key, if it is open here."""
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        """The cache's entry for ``key`` (None: none usable), its notes (a damaged file) noted."""
         assert self.store is not None
         entry = self.store.get(key)
         self.notes.extend(n for n in self.store.notes if n not in self.notes)
+        return entry
+
+    def _reuse(self, key: str, entry: dict[str, Any] | None) -> bool:
+        """Run the runtime that ``entry``, the cache's for ``key``, names, if it is open here."""
         names = [r.name for r in self._ready]
         if entry is None or entry["runtime"] not in names:
             return False

@@ -109,15 +109,12 @@ class LightSegNet(nn.Module):
         x3 = self.enc3(self.down3(x2))
         x4 = self.enc4(self.down4(x3))
         y = self.dec3(torch.cat([_up(x4, x3), x3], 1))
-        if keep is None or keep + 2 >= x1.shape[-1]:
-            y = self.dec2(torch.cat([_up(y, x2), x2], 1))
-            return self.out(self.dec1(torch.cat([_up(y, x1), x1], 1)))[..., :keep]
         # out's first ``keep`` columns read dec1's first keep + 1, which read its input's keep + 2;
         # those (x2 upsampled 2x, half-pixel centres) read dec2's first keep / 2 + 2 columns,
-        # which read its input's one more
-        reach = keep + 2
-        half = reach // 2 + 2
-        if half < x2.shape[-1] and x1.shape[-1] == 2 * x2.shape[-1]:
+        # which read its input's one more (None: every column)
+        reach = None if keep is None or keep + 2 >= x1.shape[-1] else keep + 2
+        half = None if reach is None else reach // 2 + 2
+        if half is not None and half < x2.shape[-1] and x1.shape[-1] == 2 * x2.shape[-1]:
             y = self.dec2(torch.cat([_up(y, x2)[..., :half], x2[..., :half]], 1))
             up = F.interpolate(y, (x1.shape[-2], 2 * half), mode="bilinear", align_corners=False)
         else:

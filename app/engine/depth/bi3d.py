@@ -141,9 +141,6 @@ class Plan:
 
 class Bi3DEngine:
     name = "bi3d"
-    # continuous curves of a model with upsampling weights (the light model) are read on its
-    # feature grid, 1/3 of the image, and the answer upsampled: see ``_dense_result``
-    grid_readout = True
 
     def __init__(
         self,
@@ -682,14 +679,14 @@ class Bi3DEngine:
         assert plan.span is not None
         first, last = plan.span
         lo, hi = continuous_range(request)
-        # the light model's curves are read on its own grid (1/3 of the image: ``grid_readout``)
-        on_grid = self.grid_readout and feats_guide(feats) is not None and not self.model.has_disp_refine
+        # a model with upsampling weights (the light model) has its curves read on its own grid,
+        # 1/3 of the image, and the answer upsampled (``readout.upsampled_step_fit``)
+        guide = None if self.model.has_disp_refine else feats_guide(feats)
+        on_grid = guide is not None
         with self._timed(timings, "refine"):
             if self.model.refinenet3d is not None and plan.step == FEATURE_STRIDE:
                 lowres = self.backend.regularise(feats, lowres)
-            if on_grid:
-                guide = feats_guide(feats)
-                assert guide is not None
+            if guide is not None:
                 logits = convex_upsample(lowres.float(), guide, 2)
             else:
                 logits = self.backend.refine_planes(feats, lowres).float()

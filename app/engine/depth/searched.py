@@ -37,6 +37,7 @@ from torch import Tensor
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.agreement import agree
 from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
+from app.engine.depth.readout import upsampled_probabilities
 from app.engine.depth.search import Bracket, coarse_planes, passes_needed, search
 from app.engine.depth.subpixel import SubpixelConfig, refine_subpixel, stage_config
 from app.engine.errors import Interrupted
@@ -218,8 +219,9 @@ def searched_result(
         disp = padder.crop(full)[0, 0]
         # the coarse planes' probabilities, bilinearly: a record, not the answer (10 ms, where
         # the edge-aware upsampling of 9 planes took 45)
-        size = padder.padded_size
-        probs = padder.crop(F.interpolate(torch.sigmoid(lowres.float()), size, mode="bilinear"))[0]
+        probs = upsampled_probabilities(
+            torch.sigmoid(lowres.float()), padder.padded_size, padder.top, padder.left
+        )
     cost = None
     if engine.agreement is not None and br.cost is not None:
         # the coarse curve's disagreement with its step, in coarse planes, counted as the grid
@@ -230,7 +232,6 @@ def searched_result(
     disp, confidence = match_and_rate(engine, images, disp, stage, cost, timings)
     with engine._timed(timings, "readout"):
         disparity = disp.cpu().numpy().astype(np.float32)
-        probs_np = probs.cpu().numpy()
     if confidence is not None and request.min_confidence > 0:
         disparity[confidence < request.min_confidence] = np.nan
-    return engine._result(request, disparity, probs_np, planes, confidence=confidence)
+    return engine._result(request, disparity, probs, planes, confidence=confidence)

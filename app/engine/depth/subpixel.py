@@ -234,7 +234,7 @@ def _refine(left: Tensor, right: Tensor, disparity: Tensor, cfg: SubpixelConfig)
     lp, rp = left.permute(2, 0, 1).contiguous(), right.permute(2, 0, 1).contiguous()
     base = disparity.round()
     if cfg.joint and c > 1:
-        return _refine_joint(lp, rp, disparity, cfg)
+        return _refine_joint(lp, rp, disparity, base, cfg)
     stats = torch.empty(2 * c, h, w, device=left.device)
     stats[:c] = lp
     torch.mul(lp, lp, out=stats[c:])
@@ -256,11 +256,11 @@ def _refine(left: Tensor, right: Tensor, disparity: Tensor, cfg: SubpixelConfig)
     return _vertex(zncc, base, disparity, var_l.mean(0), cfg)
 
 
-def _refine_joint(lp: Tensor, rp: Tensor, disparity: Tensor, cfg: SubpixelConfig) -> Tensor:
-    """``_refine`` with one correlation over the colour patch: C x H x W planes."""
+def _refine_joint(lp: Tensor, rp: Tensor, disparity: Tensor, base: Tensor, cfg: SubpixelConfig) -> Tensor:
+    """``_refine`` with one correlation over the colour patch: C x H x W planes, ``base`` the
+    rounded readout."""
     c, h, w = lp.shape
     n = shift_count(cfg)
-    base = disparity.round()
     stats = torch.empty(c + 1, h, w, device=lp.device)
     stats[:c] = lp
     _channel_dot(lp, lp, out=stats[c])

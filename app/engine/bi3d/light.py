@@ -308,7 +308,15 @@ class PlaneTerms:
         # unit vectors channels-first: a sum over channels is about 3x slower channels-last
         self.left_unit = F.pad(_unit(left.contiguous()), (0, pad))  # zero columns stay zero vectors
         self.right_unit = _unit(right.contiguous())
-        self.outside = torch.relu(self.base + segnet.proj_diff(self.left.abs())).contiguous(memory_format=cl)
+
+        # outside the window: a plane's first ``lo`` <= max_shift columns (``outside``), and from
+        # ``lo + w`` on, where the left features are padding and every column is the last (``tail``)
+        def zero_right(cols: slice) -> Tensor:  # the first layer after its ReLU, right features zero
+            x = self.base[..., cols] + segnet.proj_diff(self.left[..., cols].abs())
+            return torch.relu(x).contiguous(memory_format=cl)
+
+        self.outside = zero_right(slice(0, max(pad, 1)))
+        self.tail = zero_right(slice(self.padded - 1, self.padded))
         self.proj_diff = segnet.proj_diff
         self.w_corr = segnet.proj_corr.weight.view(1, -1, 1, 1)
 
@@ -316,9 +324,9 @@ class PlaneTerms:
         """(P B) x w0 x h x W' volumes after the ReLU, channels-last, for ``shifts``: each plane
         written into its place in one buffer (a concatenation of the planes' volumes copied
         every plane once more: 1 of the 3 ms a plane at 480 x 640)."""
-        b, c, h, width = self.outside.shape
+        b, c, h, _ = self.outside.shape
         out = torch.empty(
-            (len(shifts) * b, c, h, width),
+            (len(shifts) * b, c, h, self.padded),
             dtype=self.outside.dtype,
             device=self.outside.device,
             memory_format=torch.channels_last,
@@ -344,18 +352,29 @@ class PlaneTerms:
         y += right_proj
         corr = (self.left_unit[..., window] * right_unit).sum(1, keepdim=True)
         y.addcmul_(self.w_corr.to(y.dtype), corr)  # the 1 -> w0 projection of the correlation
-        x = torch.empty_like(self.outside, memory_format=torch.channels_last) if out is None else out
+        if out is None:
+            b, c, h, _ = self.outside.shape
+            out = y.new_empty((b, c, h, self.padded)).contiguous(memory_format=torch.channels_last)
         # outside the window every plane is the same: copied there only
-        x[..., :lo] = self.outside[..., :lo]
-        x[..., lo + span :] = self.outside[..., lo + span :]
-        x[..., window] = y.relu_()
-        return x
+        out[..., :lo] = self.outside[..., :lo]
+        out[..., lo + span :] = self.tail
+        out[..., window] = y.relu_()
+        return out
 
 
 def _blend_next(t: Tensor, frac: float) -> Tensor:
     """B x C x h x w -> B x C x h x (w + 1): ``(1 - frac) t`` moved by 0 columns plus ``frac t``
-    moved by 1 (``_shift``'s blend, cut to the columns it touches)."""
-    return torch.lerp(F.pad(t, (0, 1)), F.pad(t, (1, 0)), frac)
+    moved by 1 (``_shift``'s blend, cut to the columns it touches). Written into one buffer in
+    ``t``'s memory layout, without padded copies: 0.57 against 1.5 ms at 16 x 160 x 224 here."""
+    b, c, h, w = t.shape
+    layout = (
+        torch.channels_last if t.is_contiguous(memory_format=torch.channels_last) else torch.contiguous_format
+    )
+    out = torch.empty((b, c, h, w + 1), dtype=t.dtype, device=t.device, memory_format=layout)
+    torch.lerp(t[..., 1:], t[..., :-1], frac, out=out[..., 1:w])
+    torch.mul(t[..., :1], 1 - frac, out=out[..., :1])
+    torch.mul(t[..., -1:], frac, out=out[..., w:])
+    return out
 
 
 class PixelSweep:

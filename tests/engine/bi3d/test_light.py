@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -43,11 +44,13 @@ def test_factored_first_layer_equals_a_1x1_conv_over_the_volume() -> None:
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
-def test_inference_planes_equal_the_differentiable_volumes() -> None:
+@pytest.mark.parametrize("width", [288, 96])
+def test_inference_planes_equal_the_differentiable_volumes(width: int) -> None:
     # PlaneTerms (no gradients) against training_volumes (gradients), whole and fractional
-    # shifts, up to the last feature column
+    # shifts, up to the last feature column; at 96 px the sweep (64 columns) is wider than the
+    # image's 32 feature columns
     model = _model()
-    x = torch.randn(1, 3, 192, 288)
+    x = torch.randn(1, 3, 192, width)
     with torch.inference_mode():
         feats = model.extract(x, x.roll(-6, dims=3))
     shifts = torch.tensor([0.0, 1.0, 2.5, 20.0 / 3, 40.25, 63.0, 63.7, 64.0])

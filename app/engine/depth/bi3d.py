@@ -47,7 +47,7 @@ from app.engine.depth.decoding import (
 )
 from app.engine.depth.exposure import DEFAULT_EXPOSURE, ExposureConfig, stretch
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
-from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, PlaneChecker
+from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, check_planes
 from app.engine.depth.readout import (
     feats_guide,
     integrate_planes,
@@ -649,10 +649,7 @@ class Bi3DEngine:
                 probs_np = probs[0].cpu().numpy()
             if self.plane_check is not None:
                 with self._timed(timings, "check"):
-                    checker = PlaneChecker(*images, self.plane_check)
-                    for k, plane in enumerate(plan.planes):
-                        checker.check(probs_np[k], float(plane), in_place=True)
-                        checker.smooth(probs_np[k])
+                    check_planes(*images, probs_np, plan.planes.tolist(), self.plane_check)
             return self._plane_result(request, plan, probs_np)
         return self._dense_result(request, plan, feats, lowres, padder, timings, images)
 

@@ -41,6 +41,9 @@ Shapes: H x W x 3 uint8 images, H x W probabilities.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import cv2
@@ -212,35 +215,27 @@ class PlaneChecker:
             return full.view(bool) if grid.dtype == bool else full
         return np.take(np.take(grid, self.rows, axis=0), self.cols, axis=1)
 
+    def prepare(self) -> None:
+        """Compute what every plane's check and smoothing share, before planes run in threads."""
+        if self._side_stats is None:
+            left = self._small_left
+            mean = _box(left, self.config.window)
+            var = _box(left * left, self.config.window) - mean * mean
+            self._side_stats = (mean, var)
+        if self._guide is None and self.config.smooth_radius > 0:
+            cfg = self.config
+            self._guide = _Guide(self._full_left, cfg.smooth_radius, cfg.smooth_eps, cfg.smooth_scale)
+
     def _side_test(self, plane: float) -> tuple[np.ndarray, np.ndarray]:
         """Over the check-scale grid: (ZNCC at plane + step minus ZNCC at plane - step, where
         that difference can be trusted)."""
         cfg = self.config
-        win, half = cfg.window, cfg.window // 2
+        half = cfg.window // 2
         hs, ws = self.shape
-        left = self._small_left
-        if self._side_stats is None:
-            mean = _box(left, win)
-            var = _box(left * left, win) - mean * mean
-            self._side_stats = (mean, var)
-        mean_l, var_l = self._side_stats
-        scores = []
-        for shift in (plane - cfg.side_step, plane + cfg.side_step):
-            s = shift / cfg.scale
-            # moved(x) = right(x - s), linear between columns; columns left of the image repeat
-            move = np.array([[1.0, 0.0, -s], [0.0, 1.0, 0.0]], np.float32)
-            moved = cv2.warpAffine(
-                self._small_right,
-                move,
-                (ws, hs),
-                flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                borderMode=cv2.BORDER_REPLICATE,
-            )
-            mean_r = _box(moved, win)
-            var_r = _box(moved * moved, win) - mean_r * mean_r
-            cross = _box(left * moved, win) - mean_l * mean_r
-            scores.append(cross / np.sqrt(np.maximum(var_l, 1e-6) * np.maximum(var_r, 1e-6)))
-        low, high = scores
+        self.prepare()
+        assert self._side_stats is not None
+        var_l = self._side_stats[1]
+        low, high = self._zncc(plane - cfg.side_step), self._zncc(plane + cfg.side_step)
         inside = np.arange(ws) >= (plane + cfg.side_step) / cfg.scale + half  # both windows in the image
         rows_inside = (np.arange(hs) >= half) & (np.arange(hs) < hs - half)
         usable = (
@@ -251,16 +246,71 @@ class PlaneChecker:
         )
         return high - low, usable
 
+    def _zncc(self, shift: float) -> np.ndarray:
+        """ZNCC of every check-scale window with the right image moved by ``shift`` (full-resolution
+        px): right(x - shift), linear between columns; columns left of the image repeat."""
+        cfg = self.config
+        win = cfg.window
+        hs, ws = self.shape
+        assert self._side_stats is not None
+        mean_l, var_l = self._side_stats
+        move = np.array([[1.0, 0.0, -shift / cfg.scale], [0.0, 1.0, 0.0]], np.float32)
+        flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+        moved = cv2.warpAffine(
+            self._small_right, move, (ws, hs), flags=flags, borderMode=cv2.BORDER_REPLICATE
+        )
+        mean_r = _box(moved, win)
+        var_r = _box(moved * moved, win) - mean_r * mean_r
+        cross = _box(self._small_left * moved, win) - mean_l * mean_r
+        score: np.ndarray = cross / np.sqrt(np.maximum(var_l, 1e-6) * np.maximum(var_r, 1e-6))
+        return score
+
     def smooth(self, probabilities: np.ndarray) -> np.ndarray:
         """The plane's H x W probabilities through the guided filter (module docstring), in place
         (``probabilities`` may be a strided view); returned."""
         cfg = self.config
         if cfg.smooth_radius <= 0:
             return probabilities
-        if self._guide is None:
-            self._guide = _Guide(self._full_left, cfg.smooth_radius, cfg.smooth_eps, cfg.smooth_scale)
+        self.prepare()
+        assert self._guide is not None
         np.clip(self._guide.filter(probabilities), 0.0, 1.0, out=probabilities)
         return probabilities
+
+
+def check_planes(
+    left: np.ndarray,
+    right: np.ndarray,
+    probabilities: np.ndarray,
+    planes: Sequence[float],
+    config: PlaneCheckConfig,
+) -> None:
+    """Every plane's check and smoothing, in place on its P x H x W ``probabilities``, the planes
+    in threads (numpy and OpenCV let go of the interpreter while they compute). Each plane writes
+    only its own answers, so the result is the same as one plane after the other (16 planes at
+    480 x 640 on 2 cores: 102 -> 70 ms; one plane's two sides in threads gained nothing)."""
+    checker = PlaneChecker(left, right, config)
+
+    def one(k: int) -> None:
+        checker.check(probabilities[k], float(planes[k]), in_place=True)
+        checker.smooth(probabilities[k])
+
+    if len(planes) == 1:
+        one(0)
+        return
+    checker.prepare()
+    for _ in _pool().map(one, range(len(planes))):
+        pass
+
+
+_workers: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The check's threads, shared by every engine of the process (as many as cores, up to 4)."""
+    global _workers
+    if _workers is None:
+        _workers = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="plane-check")
+    return _workers
 
 
 def _box(image: np.ndarray, window: int) -> np.ndarray:

@@ -148,3 +148,24 @@ def test_side_settings_are_checked() -> None:
     for bad in (PlaneCheckConfig(side_step=0.0), PlaneCheckConfig(smooth_scale=0)):
         with pytest.raises(ValueError, match="plane check"):
             PlaneChecker(left, right, bad)
+
+
+def test_planes_checked_in_threads_equal_one_after_another() -> None:
+    from app.engine.depth.planecheck import check_planes
+
+    left, right = _shifted_pair(20.3)
+    rng = np.random.default_rng(4)
+    planes = [8.0, 16.0, 20.0, 24.0, 40.0]
+    probabilities = rng.uniform(0.2, 0.8, (len(planes), *left.shape[:2])).astype(np.float32)
+    want = probabilities.copy()
+    checker = PlaneChecker(left, right)
+    for k, plane in enumerate(planes):
+        checker.check(want[k], plane, in_place=True)
+        checker.smooth(want[k])
+    got = probabilities.copy()
+    check_planes(left, right, got, planes, DEFAULT)
+    assert not np.array_equal(got, probabilities)  # the check changed answers
+    assert np.array_equal(got, want)
+    one = probabilities[2:3].copy()
+    check_planes(left, right, one, planes[2:3], DEFAULT)
+    assert np.array_equal(one[0], want[2])

@@ -47,11 +47,16 @@ def levels(left: np.ndarray, right: np.ndarray, config: ExposureConfig = DEFAULT
     return lo, max(hi, lo)
 
 
+ROW_STEP = 4  # the histogram reads every 4th row: 230 k samples of a 480 x 640 image
+
+
 def _histogram(image: np.ndarray) -> np.ndarray:
-    """Counts of the 256 levels of a uint8 image (every channel): OpenCV's histogram, exact for
-    any frame (float32 counts hold integers to 2^24) and 4x faster than ``np.bincount``, which
-    took 3.5 ms of a 50 ms binary frame at 480 x 640."""
-    flat = np.ascontiguousarray(image).reshape(image.shape[0], -1)
+    """Counts of the 256 levels of a uint8 image (every channel) on every ``ROW_STEP``-th row:
+    OpenCV's histogram (float32 counts hold integers to 2^24), 4x faster than ``np.bincount``,
+    which took 3.5 ms of a 50 ms binary frame at 480 x 640; the rows a quarter of it again (1 ms
+    an image). The 0.5 and 99.5 % levels of a photograph do not need every pixel."""
+    rows = np.ascontiguousarray(image)[::ROW_STEP]
+    flat = rows.reshape(rows.shape[0], -1)  # a view: whole rows of channels
     return cv2.calcHist([flat], [0], None, [256], [0, 256]).ravel().astype(np.int64)
 
 

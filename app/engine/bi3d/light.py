@@ -48,10 +48,38 @@ class LightFeatNet(nn.Module):
         self.norm = nn.InstanceNorm2d(c, affine=False)
 
     def forward(self, image: Tensor) -> Tensor:
-        x = self.out(self.block(self.stem(image)))
-        if x.is_contiguous(memory_format=torch.channels_last) and not torch.onnx.is_in_onnx_export():
-            return instance_norm_channels_last(x, self.norm.eps)
-        return self.norm(x)
+        z = self.block(self.stem(image))
+        if torch.onnx.is_in_onnx_export() or not z.is_contiguous(memory_format=torch.channels_last):
+            return self.norm(self.out(z))
+        if (
+            z.dtype == torch.float32
+            and not torch.is_grad_enabled()
+            and not torch.is_autocast_enabled(z.device.type)
+        ):
+            return normalised_projection(z, self.out.weight, self.norm.eps)
+        return instance_norm_channels_last(self.out(z), self.norm.eps)
+
+
+def normalised_projection(z: Tensor, weight: Tensor, eps: float) -> Tensor:
+    """``InstanceNorm2d(affine=False)`` of the 1x1 convolution ``weight`` of a float32
+    channels-last B x C x H x W ``z``, as one per-image 1x1 convolution (inference only): the
+    norm of ``W z + b`` is ``(W (z - m)) / sqrt(diag(W S W^T) + eps)`` with ``m`` and ``S``
+    the mean and covariance of ``z`` over the image, so the bias drops out and ``W`` is scaled
+    per image. Two reads of ``z`` (its C x C moments, then the product) instead of the
+    convolution's and the norm's four passes: 1.8-2.5 against 3.2-4.6 ms at 2 x 16 x 160 x 214
+    here; within 1e-5 of float64 on the demo (the two-pass norm: 3e-6)."""
+    b, c, h, w = z.shape
+    flat = z.permute(0, 2, 3, 1).reshape(b, h * w, c)  # a view of channels-last memory
+    mean = flat.mean(1, keepdim=True)  # B x 1 x C
+    moments = torch.bmm(flat.transpose(1, 2), flat) / (h * w)  # B x C x C
+    cov = moments - mean.transpose(1, 2) * mean
+    proj = weight.reshape(weight.shape[0], c)  # O x C
+    var = torch.einsum("oc,bcd,od->bo", proj, cov, proj)  # each output channel's variance
+    scaled = (
+        (proj * torch.rsqrt(var.clamp_min(0) + eps).unsqueeze(2)).transpose(1, 2).contiguous()
+    )  # B x C x O
+    out = torch.baddbmm(-mean @ scaled, flat, scaled)  # B x HW x O; a contiguous matrix: 0.5 vs 0.9 ms
+    return out.view(b, h, w, -1).permute(0, 3, 1, 2)
 
 
 def instance_norm_channels_last(x: Tensor, eps: float) -> Tensor:

@@ -199,7 +199,8 @@ class PlaneChecker:
         if side is not None and side.any():
             better, usable = self._side_test(plane)
             # the answers at the check's scale (NaN where unusable), then one expansion
-            answer = (1.0 / (1.0 + np.exp(-better / 0.05))).astype(np.float32)
+            with np.errstate(over="ignore"):  # exp overflows to inf far from 0: the answer is 0
+                answer = (1.0 / (1.0 + np.exp(-better / 0.05))).astype(np.float32)
             use = side & self._full(usable)
             np.copyto(out, self._full(answer), where=use)  # out may be a strided view
         return out

@@ -154,3 +154,22 @@ def test_channels_last_instance_norm_matches_torchs() -> None:
         a = model.featnet(image.contiguous(memory_format=torch.channels_last))
         b = model.featnet(image.contiguous())
     assert torch.allclose(a, b, atol=2e-5)
+
+
+def test_inference_features_fold_the_norm_into_the_projection() -> None:
+    from app.engine.bi3d.light import normalised_projection
+
+    g = torch.Generator().manual_seed(1)
+    z = (torch.randn(2, 16, 37, 53, generator=g) * 3 + 6).contiguous(memory_format=torch.channels_last)
+    weight, bias = torch.randn(16, 16, 1, 1, generator=g), torch.randn(16, generator=g)
+    want = F.instance_norm(F.conv2d(z.double(), weight.double(), bias.double()), eps=1e-5)
+    got = normalised_projection(z, weight, 1e-5)
+    assert got.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(got.double(), want, atol=5e-5, rtol=0)
+    model = LightBi3D().eval()  # inference takes the fold, training the convolution and norm
+    image = torch.rand(2, 3, 48, 96, generator=g).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        folded = model.featnet(image)
+    trained = model.featnet(image)
+    assert trained.requires_grad
+    torch.testing.assert_close(folded, trained.detach(), atol=5e-5, rtol=0)

@@ -7,6 +7,7 @@ the whole module stays within seconds of CI time."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import shutil
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.cli import main
+from app.commands.arguments import whole
 from app.engine.bi3d.checkpoint import save_checkpoint
 from app.engine.bi3d.factory import build_model
 from app.engine.formats import write_pfm
@@ -143,9 +145,11 @@ def test_calib_check_arguments(files: dict[str, Path], features: str, pattern: s
 
 
 def _whole(text: str) -> int | None:
+    """The frame count `record --frames` would accept (its own parser: "1e3" and "6.2e244" are
+    whole numbers too), else None."""
     try:
-        return int(text.strip(), 10)
-    except ValueError:
+        return whole("--frames")(text)
+    except argparse.ArgumentTypeError:
         return None
 
 

@@ -151,6 +151,9 @@ missing = [n for n in need if n not in names]
 model = "app/resources/models/bi3d_default.pt"
 if (Path(sys.argv[2]) / "resources/models/bi3d_default.pt").is_file() and model not in names:
     missing.append(model)
+sidecar = "app/resources/models/bi3d_default.int8.json"  # the model's int8 ranges (--precision int8)
+if (Path(sys.argv[2]) / "resources/models/bi3d_default.int8.json").is_file() and sidecar not in names:
+    missing.append(sidecar)
 strays = [n for n in names if "__pycache__" in n or n.startswith(("tests/", "packaging/"))]
 if missing or strays:
     sys.exit(f"wheel lacks {missing}, holds strays {strays}")

@@ -103,7 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--precisions",
-        type=names("--precisions", ["auto", "fp32", "tf32", "bf16", "fp16"]),
+        type=names("--precisions", ["auto", "fp32", "tf32", "bf16", "fp16", "int8"]),
         help="Bi3D precisions, e.g. fp32,bf16 (default: --precision)",
     )
     p.add_argument(

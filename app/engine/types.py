@@ -23,7 +23,7 @@ MAX_DISPARITY_LIMIT = 1024  # px: beyond any engine here (Bi3D models reach 192,
 # The values the engine's settings take (``app.vocabulary`` gives them labels, help and ranges)
 ENGINES = ("bi3d", "sgbm")
 DEVICES = ("cpu", "cuda")
-PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "tf32", "bf16", "fp16", "int8")
 RUNTIMES = ("auto", "torch", "onnxruntime", "tensorrt")
 SHIFT_MODES = ("auto", "round", "interpolate")
 SGBM_MODES = ("sgbm", "hh", "3way", "hh4")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import pickletools
+import sys
 import warnings
 import zipfile
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from typing import Any
 import torch
 
 from app.engine.bi3d.factory import build_model
+from app.engine.bi3d.int8 import attach_calibration
 from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import ModelKind, SweepModel
 from app.engine.errors import UserError
@@ -192,6 +194,9 @@ def load_model(path: str | Path, expect_kind: ModelKind | str | None = None) -> 
         model.add_pixel_segnet()  # the per-pixel passes' own weights
     check_fit(model, state, path)
     model.load_state_dict(state, strict=True)
+    note = attach_calibration(model, path)  # int8 activation ranges beside the weights (bi3d.int8)
+    if note:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     return model.eval(), info
 
 

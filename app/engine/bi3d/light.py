@@ -17,6 +17,8 @@ Shapes: B batch, P planes, H x W image, h x w = H/3 x W/3.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -106,6 +108,9 @@ class LightSegNet(nn.Module):
     and only shifted per plane (the sum is the same linear map).
     """
 
+    # the body in int8 (``bi3d.int8``: a callable of the volume and ``keep``), or None
+    quantized: Callable[[Tensor, int | None], Tensor] | None = None
+
     def __init__(self, feature_channels: int, width: float) -> None:
         super().__init__()
         c = feature_channels
@@ -131,7 +136,10 @@ class LightSegNet(nn.Module):
     def body(self, x: Tensor, keep: int | None = None) -> Tensor:
         """``forward`` of a volume after its ReLU; ``keep``: only the first ``keep`` output columns
         (the same values: the last two 3 x 3 layers run on the columns they reach, 114 of 144 at
-        480 x 640, where the rest was computed and cropped)."""
+        480 x 640, where the rest was computed and cropped). In int8 (``quantized``), without
+        gradients: every column computed, then cropped."""
+        if self.quantized is not None and not torch.is_grad_enabled():
+            return self.quantized(x, keep)
         x1 = self.enc1(self.down1(x))
         x2 = self.enc2(self.down2(x1))
         x3 = self.enc3(self.down3(x2))

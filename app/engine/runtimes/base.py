@@ -51,7 +51,7 @@ class Runtime(Protocol):
 
     name: str
     device: str  # "cpu" or "cuda"
-    precision: str  # "fp32", "tf32", "bf16" or "fp16"
+    precision: str  # "fp32", "tf32", "bf16", "fp16" or "int8" (CPU: bi3d.int8)
     reason: str  # why this runtime runs (auto choice, fallbacks); "" when it was simply asked for
     max_planes: int | None  # the most planes one ``planes`` call takes (the engine chunks to it)
 

@@ -2,7 +2,8 @@
 
 On CUDA it takes the fast path: channels-last convolutions, cuDNN autotuning for the frame
 size in use, TF32 only when asked for (``precision="tf32"``; ``"fp32"`` is IEEE fp32),
-autocast for bf16 and fp16. CUDA graphs are a separate runtime (``cuda_graphs``).
+autocast for bf16 and fp16. On the CPU, int8 runs the light model's SegNet in int8
+(``bi3d.int8``). CUDA graphs are a separate runtime (``cuda_graphs``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from app.engine.bi3d.int8 import int8_calibration, int8_model
 from app.engine.bi3d.model import Features, SweepModel, to_channels_last
 from app.engine.runtimes.base import RuntimeFailed
 
@@ -32,6 +34,8 @@ class TorchRuntime:
         self.model = model.to(device).eval()
         if precision in AUTOCAST:
             self.model = autocast_weights(self.model, AUTOCAST[precision])
+        if precision == "int8":  # a copy whose SegNet runs in int8 (the model given is unchanged)
+            self.model = int8_model(self.model, int8_calibration(self.model))
         self._device = device
         self.device = device.type
         self.precision = precision

@@ -1,4 +1,4 @@
-"""The light model's SegNet in int8 on a CPU: ``--precision int8``.
+"""The light model's convolutions in int8 on a CPU: ``--precision int8``.
 
 A plane's classification (``LightSegNet.body``, 14 convolutions from 1/3 to 1/48 resolution and
 back) is most of a frame's convolution time, and it is the part a sweep repeats for every plane.
@@ -14,7 +14,9 @@ kept beside the weights (``calibration_path``: ``bi3d_default.int8.json`` for th
 model); weights given without one are calibrated when first loaded in int8 (a few seconds).
 The ranges fix the answer: the same input gives the same int8 output every run.
 
-Only ``segnet`` (the uniform planes); a model's ``pixel_segnet`` (the per-pixel passes of the
+The feature net's stem and residual block run in int8 too (its 1x1 projection and instance
+norm stay fp32): the features of a binary frame 17 -> 8.5 ms here. Only ``segnet`` (the uniform
+planes) of the two SegNets; a model's ``pixel_segnet`` (the per-pixel passes of the
 coarse-to-fine search) stays fp32.
 """
 
@@ -36,13 +38,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from app.engine.bi3d.light import LightSegNet
+from app.engine.bi3d.light import LightFeatNet, LightSegNet
 from app.engine.bi3d.padding import Padder
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
 
 FORMAT = "bi3d-studio int8 calibration"
-VERSION = 1
+VERSION = 2  # 1: the SegNet alone
+PARTS = ("features", "segnet")
 # planes up to what ``depth.scene_range`` sweeps by default for a scene's top disparity
 RANGE_MARGIN, RANGE_PAD, RANGE_MINIMUM = 1.25, 12.0, 48.0
 CALIBRATION_SEED = 5 * 10**9  # far from training, validation and every held-out stream
@@ -108,6 +111,21 @@ class SegNetBody(nn.Module):
         return self.out(y)
 
 
+class FeatureStem(nn.Module):
+    """``LightFeatNet``'s stem and residual block (its layers, copied), before the projection."""
+
+    stem: nn.Module
+    block: nn.Module
+
+    def __init__(self, featnet: LightFeatNet) -> None:
+        super().__init__()
+        self.stem = copy.deepcopy(featnet.stem)
+        self.block = copy.deepcopy(featnet.block)
+
+    def forward(self, image: Tensor) -> Tensor:
+        return self.block(self.stem(image))
+
+
 def _up(x: Tensor, like: Tensor) -> Tensor:
     return F.interpolate(x, size=like.shape[-2:], mode="bilinear", align_corners=False)
 
@@ -125,16 +143,20 @@ def _qconfig_mapping() -> Any:
     return get_default_qconfig_mapping("onednn").set_global(qconfig).set_module_name("out", None)
 
 
-def _prepared(segnet: LightSegNet, width: int = 96) -> Any:
-    """The body with observers after each quantized activation (FX graph mode)."""
+def _prepared(model: Any, part: str) -> Any:
+    """A part (``PARTS``) of the model with observers after each quantized activation (FX)."""
     from torch.ao.quantization.quantize_fx import prepare_fx
 
-    example = torch.zeros(1, segnet.proj_left.out_channels, 32, width).contiguous(
-        memory_format=torch.channels_last
-    )
+    if part == "features":
+        module: nn.Module = FeatureStem(model.featnet)
+        example = torch.zeros(2, 3, 96, 96)
+    else:
+        module = SegNetBody(model.segnet)
+        example = torch.zeros(1, model.segnet.proj_left.out_channels, 32, 96)
+    example = example.contiguous(memory_format=torch.channels_last)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # FX quantization's own deprecation notes
-        return prepare_fx(SegNetBody(segnet).eval(), _qconfig_mapping(), example_inputs=(example,))
+        return prepare_fx(module.eval(), _qconfig_mapping(), example_inputs=(example,))
 
 
 def _observers(prepared: nn.Module) -> dict[str, Any]:
@@ -147,20 +169,22 @@ def _observers(prepared: nn.Module) -> dict[str, Any]:
     }
 
 
-def weights_digest(segnet: nn.Module) -> str:
-    """sha256 of a SegNet's weights (a calibration belongs to these weights only)."""
+def weights_digest(model: Any) -> str:
+    """sha256 of the feature net's and SegNet's weights (a calibration belongs to these only)."""
     h = hashlib.sha256()
-    for name, tensor in sorted(segnet.state_dict().items()):
-        h.update(name.encode())
-        h.update(tensor.detach().cpu().float().contiguous().numpy().tobytes())
+    for part in (model.featnet, model.segnet):
+        for name, tensor in sorted(part.state_dict().items()):
+            h.update(name.encode())
+            h.update(tensor.detach().cpu().float().contiguous().numpy().tobytes())
     return h.hexdigest()
 
 
 @dataclass
 class Int8Calibration:
-    """Each quantized activation's (scale, zero point), by the FX observer's name."""
+    """Each quantized activation's (scale, zero point), by part and FX observer name
+    (``"segnet/activation_post_process_0"``)."""
 
-    digest: str  # weights_digest of the SegNet it was measured for
+    digest: str  # weights_digest of the model it was measured for
     qparams: dict[str, tuple[float, int]]
     provenance: dict[str, Any] = field(default_factory=dict)
 
@@ -168,7 +192,7 @@ class Int8Calibration:
         return {
             "format": FORMAT,
             "version": VERSION,
-            "segnet_sha256": self.digest,
+            "weights_sha256": self.digest,
             "activations": {k: [s, z] for k, (s, z) in self.qparams.items()},
             "provenance": self.provenance,
         }
@@ -178,13 +202,15 @@ class Int8Calibration:
         try:
             if data.get("format") != FORMAT:
                 raise ValueError("not an int8 calibration file")
+            if data.get("version") != VERSION:
+                raise ValueError(f"version {data.get('version')}, this reads {VERSION}")
             qparams = {}
             for name, (scale, zero) in data["activations"].items():
                 scale, zero = float(scale), int(zero)
                 if not (math.isfinite(scale) and scale > 0 and 0 <= zero <= 255):
                     raise ValueError(f"{name}: scale {scale}, zero point {zero}")
                 qparams[str(name)] = (scale, zero)
-            return cls(str(data["segnet_sha256"]), qparams, dict(data.get("provenance", {})))
+            return cls(str(data["weights_sha256"]), qparams, dict(data.get("provenance", {})))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise UserError(f"{where}: unreadable int8 calibration ({exc}); {_AGAIN}") from exc
 
@@ -231,18 +257,19 @@ def calibration_pairs(count: int = 8, height: int = 384, width: int = 576) -> li
 def calibrate(
     model: Any, pairs: Iterable[CalibrationPair] | None = None, plane_step: float = 3.0
 ) -> Int8Calibration:
-    """Measure the SegNet's activation ranges (min-max observers) on the planes the engine sweeps
-    for each pair at its default ``--max-disparity auto`` (every ``plane_step`` px up to 1.25 x
-    the scene's top disparity + 12 px, at least 48, and the same planes offset by a third of a
-    step, so fractional shifts are seen), in fp32."""
-    seg = model.segnet
-    prepared = _prepared(seg)
+    """Measure the activation ranges (min-max observers) of the feature net on each pair and of
+    the SegNet on the planes the engine sweeps for it at the default ``--max-disparity auto``
+    (every ``plane_step`` px up to 1.25 x the scene's top disparity + 12 px, at least 48, and the
+    same planes offset by a third of a step, so fractional shifts are seen), in fp32."""
+    seg, featnet = model.segnet, model.featnet
+    prepared = {part: _prepared(model, part) for part in PARTS}
     pairs = list(calibration_pairs() if pairs is None else pairs)
     model_mode = model.training
     model.eval()
-    original = seg.quantized
+    originals = seg.quantized, featnet.quantized
     try:
-        seg.quantized = _Calibrating(prepared)
+        seg.quantized = _Calibrating(prepared["segnet"])
+        featnet.quantized = _Observed(prepared["features"])
         with torch.no_grad():
             for left, right, top in pairs:
                 padder = Padder(left.shape[0], left.shape[1], minimum=model.min_size)
@@ -254,19 +281,20 @@ def calibrate(
                 shifts = torch.as_tensor(planes / 3.0, dtype=torch.float32)  # feature columns
                 model.plane_logits(feats, shifts[shifts < model.max_shift], chunk=16)
     finally:
-        seg.quantized = original
+        seg.quantized, featnet.quantized = originals
         model.train(model_mode)
     qparams = {}
-    for name, observer in _observers(prepared).items():
-        scale, zero = observer.calculate_qparams()
-        qparams[name] = (float(scale), int(zero))
+    for part in PARTS:
+        for name, observer in _observers(prepared[part]).items():
+            scale, zero = observer.calculate_qparams()
+            qparams[f"{part}/{name}"] = (float(scale), int(zero))
     provenance = {
         "pairs": len(pairs),
         "scenes": f"layered and room scenes, seeds from {CALIBRATION_SEED}",
         "plane_step_px": plane_step,
         "torch": torch.__version__,
     }
-    return Int8Calibration(weights_digest(seg), qparams, provenance)
+    return Int8Calibration(weights_digest(model), qparams, provenance)
 
 
 class _Calibrating:
@@ -278,6 +306,16 @@ class _Calibrating:
 
     def __call__(self, x: Tensor, keep: int | None) -> Tensor:
         return self.prepared(x)[..., :keep]
+
+
+class _Observed:
+    """Runs the observed (still fp32) feature stem; not a module, like ``_Calibrating``."""
+
+    def __init__(self, prepared: nn.Module) -> None:
+        self.prepared = prepared
+
+    def __call__(self, image: Tensor) -> Tensor:
+        return self.prepared(image)
 
 
 class QuantizedBody:
@@ -309,21 +347,37 @@ class _onednn:
             torch.backends.quantized.engine = self.saved
 
 
-def quantized_body(segnet: LightSegNet, calibration: Int8Calibration) -> QuantizedBody:
-    """The int8 body of ``segnet`` with ``calibration``'s activation ranges."""
+class QuantizedFeatures:
+    """The int8 stem and block: a fp32 channels-last image batch in, fp32 features out."""
+
+    def __init__(self, converted: nn.Module) -> None:
+        self.converted = converted.eval()
+
+    def __call__(self, image: Tensor) -> Tensor:
+        with _onednn(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "torch.quantize_per_tensor", UserWarning)
+            return self.converted(image.float().contiguous(memory_format=torch.channels_last))
+
+
+def quantized_parts(model: Any, calibration: Int8Calibration) -> tuple[QuantizedFeatures, QuantizedBody]:
+    """The int8 feature stem and SegNet body of ``model`` with ``calibration``'s ranges."""
+    if weights_digest(model) != calibration.digest:
+        raise UserError(f"the int8 calibration belongs to other weights; {_AGAIN}")
+    features = _converted(_prepared(model, "features"), "features", calibration)
+    body = _converted(_prepared(model, "segnet"), "segnet", calibration)
+    return QuantizedFeatures(features), QuantizedBody(body)
+
+
+def _converted(prepared: Any, part: str, calibration: Int8Calibration) -> nn.Module:
     from torch.ao.quantization.observer import FixedQParamsObserver
     from torch.ao.quantization.quantize_fx import convert_fx
 
-    if weights_digest(segnet) != calibration.digest:
-        raise UserError("the int8 calibration belongs to other weights; delete it to measure it again")
-    prepared = _prepared(segnet)
     observers = _observers(prepared)
-    if set(observers) != set(calibration.qparams):
-        raise UserError(
-            "the int8 calibration does not match this torch version's graph; delete it to measure it again"
-        )
+    names = {f"{part}/{name}" for name in observers}
+    if names != {k for k in calibration.qparams if k.startswith(f"{part}/")}:
+        raise UserError(f"the int8 calibration does not match this torch version's graph; {_AGAIN}")
     for name in observers:
-        scale, zero = calibration.qparams[name]
+        scale, zero = calibration.qparams[f"{part}/{name}"]
         setattr(prepared, name, FixedQParamsObserver(scale, zero))
     with _onednn(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -332,7 +386,7 @@ def quantized_body(segnet: LightSegNet, calibration: Int8Calibration) -> Quantiz
         if node.op == "call_function" and node.target is F.interpolate:
             node.target = _bilinear_through_float
     converted.recompile()
-    return QuantizedBody(converted)
+    return converted
 
 
 def _bilinear_through_float(x: Tensor, size: Any = None, **kwargs: Any) -> Tensor:
@@ -346,7 +400,7 @@ def int8_calibration(model: Any) -> Int8Calibration:
     """The model's int8 calibration (``load_model`` attaches the one beside its weights), or one
     measured now (about 20 s on 2 cores, once per process and model) with a note on stderr."""
     calibration = getattr(model, "int8_calibration", None)
-    if isinstance(calibration, Int8Calibration) and calibration.digest == weights_digest(model.segnet):
+    if isinstance(calibration, Int8Calibration) and calibration.digest == weights_digest(model):
         return calibration
     print(
         "int8: measuring activation ranges for these weights on 8 synthetic scenes (about 20 s); "
@@ -369,16 +423,17 @@ def attach_calibration(model: Any, weights: str | Path) -> str:
         calibration = read_calibration(path)
     except UserError as exc:
         return f"{exc} (int8 measures it again when asked for)"
-    if calibration.digest != weights_digest(model.segnet):
+    if calibration.digest != weights_digest(model):
         return f"{path} belongs to other weights; ignored (int8 measures the ranges again when asked for)"
     model.int8_calibration = calibration
     return ""
 
 
 def int8_model(model: Any, calibration: Int8Calibration) -> Any:
-    """A copy of ``model`` whose ``segnet`` runs its body in int8 (the model given is unchanged:
-    the engine's other runtimes and a trainer share it)."""
-    body = quantized_body(model.segnet, calibration)
+    """A copy of ``model`` whose feature stem and ``segnet`` body run in int8 (the model given is
+    unchanged: the engine's other runtimes and a trainer share it)."""
+    features, body = quantized_parts(model, calibration)
     out = copy.deepcopy(model)
+    out.featnet.quantized = features
     out.segnet.quantized = body
     return out

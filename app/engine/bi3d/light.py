@@ -37,6 +37,9 @@ from app.engine.bi3d.model import (
 class LightFeatNet(nn.Module):
     """B x 3 x H x W -> B x C x h x w (C = 16 at width 1: a multiple of 16 suits oneDNN)."""
 
+    # the stem and block in int8 (``bi3d.int8``: a callable of the image batch), or None
+    quantized: Callable[[Tensor], Tensor] | None = None
+
     def __init__(self, width: float) -> None:
         super().__init__()
         c = scaled(16, width)
@@ -50,7 +53,10 @@ class LightFeatNet(nn.Module):
         self.norm = nn.InstanceNorm2d(c, affine=False)
 
     def forward(self, image: Tensor) -> Tensor:
-        z = self.block(self.stem(image))
+        if self.quantized is not None and not torch.is_grad_enabled():
+            z = self.quantized(image)
+        else:
+            z = self.block(self.stem(image))
         if torch.onnx.is_in_onnx_export() or not z.is_contiguous(memory_format=torch.channels_last):
             return self.norm(self.out(z))
         if (

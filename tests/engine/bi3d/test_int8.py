@@ -44,7 +44,7 @@ def _volume(model: LightBi3D, planes: int = 3) -> torch.Tensor:
 def test_int8_body_is_close_to_fp32_and_deterministic(calibrated) -> None:  # type: ignore[no-untyped-def]
     model, calibration = calibrated
     seg = model.segnet
-    body = int8.quantized_body(seg, calibration)
+    features, body = int8.quantized_parts(model, calibration)
     x = _volume(model)
     keep = x.shape[-1] - 20
     with torch.inference_mode():
@@ -58,6 +58,16 @@ def test_int8_body_is_close_to_fp32_and_deterministic(calibrated) -> None:  # ty
     assert float(np.corrcoef(got.flatten().numpy(), ref.flatten().numpy())[0, 1]) > 0.9
     sure = ref.abs() > 1
     assert float(((got[sure] > 0) == (ref[sure] > 0)).float().mean()) > 0.97
+    # the feature stem: 8-bit images in, so close to fp32
+    sample = render_scene(54321, SceneConfig(height=96, width=192, max_disparity=48))
+    image = to_network_input(to_uint8(sample.left), torch.device("cpu")).contiguous(
+        memory_format=torch.channels_last
+    )
+    with torch.inference_mode():
+        want = model.featnet.block(model.featnet.stem(image))
+        have = features(image)
+    assert torch.equal(have, features(image))
+    assert float(np.corrcoef(have.flatten().numpy(), want.flatten().numpy())[0, 1]) > 0.99
 
 
 def test_int8_model_is_a_copy_and_the_engine_runs_it(calibrated) -> None:  # type: ignore[no-untyped-def]
@@ -73,7 +83,9 @@ def test_int8_model_is_a_copy_and_the_engine_runs_it(calibrated) -> None:  # typ
     first = engine.compute(left, right, request)
     second = engine.compute(left, right, request)
     assert first.precision == "int8"
-    assert engine.backend.current.model.segnet.quantized is not None  # the runtime's copy runs int8
+    runtime_model = engine.backend.current.model  # the runtime's copy runs int8
+    assert runtime_model.segnet.quantized is not None and runtime_model.featnet.quantized is not None
+    assert model.featnet.quantized is None
     assert np.array_equal(first.disparity, second.disparity, equal_nan=True)
     reference = Bi3DEngine(model, precision="fp32").compute(left, right, request)
     assert np.mean(first.disparity == reference.disparity) > 0.9
@@ -87,9 +99,12 @@ def test_calibration_round_trips_and_belongs_to_its_weights(tmp_path: Path, cali
     assert back.qparams == calibration.qparams and back.digest == calibration.digest
     other = LightBi3D(width=0.5, max_disparity=96)
     with pytest.raises(UserError, match="other weights"):
-        int8.quantized_body(other.segnet, calibration)
+        int8.quantized_parts(other, calibration)
     with pytest.raises(UserError, match="graph"):
-        int8.quantized_body(model.segnet, int8.Int8Calibration(calibration.digest, {"x": (1.0, 0)}))
+        int8.quantized_parts(model, int8.Int8Calibration(calibration.digest, {"segnet/x": (1.0, 0)}))
+
+
+_HEAD = {"format": int8.FORMAT, "version": 2, "weights_sha256": "x"}
 
 
 @pytest.mark.parametrize(
@@ -97,9 +112,10 @@ def test_calibration_round_trips_and_belongs_to_its_weights(tmp_path: Path, cali
     [
         "{not json",
         json.dumps({"format": "something else"}),
-        json.dumps({"format": int8.FORMAT, "segnet_sha256": "x", "activations": {"a": [float("nan"), 0]}}),
-        json.dumps({"format": int8.FORMAT, "segnet_sha256": "x", "activations": {"a": [0.1, 300]}}),
-        json.dumps({"format": int8.FORMAT, "activations": {}}),
+        json.dumps({**_HEAD, "activations": {"a": [float("nan"), 0]}}),
+        json.dumps({**_HEAD, "activations": {"a": [0.1, 300]}}),
+        json.dumps({"format": int8.FORMAT, "version": 2, "activations": {}}),
+        json.dumps({"format": int8.FORMAT, "version": 1, "weights_sha256": "x", "activations": {}}),
         json.dumps([1, 2]),
     ],
 )
@@ -134,7 +150,7 @@ def test_the_bundled_model_ships_its_own_calibration() -> None:
     assert weights is not None
     model, _ = load_model(weights)
     assert isinstance(model.int8_calibration, int8.Int8Calibration)
-    int8.quantized_body(model.segnet, model.int8_calibration)  # fits this torch's graph
+    int8.quantized_parts(model, model.int8_calibration)  # fits this torch's graph
 
 
 def test_int8_is_asked_for_by_name_only(monkeypatch, calibrated) -> None:  # type: ignore[no-untyped-def]

@@ -165,6 +165,7 @@ def _projective(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int], baseline_
     if np.linalg.det(frame @ h1) < 0:  # keep the picture the right way round
         flip = np.array([[-1.0, 0, w - 1], [0, -1.0, h - 1], [0, 0, 1]])
         frame = flip @ frame
+    h1, h2 = frame @ h1, _disparity_offset(pl, pr, frame @ h1, frame @ h2)
     nominal = max(w, h)
     k = np.array([[nominal, 0, (w - 1) / 2], [0, nominal, (h - 1) / 2], [0, 0, 1.0]])
     k_inv = np.linalg.inv(k)
@@ -174,8 +175,28 @@ def _projective(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int], baseline_
     zeros = np.zeros((1, 5))
     return StereoRig(
         size, k, zeros, k, zeros, np.eye(3), np.array([-baseline_m, 0.0, 0.0]),
-        k_inv @ frame @ h1 @ k, k_inv @ frame @ h2 @ k, p1, p2,
+        k_inv @ h1 @ k, k_inv @ h2 @ k, p1, p2,
     )  # fmt: skip
+
+
+def _disparity_offset(pl: np.ndarray, pr: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+    """``h2`` moved along the rows so that the matches' disparities suit a 0..max search.
+
+    Hartley's matching transform minimises the matches' horizontal disparity, which centres
+    them on zero: half a scene would read negative (behind the rig), and a flat scene all zero.
+    The matches' median horizontal offset before rectification comes back where that leaves
+    at least 98 % of them at a disparity >= 0 (a rig nearly rectified already keeps its
+    disparities); otherwise the smallest 2 % move to zero."""
+    wl, wr = (
+        cv2.perspectiveTransform(p.reshape(-1, 1, 2).astype(np.float64), m).reshape(-1, 2)
+        for p, m in ((pl, h1), (pr, h2))
+    )
+    rectified = wl[:, 0] - wr[:, 0]
+    offset = float(np.median(pl[:, 0].astype(np.float64) - pr[:, 0]) - np.median(rectified))
+    if np.mean(rectified + offset >= 0) < 0.98:
+        offset = -float(np.percentile(rectified, 2))
+    move = np.array([[1.0, 0, -offset], [0, 1.0, 0], [0, 0, 1.0]])  # right view left by offset px
+    return move @ h2
 
 
 def self_rectify(

@@ -11,7 +11,7 @@ import pytest
 from app.engine.calibration.check import check_epipolar
 from app.engine.calibration.files import read_middlebury_calib
 from app.engine.calibration.rig import Rectifier, StereoRig
-from app.engine.calibration.selfrect import rectify_frames, to_raw
+from app.engine.calibration.selfrect import pooled_matches, rectify_frames, to_raw
 from app.engine.errors import UserError
 from app.engine.formats import read_image_rgb
 
@@ -32,6 +32,41 @@ def test_hand_held_pair_self_rectifies(handheld: tuple[np.ndarray, np.ndarray]) 
     report = check_epipolar(*Rectifier(result.rig).rectify(*handheld))
     assert report.verdict == "rectified" and report.subpixel, report.reason
     assert result.rig.rectified().baseline_m == pytest.approx(1.0)
+
+
+def _rectified_disparities(
+    rig: StereoRig, left: np.ndarray, right: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pair's feature matches: horizontal offsets in raw pixels and disparities after ``rig``."""
+    rig = rig.with_rectification()
+    pl, pr, _, _ = pooled_matches([(left, right)])
+    ql, qr = (
+        cv2.undistortPoints(p.reshape(-1, 1, 2), k, d, R=r, P=pm).reshape(-1, 2)
+        for p, k, d, r, pm in ((pl, rig.K1, rig.D1, rig.R1, rig.P1), (pr, rig.K2, rig.D2, rig.R2, rig.P2))
+    )
+    return pl[:, 0] - pr[:, 0], ql[:, 0] - qr[:, 0]
+
+
+def test_a_flat_scene_keeps_its_disparity(demo_dir: Path) -> None:
+    # Hartley's rectification of a fronto-parallel scene maps every match to disparity 0
+    # (its matching transform minimises disparity); the rig must keep the 20 px
+    image = read_image_rgb(demo_dir / "im0.png")
+    left, right = image[:, :640], image[:, 20:660]
+    raw, rectified = _rectified_disparities(rectify_frames([(left, right)]).rig, left, right)
+    assert np.median(raw) == pytest.approx(20, abs=0.5)
+    assert np.median(rectified) == pytest.approx(20, abs=1.0), np.percentile(rectified, [5, 50, 95])
+
+
+@pytest.mark.parametrize("pair", ["demo", "handheld"])
+def test_projective_disparities_suit_a_zero_to_max_search(
+    pair: str, demo_dir: Path, handheld: tuple[np.ndarray, np.ndarray]
+) -> None:
+    # a scene in depth: matched disparities after self-rectification are >= 0 (none behind the rig)
+    left, right = (
+        handheld if pair == "handheld" else (read_image_rgb(demo_dir / f"im{i}.png") for i in (0, 1))
+    )
+    _, rectified = _rectified_disparities(rectify_frames([(left, right)]).rig, left, right)
+    assert np.mean(rectified >= -1.0) >= 0.95, np.percentile(rectified, [2, 50, 98])
 
 
 def _drifted_demo(demo_dir: Path) -> tuple[np.ndarray, np.ndarray, StereoRig, np.ndarray]:

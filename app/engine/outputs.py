@@ -126,15 +126,18 @@ def _older_than(path: Path, seconds: float) -> bool:
 
 
 def request_json(request: DepthRequest) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "mode": request.mode.value,
         "planes": list(request.planes),
         "levels": request.levels,
         "spacing": request.spacing.value,
         "range": list(request.range) if request.range else None,
         "budget_ms": request.budget_ms,
-        "max_disparity": request.max_disparity,
+        "max_disparity": "auto" if request.auto_range else request.max_disparity,
     }
+    if request.auto_range:  # what the frame swept is in the result's max_disparity_auto_px
+        out["max_disparity_ceiling"] = request.max_disparity
+    return out
 
 
 def summary(result: DepthResult) -> dict[str, Any]:
@@ -200,8 +203,16 @@ def format_summary(result: DepthResult, calibration: Calibration | None = None) 
         )
         if calibration is not None:
             z = calibration.depth_m(np.array([d["median"]]))[0]
-            line += f"; median depth {z:.2f} m"
+            line += (
+                f"; median depth {z:.2f} m"
+                if np.isfinite(z) and z > 0
+                else "; median depth unknown (median disparity not positive)"
+            )
         lines.append(line)
+    elif info["mode"] != Mode.BINARY.value:
+        lines.append(
+            "disparity: no pixel kept an answer (0% valid): the pair lacks texture, or lower --min-confidence"
+        )
     if "closer_than_plane_fraction" in info:
         lines.append(f"closer than the plane: {100 * info['closer_than_plane_fraction']:.1f}% of pixels")
     if "range_state_fraction" in info:

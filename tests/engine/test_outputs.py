@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from app.engine import outputs
-from app.engine.types import DepthRequest, DepthResult, Mode
+from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
 
 
 def _result(mode: Mode, value: float) -> tuple[DepthResult, DepthRequest]:
@@ -82,3 +82,19 @@ def test_result_npz_stores_large_arrays_as_they_are_and_compresses_the_rest(
         for name, array in result.arrays().items():
             np.testing.assert_array_equal(back[name], array)
     assert outputs.npz_bytes(result.arrays()) == data  # the same arrays, the same bytes
+
+
+def test_the_summary_says_when_nothing_was_answered_or_the_depth_is_unknown() -> None:
+    def result(d: np.ndarray) -> DepthResult:
+        return DepthResult(
+            d, np.zeros((1, *d.shape), np.float32), np.array([4.0], np.float32), Mode.CONTINUOUS, "bi3d"
+        )
+
+    text = outputs.format_summary(result(np.full((4, 4), np.nan, np.float32)))
+    assert "no pixel kept an answer (0% valid)" in text
+    calibration = Calibration(focal_px=100.0, baseline_m=0.1, doffs=0.0)
+    text = outputs.format_summary(result(np.zeros((4, 4), np.float32)), calibration)
+    assert "median depth unknown" in text and "nan" not in text
+    assert "median depth 2.50 m" in outputs.format_summary(
+        result(np.full((4, 4), 4.0, np.float32)), calibration
+    )

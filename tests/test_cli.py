@@ -356,3 +356,20 @@ def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: igno
 def test_eval_folder_without_scenes(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     msg = _bad(capsys, "eval", str(tmp_path))
     assert "no stereo scenes" in msg
+
+
+def test_eval_without_ndisp_searches_the_automatic_range_as_depth_does(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.formats import write_kitti_png
+
+    for sub in ("image_2", "image_3", "disp_occ_0"):
+        (tmp_path / sub).mkdir()
+    left, right, gt = _textured_pair(7)
+    cv2.imwrite(str(tmp_path / "image_2" / "000000_10.png"), left)
+    cv2.imwrite(str(tmp_path / "image_3" / "000000_10.png"), right)
+    write_kitti_png(tmp_path / "disp_occ_0" / "000000_10.png", gt)
+    for extra in ([], ["--max-disparity", "auto"]):
+        out = tmp_path / f"eval{len(extra)}.json"
+        code, _, _ = run(capsys, "eval", str(tmp_path), "--engines", "sgbm", "--json", str(out), *extra)
+        assert code == 0
+        (row,) = json.loads(out.read_text())
+        assert row["max_disparity"] == 48  # the automatic range's floor, not 192 on a 240 px image

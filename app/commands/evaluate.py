@@ -54,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Evaluate engines on a pair (LEFT RIGHT --gt FILE) or a folder of scenes in Middlebury "
             "(im0.png, im1.png, disp0GT.pfm, calib.txt) or KITTI 2015 layout. Every figure is given "
             "dense (holes count as errors) and valid-only (holes excluded). PATH may also be any source "
-            "whose frames carry ground truth: 'synthetic', a recording of one, ..."
+            "whose frames carry ground truth: 'synthetic', a recording of one, ... The search range is "
+            "--max-disparity if given, else the scene's ndisp (Middlebury calib.txt), else auto, as in depth."
         ),
     )
     p.add_argument("path", help="scene folder, dataset folder, source (e.g. synthetic), or left image")
@@ -67,5 +68,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=whole("--frames", 1),
         help="evaluate the first N scenes or frames (needed for endless sources)",
     )
-    add_engine_args(p)
-    p.set_defaults(func=run, max_disparity=None)
+    add_engine_args(p, auto_range=True)
+    p.set_defaults(func=run, max_disparity=None)  # None: the scene's ndisp where it has one, else auto

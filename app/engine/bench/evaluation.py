@@ -34,17 +34,20 @@ class EvalRow:
         }
 
 
-def scene_max_disparity(ndisp: int | None, override: int | None) -> int:
-    """Disparity range to search: the user's, else the scene's ``ndisp``, else 192."""
+def scene_max_disparity(ndisp: int | None, override: int | str | None) -> tuple[int, bool]:
+    """Disparity range to search, and whether it is ``auto`` (each frame's estimated reach, at
+    most 192 px, as ``depth`` does by default): the user's, else the scene's ``ndisp``, else auto."""
+    if isinstance(override, str):  # "auto"
+        return DEFAULT_MAX_DISPARITY, True
     if override is not None:
-        return override
+        return override, False
     if ndisp:
-        return search_range(ndisp)
-    return DEFAULT_MAX_DISPARITY
+        return search_range(ndisp), False
+    return DEFAULT_MAX_DISPARITY, True
 
 
 def evaluate_scenes(
-    scenes: list[Scene], engines: list[str], options: EngineOptions, max_disparity: int | None = None
+    scenes: list[Scene], engines: list[str], options: EngineOptions, max_disparity: int | str | None = None
 ) -> list[EvalRow]:
     """Each engine on each scene with ground truth: dense bad-2, EPE and time per scene."""
     built = [build_engine(dataclasses.replace(options, engine=name), "continuous_2d")[0] for name in engines]
@@ -53,12 +56,16 @@ def evaluate_scenes(
         pair, meta = scene.load()
         if pair.gt_disparity is None:
             raise UserError(f"scene {scene.name} has no ground truth (disp0GT.pfm or disp_occ_0)")
-        top = scene_max_disparity(meta.ndisp if meta else None, max_disparity)
-        request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=top)
+        top, auto = scene_max_disparity(meta.ndisp if meta else None, max_disparity)
+        request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=top, auto_range=auto)
         for engine in built:
+            engine.new_stream()  # scenes are independent: no range carried from the last one
             result = engine.compute(pair.left, pair.right, request)
             metrics = evaluate(result.disparity, pair.gt_disparity)
-            rows.append(EvalRow(scene.name, engine.name, metrics, result.timings.get("total", np.nan), top))
+            searched = int(result.searched[1]) if result.searched is not None else top
+            rows.append(
+                EvalRow(scene.name, engine.name, metrics, result.timings.get("total", np.nan), searched)
+            )
     return rows
 
 

@@ -191,5 +191,7 @@ def bounded(
     spread = request.mode is Mode.QUANTIZED and not request.planes
     if not request.auto_range or not (request.mode is Mode.CONTINUOUS or spread):
         return request, None
-    found = tracker.update(left, right, request.max_disparity, left.shape[:2])
+    # no match lies farther than the image is wide (a multiple of 16 below the width: SGBM's too)
+    ceiling = min(request.max_disparity, max(16, (left.shape[1] - 1) // 16 * 16))
+    found = tracker.update(left, right, ceiling, left.shape[:2])
     return dataclasses.replace(request, max_disparity=found.bound, auto_range=False), found

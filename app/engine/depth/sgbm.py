@@ -8,6 +8,7 @@ holes (pixels SGBM rejects) are NaN.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -81,6 +82,12 @@ def search_range(max_disparity: float) -> int:
     return int(np.ceil(max_disparity / 16.0) * 16)
 
 
+def widest_search(width: int) -> int:
+    """The largest numDisparities OpenCV accepts for images ``width`` px wide (a multiple of 16
+    below the width; 16 at least)."""
+    return max(16, (width - 1) // 16 * 16)
+
+
 @dataclass
 class SGBMEngine:
     params: SGBMParams = field(default_factory=SGBMParams)
@@ -131,6 +138,10 @@ class SGBMEngine:
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
         t0 = time.perf_counter()
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto
+        fit = widest_search(left.shape[1])
+        narrow = search_range(request.max_disparity) > fit
+        if narrow:  # no match lies farther than the image is wide: search what fits
+            request = dataclasses.replace(request, max_disparity=fit)
         self._check_memory(left.shape[:2], request)
         disp = self.disparity(left, right, request.max_disparity)
         t1 = time.perf_counter()
@@ -140,6 +151,8 @@ class SGBMEngine:
         if found is not None:
             result.searched = (0.0, float(request.max_disparity))
             result.notes.insert(0, found.note)
+        if narrow:
+            result.notes.append(f"SGBM searched 0-{fit} px: the images are {left.shape[1]} px wide")
         return with_alignment(result, notes, align_ms)
 
     def _check_memory(self, size: tuple[int, int], request: DepthRequest) -> None:

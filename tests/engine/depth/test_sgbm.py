@@ -191,3 +191,15 @@ def test_plane_probabilities_with_hole() -> None:
     assert probs.shape == (2, 2, 2) and probs.dtype == np.float32
     np.testing.assert_array_equal(probs[0], [[0.0, 1.0], [NAN, 0.0]])  # 10 > 10 is False
     np.testing.assert_array_equal(probs[1], [[1.0, 1.0], [NAN, 1.0]])
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_images_narrower_than_the_range_search_what_fits(auto: bool) -> None:
+    left, right = (im[:, :64].copy() for im in constant_pair(6))
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192, auto_range=auto)
+    result = SGBMEngine().compute(left, right, request)
+    assert np.nanmedian(result.disparity) == pytest.approx(6, abs=0.5)
+    if not auto:
+        assert any("SGBM searched 0-48 px: the images are 64 px wide" in n for n in result.notes), (
+            result.notes
+        )

@@ -46,7 +46,7 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
-from app.engine.depth.exposure import DEFAULT_EXPOSURE, ExposureConfig, stretch
+from app.engine.depth.exposure import DEFAULT_EXPOSURE, ExposureConfig, flat_pair_note, stretch
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, check_planes
 from app.engine.depth.readout import (
@@ -245,12 +245,17 @@ class Bi3DEngine:
         check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
-        if self.exposure is not None:
+        flat = flat_pair_note(left, right)
+        if self.exposure is not None and flat is None:
             left, right, stretched = stretch(left, right, self.exposure)
             notes = [*notes, stretched] if stretched else notes
         while True:
             try:
-                return with_alignment(self._compute(left, right, request), notes, align_ms)
+                result = self._compute(left, right, request)
+                if flat is not None:  # the network answers something everywhere: none of it is depth
+                    unknown(result)
+                    result.notes.insert(0, flat)
+                return with_alignment(result, notes, align_ms)
             except RuntimeUnavailable as exc:  # includes RuntimeFailed: the frame starts again
                 if not self.backend.fail(exc):
                     raise UserError(str(exc)) from exc
@@ -784,3 +789,14 @@ class Bi3DEngine:
         yield
         self._sync()
         timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - t0) * 1000
+
+
+def unknown(result: DepthResult) -> None:
+    """Every pixel of ``result`` unknown, in place: no disparity, confidence 0, no pixel "closer"
+    than a binary plane nor inside, closer or farther than a selective range."""
+    result.disparity[:] = np.nan
+    result.confidence = np.zeros(result.disparity.shape, np.float32)
+    if result.mask is not None:
+        result.mask[:] = False
+    if result.range_state is not None:
+        result.range_state[:] = 0

@@ -84,3 +84,19 @@ def stretch(
         f"x{gain:.2f} (--no-exposure-stretch turns this off)"
     )
     return cv2.LUT(left, table), cv2.LUT(right, table), note
+
+
+FLAT_LEVELS = 2  # grey levels: a pair whose 0.05-99.95 % span is no wider has nothing to match
+FLATNESS = ExposureConfig(low_percent=0.05, high_percent=99.95)
+
+
+def flat_pair_note(left: np.ndarray, right: np.ndarray) -> str | None:
+    """A note when the pair is flat (a black, blank or saturated frame: no depth can be read
+    from it), else None. Texture covering more than about 0.05 % of the pixels counts."""
+    lo, hi = levels(left, right, FLATNESS)
+    if hi - lo > FLAT_LEVELS:
+        return None
+    return (
+        f"no texture: the pair is flat (grey levels {lo}-{hi}), so no pixel has an answer; "
+        "check the exposure, the lens caps and the source"
+    )

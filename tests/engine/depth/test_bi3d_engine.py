@@ -347,6 +347,30 @@ def test_a_dark_pair_is_stretched_before_matching(pair) -> None:  # type: ignore
     assert not stretched(Bi3DEngine(model).compute(left, right, request))  # 0-255 already
 
 
+@pytest.mark.parametrize(
+    "request_",
+    [
+        DepthRequest(mode=Mode.BINARY, planes=(6,)),
+        DepthRequest(mode=Mode.QUANTIZED, levels=4, max_disparity=48),
+        DepthRequest(mode=Mode.SELECTIVE, range=(3.0, 12.0), max_disparity=48),
+        DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48),
+    ],
+    ids=lambda r: r.mode.value,
+)
+def test_a_flat_pair_has_no_answer_in_any_mode(request_: DepthRequest) -> None:
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5))
+    for level in (0, 255):  # a black frame (lens cap), a saturated one
+        flat = np.full((96, 128, 3), level, np.uint8)
+        result = engine.compute(flat, flat.copy(), request_)
+        assert np.isnan(result.disparity).all()
+        assert result.confidence is not None and not result.confidence.any()
+        assert result.mask is None or not result.mask.any()
+        assert result.range_state is None or not result.range_state.any()
+        assert result.notes[0].startswith("no texture: the pair is flat")
+        assert not any(n.startswith("exposure:") for n in result.notes)
+
+
 def test_plane_check_decides_where_the_light_model_hesitates(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     left, right = _constant_disparity_pair(22, seed=3, blur=1.5)
     # a network that cannot tell: P = 0.5 for every pixel and plane

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.engine.depth.exposure import ExposureConfig, levels, stretch, stretch_table
+from app.engine.depth.exposure import ExposureConfig, flat_pair_note, levels, stretch, stretch_table
 
 
 def _image(lo: int, hi: int, seed: int = 0) -> np.ndarray:
@@ -54,3 +54,13 @@ def test_histogram_counts_every_level_of_its_rows_in_any_layout() -> None:
     for img in (image, strided, image[..., 0]):
         want = np.bincount(img[::ROW_STEP].ravel(), minlength=256)
         assert np.array_equal(_histogram(img), want)
+
+
+def test_only_a_pair_without_texture_is_flat() -> None:
+    black = np.zeros((60, 80, 3), np.uint8)
+    assert flat_pair_note(black, black) is not None
+    assert flat_pair_note(black + 200, black + 201) is not None  # blank and saturated alike
+    assert flat_pair_note(_image(120, 130), _image(120, 130, seed=1)) is None  # a dim wall's noise
+    spot = black.copy()
+    spot[20:30, 30:40] = 255  # a lit object on a black ground: 2 % of the pixels
+    assert flat_pair_note(spot, spot) is None

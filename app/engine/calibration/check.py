@@ -32,6 +32,7 @@ GOOD_RMS_PX = 0.6
 MARGINAL_RMS_PX = 1.0
 MIN_MATCHES = 20
 VERDICTS = ("rectified", "marginal", "not rectified", "unknown")
+SWAP_PX, SWAP_SHARE = 1.0, 0.6  # matches this far on the wrong side, more than this share of them
 
 
 def verdict_for(vertical_rms_px: float) -> str:
@@ -129,6 +130,11 @@ def check_epipolar(
         reason = f"vertical RMS {rms:.2f} px; {limits}"
     if not subpixel:
         reason += "; keypoint positions (views too different to refine)"
+    if np.mean(pl[:, 0] - pr[:, 0] < -SWAP_PX) > SWAP_SHARE:  # depth.alignment's test, on these matches
+        reason += (
+            "; the images look swapped (most matches sit further right in the right image): give the "
+            "left camera's image first"
+        )
     p95 = float(np.percentile(np.abs(dy), 95))
     return EpipolarReport(
         float(dy.mean()), rms, p95, len(pl), verdict, reason, pl, pr, misalignment, subpixel

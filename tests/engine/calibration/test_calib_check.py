@@ -51,6 +51,12 @@ def test_rectified_demo_pair_is_good(demo_pair: tuple[np.ndarray, np.ndarray]) -
     assert abs(report.misalignment.roll_deg) < 0.02 and abs(report.misalignment.shift_px) < 0.1
 
 
+def test_a_swapped_pair_is_called_out(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:
+    assert "swapped" not in check_epipolar(*demo_pair).reason
+    report = check_epipolar(demo_pair[1], demo_pair[0])
+    assert report.verdict == "rectified" and "the images look swapped" in report.reason
+
+
 def test_small_rotation_is_bad(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:
     left, right = demo_pair
     h, w = right.shape[:2]

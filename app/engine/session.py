@@ -33,6 +33,7 @@ from app.engine.flow.choose import create_flow, resolve_backend
 from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
 from app.engine.formats import COLORMAPS, colorize
 from app.engine.metrics import evaluate
+from app.engine.sources.files import left_first
 from app.engine.sources.recording import Recorder
 from app.engine.sources.spec import open_source
 from app.engine.training.adapt import AdaptConfig, AdaptProgress, AdaptResult, adapt
@@ -48,6 +49,7 @@ __all__ = [
     "Session",
     "SessionEvents",
     "TruthError",
+    "left_first",
 ]
 
 STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")

@@ -74,16 +74,32 @@ def run_gui(source: str | None, screenshot: str | None = None, quit_after: float
         app.setWindowIcon(app_icon())
     window = create_window(source)
     window.show()
+    shot = {"taken": False}
     if screenshot:
 
         def shoot() -> None:
+            if shot["taken"]:  # once: a video shows many first frames' worth of results
+                return
+            shot["taken"] = True
             window.grab().save(screenshot)
             print(f"wrote {screenshot}")
             if quit_after is None:
                 window.close()
 
+        def failed() -> None:  # the source did not open: nothing will be shown, do not wait
+            if not shot["taken"] and window.last_error and window.session.source is None:
+                window.close()
+
         # wait for the first depth, then let the widgets paint once more
         window.controller.resultShown.connect(lambda _r: QTimer.singleShot(400, shoot))
+        watch = QTimer(window)
+        watch.timeout.connect(failed)
+        watch.start(250)
     if quit_after is not None:
         QTimer.singleShot(int(quit_after * 1000), window.close)
-    return int(app.exec())
+    code = int(app.exec())
+    if screenshot and not shot["taken"]:
+        reason = window.last_error or "no depth was shown before the window closed"
+        print(f"bi3d-studio gui: error: no screenshot saved: {reason}", file=sys.stderr)
+        return code or 2
+    return code

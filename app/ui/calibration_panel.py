@@ -48,6 +48,8 @@ VERDICT_COLOURS = {
 LINE_GAIN = 10.0  # vertical offsets are drawn this many times larger, so sub-pixel errors show
 BOARDS = ("Chessboard", "ChArUco")
 MAX_SELF_FRAMES = 10
+NO_CALIBRATION = "none: depth in pixels only"
+SOURCE_CALIBRATION = "from the source"
 
 
 def match_segments(report: EpipolarReport, gain: float = LINE_GAIN) -> np.ndarray:
@@ -87,7 +89,7 @@ class CalibrationPanel(QWidget):
         v = QVBoxLayout(box)
         load = QPushButton("Load…")
         load.clicked.connect(self._pick_file)
-        self.file_label = QLabel("none: depth in pixels only")
+        self.file_label = QLabel(NO_CALIBRATION)
         self.file_label.setWordWrap(True)
         v.addWidget(load)
         v.addWidget(self.file_label)
@@ -186,11 +188,17 @@ class CalibrationPanel(QWidget):
         self.controller.refresh()
 
     def note_source_calibration(self, calibration: Calibration | None) -> None:
-        """Say so when the depth is metric thanks to the source (a dataset's calib.txt)."""
-        if calibration is None or self.rig is not None or not self.file_label.text().startswith("none"):
+        """Say so when the depth is metric thanks to the source (a dataset's calib.txt); None (a
+        new source, or one without a calibration) takes back what an earlier source said."""
+        if calibration is None:
+            if self.file_label.text().startswith(SOURCE_CALIBRATION):
+                self.file_label.setText(NO_CALIBRATION)
+            return
+        if self.rig is not None or not self.file_label.text().startswith("none"):
             return
         mm = calibration.baseline_m * 1000
-        self.file_label.setText(f"from the source: f {calibration.focal_px:.1f} px, baseline {mm:.1f} mm")
+        focal = calibration.focal_px
+        self.file_label.setText(f"{SOURCE_CALIBRATION}: f {focal:.1f} px, baseline {mm:.1f} mm")
 
     # ---- check ---------------------------------------------------------------------------
     def run_check(self) -> None:

@@ -431,7 +431,8 @@ class ControlsPanel(QWidget):
         elif result.engine == "sgbm":  # a matcher over every disparity: no planes to count
             text = f"took {took:.0f} ms"
         else:
-            text = f"{len(result.planes)} planes, took {took:.0f} ms"
+            count = len(result.planes)
+            text = f"{count} plane{'' if count == 1 else 's'}, took {took:.0f} ms"
         if result.searched is not None:
             text += f"; searched {result.searched[0]:g}-{result.searched[1]:g} px (auto)"
         self.budget_label.setText(text)

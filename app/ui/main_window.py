@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from app import vocabulary
 from app.engine.errors import UserError
-from app.engine.session import AdaptResult, FrameSource, Session
+from app.engine.session import AdaptResult, FrameSource, Session, left_first
 from app.engine.types import FrameResult, StereoPair
 from app.ui import work
 from app.ui.adapt_runner import AdaptRunner
@@ -42,7 +42,7 @@ from app.ui.measure_panel import MeasurePanel
 from app.ui.notices import NoticeBar, RecBadge
 from app.ui.render import ERROR_MAX_PX, DisplaySpec, Rendered, render
 from app.ui.settings import Settings, engine_values, save_settings
-from app.ui.views import DepthPane, ImagePane
+from app.ui.views import DepthPane, ImagePane, link_views
 
 SourceOpener = Callable[[str], FrameSource]
 
@@ -154,9 +154,7 @@ class MainWindow(QMainWindow):
             row.addWidget(a)
             row.addWidget(b)
             top.addWidget(page)
-        for pane in (self.baseline_view, self.error_main, self.error_base):
-            pane.box.setXLink(self.compare_main.box)
-            pane.box.setYLink(self.compare_main.box)
+        link_views([self.compare_main, self.baseline_view, self.error_main, self.error_base])
         return top
 
     def _build_docks(self) -> None:
@@ -255,13 +253,16 @@ class MainWindow(QMainWindow):
         self.controller.open_source(lambda: self._open_source(spec), spec)
 
     def _pick_pair(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(
-            self, "Left and right images", "", "Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.pfm);;All (*)"
-        )
-        if len(files) == 2:
-            self.open_spec(",".join(sorted(files)))
+        images = "Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.pfm);;All (*)"
+        files, _ = QFileDialog.getOpenFileNames(self, "Left and right images (or the left one)", "", images)
+        if len(files) == 1:  # the left view: ask for the right one beside it
+            right, _ = QFileDialog.getOpenFileName(self, "Right image", str(Path(files[0]).parent), images)
+            if right:
+                self.open_spec(f"{files[0]},{right}")
+        elif len(files) == 2:
+            self.open_spec(",".join(left_first(*files)))
         elif files:
-            self.show_error("choose exactly two images: the left and the right view")
+            self.show_error("choose two images, the left and the right view, or the left one alone")
 
     def _pick_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Folder of pairs, dataset or recording")
@@ -293,7 +294,7 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:
         paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
         if paths:
-            self.open_spec(",".join(sorted(paths)) if len(paths) == 2 else paths[0])
+            self.open_spec(",".join(left_first(*paths)) if len(paths) == 2 else paths[0])
 
     def _source_changed(self, description: str) -> None:
         """A new source: nothing derived from the previous one stays on screen."""
@@ -308,6 +309,8 @@ class MainWindow(QMainWindow):
             reset()
         self._hover_at = None
         self._swap_warned = False
+        for pane in (self.left_view, self.depth_view, self.right_view, self.compare_main, self.baseline_view):
+            pane.fit()  # a new source is shown whole, whatever the last one was zoomed to
         self.readout.setText("")
         self.pause_action.setChecked(False)
         self._update_position()
@@ -496,6 +499,7 @@ class MainWindow(QMainWindow):
                 pane.show_rgb(error[1], (0.0, ERROR_MAX_PX))
             else:
                 pane.set_title("no ground truth for this source" if not shown.errors else "")
+                pane.clear_image()  # not the last source's errors
 
     def show_error(self, message: str) -> None:
         """An error stays on screen until the user dismisses it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtWidgets import QGraphicsItem
 
 from app.engine.session import Display
 
@@ -16,6 +17,56 @@ from app.engine.session import Display
 def _image_axes(item: pg.ImageItem) -> None:
     # pyqtgraph's ImageItem indexes [x, y]; images are [row, col]
     item.setOpts(axisOrder="row-major")
+
+
+class _Title(pg.LabelItem):
+    """A pane's title that never widens the pane: a title longer than the pane is cut at the
+    right instead (pyqtgraph's label asks for its text's width as a minimum, which pushed the
+    image and the colour bar past the pane's edge)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape)
+
+    def updateMin(self) -> None:
+        super().updateMin()
+        height = self._sizeHint[Qt.SizeHint.MinimumSize][1]
+        self._sizeHint[Qt.SizeHint.MinimumSize] = (0, height)
+        self.setMinimumWidth(0)
+
+    def resizeEvent(self, ev: object) -> None:
+        # centred while it fits; from its start when it does not (the end is what gets cut)
+        self.opts["justify"] = "center" if self.itemRect().width() <= self.rect().width() else "left"
+        super().resizeEvent(ev)
+
+
+def link_views(panes: list[ImagePane]) -> None:
+    """Zoom and pan of ``panes`` (showing images of one size) kept alike: a view zoomed or moved
+    (by the mouse or by code) gives its range to the others as it is; a view fitted to its
+    image (``ImagePane.fit``) has the others fitted too. (pyqtgraph's own links line views up by
+    their screen positions, which shrank the images of stacked, tabbed panes as they resized.)"""
+    syncing = False
+
+    def follow(source: ImagePane) -> None:
+        nonlocal syncing
+        if syncing:
+            return
+        syncing = True
+        try:
+            fitted = all(source.box.autoRangeEnabled())
+            x, y = source.box.viewRange()
+            for pane in panes:
+                if pane is source:
+                    continue
+                if fitted:
+                    pane.fit()
+                else:
+                    pane.box.setRange(xRange=x, yRange=y, padding=0)
+        finally:
+            syncing = False
+
+    for pane in panes:
+        pane.box.sigRangeChanged.connect(lambda *_, pane=pane: follow(pane))
 
 
 class ImagePane(pg.GraphicsLayoutWidget):
@@ -27,8 +78,10 @@ class ImagePane(pg.GraphicsLayoutWidget):
     def __init__(self, title: str) -> None:
         super().__init__()
         self.setMinimumSize(200, 150)
-        self.title = self.addLabel(title, row=0, col=0)
+        self.title = _Title(title)
+        self.addItem(self.title, row=0, col=0)
         self.box = self.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMenu=False)
+        self.box.setDefaultPadding(0.0)  # fitted: the image's edges touch the pane's
         self.image = pg.ImageItem()
         self.overlay = pg.ImageItem()
         self.lines = pg.PlotDataItem(connect="pairs", pen=pg.mkPen((255, 230, 0, 200), width=1))
@@ -51,7 +104,19 @@ class ImagePane(pg.GraphicsLayoutWidget):
         self.image.setImage(rgb, autoLevels=False)
         if first:
             self._shape = rgb.shape[:2]
-            self.box.autoRange(padding=0)
+            self.fit()
+
+    def clear_image(self) -> None:
+        """No image (and none of its overlays) until the next one."""
+        for item in (self.image, self.overlay):
+            item.clear()
+        self.show_lines(None)
+        self._shape = None
+
+    def fit(self) -> None:
+        """Show the whole image, and keep it whole as the pane resizes, until the user zooms or
+        pans (pyqtgraph's auto range, which a mouse zoom turns off)."""
+        self.box.enableAutoRange(enable=True)
 
     def show_tint(self, mask: np.ndarray | None, colour: tuple[int, int, int] = (255, 40, 40)) -> None:
         """Tint the pixels where ``mask`` is true (semi-transparent); None clears it."""

@@ -371,3 +371,49 @@ def test_swapped_images_are_called_out_and_the_switch_swaps_them(qtbot) -> None:
     with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
         window.controls.swap_views.setChecked(True)  # and the warning goes with the cause
     assert window.notices.level != "error" and "look swapped" not in window.notices.text.text()
+
+
+def test_compared_views_keep_the_whole_image_over_new_sources(qtbot) -> None:  # type: ignore[no-untyped-def]
+    # pyqtgraph's own view links halved the images on every File > Open (tabbed, stacked panes)
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine(), compare=True)
+    window.session.set_compare(True)
+    window.resize(1300, 760)
+    spans = []
+    for i in range(4):
+        window.open_spec("pair")
+        _shown(qtbot, window)
+        window.show_error("a message bar above the views")  # the panes resize, as on a failed open
+        window.resize(1300 - 60 * (i % 2), 760)
+        qtbot.wait(50)
+        for pane in (window.compare_main, window.baseline_view):
+            (x0, x1), (y0, y1) = pane.box.viewRange()
+            spans.append((x1 - x0, y1 - y0))
+            # the whole 200 x 120 image in view, and not lost in a far wider range
+            assert x0 <= 0.5 and x1 >= 199.5 and y0 <= 0.5 and y1 >= 119.5, (x0, x1, y0, y1)
+            assert min(x1 - x0 - 200, y1 - y0 - 120) < 1.0  # fitted along one axis at least
+    assert max(s[0] for s in spans) < 1.05 * min(s[0] for s in spans) * 3  # no runaway growth
+
+
+def test_a_new_source_takes_back_the_old_ones_calibration_and_errors(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.types import Calibration
+
+    class Measured(FakeSource):  # a dataset scene: its calib.txt and ground truth
+        def read(self):  # type: ignore[no-untyped-def]
+            pair = super().read()
+            if pair is None:
+                return None
+            gt = np.full(pair.left.shape[:2], 6.0, np.float32)
+            return StereoPair(pair.left, pair.right, pair.timestamp, Calibration(995.0, 0.193), gt)
+
+    sources = {"dataset": lambda: Measured(1), "plain": lambda: FakeSource(1)}
+    window = _window(qtbot, lambda spec: sources[spec](), RecordingEngine(), compare=True)
+    window.session.set_compare(True)
+    window.open_spec("dataset")
+    _shown(qtbot, window)
+    qtbot.waitUntil(lambda: window.calibration.file_label.text().startswith("from the source"), timeout=5000)
+    assert window.error_main.image.image is not None
+    window.open_spec("plain")
+    _shown(qtbot, window)
+    qtbot.waitUntil(lambda: window.calibration.file_label.text().startswith("none"), timeout=5000)
+    assert window.error_main.image.image is None
+    assert window.error_main.title.text == "no ground truth for this source"

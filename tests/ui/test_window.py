@@ -315,3 +315,34 @@ def test_the_side_panels_are_never_squeezed_below_their_contents(qtbot) -> None:
         # the dock was squeezed to 123 px at 1366 x 768, its buttons cut (no horizontal scroll bar)
         assert dock.widget().minimumWidth() >= panel.minimumSizeHint().width()
     assert window.minimumSizeHint().width() <= 1366  # still fits a laptop screen
+
+
+def test_open_image_pair_puts_the_left_named_image_left(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QFileDialog
+
+    specs: list[str] = []
+
+    def opener(spec: str):  # type: ignore[no-untyped-def]
+        specs.append(spec)
+        return FakeSource()
+
+    window = _window(qtbot, opener)
+    chosen = [["/d/zleft.png", "/d/aright.png"], ["/d/b.png", "/d/a.png"], ["/d/solo.png"]]
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: (chosen.pop(0), ""))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: ("/d/other.png", ""))
+    for n in range(1, 4):
+        window._pick_pair()
+        qtbot.waitUntil(lambda n=n: len(specs) == n, timeout=5000)
+    # named sides win; else the order chosen; one image chosen asks for the right one
+    assert specs == ["/d/zleft.png,/d/aright.png", "/d/b.png,/d/a.png", "/d/solo.png,/d/other.png"]
+
+
+def test_a_screenshot_run_whose_source_fails_says_so_and_fails(qapp, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.app import run_gui
+
+    shot = tmp_path / "shot.png"
+    QTimer.singleShot(60_000, qapp.quit)  # a guard: the run must end by itself long before
+    code = run_gui(str(tmp_path / "nope.png"), str(shot))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not shot.exists()
+    assert err[-1].startswith("bi3d-studio gui: error: no screenshot saved: ") and "nope.png" in err[-1]

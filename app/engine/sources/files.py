@@ -139,6 +139,22 @@ def _swap_side(name: str, old: str, new: str) -> str:
     return name[: m.start()] + repl + name[m.end() :]
 
 
+_LEFT_NAME = re.compile(r"left|(?<![a-z])l(?![a-z])|im0|cam0", re.IGNORECASE)
+_RIGHT_NAME = re.compile(r"right|(?<![a-z])r(?![a-z])|im1|cam1", re.IGNORECASE)
+
+
+def left_first(first: str, second: str) -> tuple[str, str]:
+    """Two image paths as (left, right): by their names where one says left (``left``, ``_L``,
+    ``im0``, ``cam0``) and the other right, else in the order given (the first chosen is left)."""
+    a, b = Path(first).stem, Path(second).stem
+
+    def side(stem: str) -> str | None:
+        is_left, is_right = bool(_LEFT_NAME.search(stem)), bool(_RIGHT_NAME.search(stem))
+        return "left" if is_left and not is_right else "right" if is_right and not is_left else None
+
+    return (second, first) if (side(a), side(b)) == ("right", "left") else (first, second)
+
+
 def pair_folder_scenes(folder: Path) -> list[Scene]:
     """Pairs in ``left/`` + ``right/`` subfolders, or files named ``*left*`` / ``*right*``.
 

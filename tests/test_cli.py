@@ -333,15 +333,20 @@ def test_eval_folder_of_middlebury_scenes(capsys, tmp_path: Path) -> None:  # ty
     assert sum(line.startswith(("scene5/sgbm", "scene9/sgbm")) for line in stdout.splitlines()) == 4
 
 
-def test_eval_kitti_layout(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _kitti_scene(root: Path, shift: int) -> None:
+    """One KITTI 2015 frame (image_2, image_3, disp_occ_0) of a ``shift`` px textured pair."""
     from app.engine.formats import write_kitti_png
 
     for sub in ("image_2", "image_3", "disp_occ_0"):
-        (tmp_path / sub).mkdir()
-    left, right, gt = _textured_pair(7)
-    cv2.imwrite(str(tmp_path / "image_2" / "000000_10.png"), left)
-    cv2.imwrite(str(tmp_path / "image_3" / "000000_10.png"), right)
-    write_kitti_png(tmp_path / "disp_occ_0" / "000000_10.png", gt)
+        (root / sub).mkdir()
+    left, right, gt = _textured_pair(shift)
+    cv2.imwrite(str(root / "image_2" / "000000_10.png"), left)
+    cv2.imwrite(str(root / "image_3" / "000000_10.png"), right)
+    write_kitti_png(root / "disp_occ_0" / "000000_10.png", gt)
+
+
+def test_eval_kitti_layout(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _kitti_scene(tmp_path, 7)
     code, stdout, _ = run(capsys, "eval", str(tmp_path), "--engines", "sgbm", "--max-disparity", "32")
     assert code == 0 and "000000_10/sgbm" in stdout
     valid_line = next(line for line in stdout.splitlines() if "valid-only" in line)
@@ -359,14 +364,7 @@ def test_eval_folder_without_scenes(capsys, tmp_path: Path) -> None:  # type: ig
 
 
 def test_eval_without_ndisp_searches_the_automatic_range_as_depth_does(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from app.engine.formats import write_kitti_png
-
-    for sub in ("image_2", "image_3", "disp_occ_0"):
-        (tmp_path / sub).mkdir()
-    left, right, gt = _textured_pair(7)
-    cv2.imwrite(str(tmp_path / "image_2" / "000000_10.png"), left)
-    cv2.imwrite(str(tmp_path / "image_3" / "000000_10.png"), right)
-    write_kitti_png(tmp_path / "disp_occ_0" / "000000_10.png", gt)
+    _kitti_scene(tmp_path, 7)
     for extra in ([], ["--max-disparity", "auto"]):
         out = tmp_path / f"eval{len(extra)}.json"
         code, _, _ = run(capsys, "eval", str(tmp_path), "--engines", "sgbm", "--json", str(out), *extra)

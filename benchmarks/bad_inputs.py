@@ -474,8 +474,12 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
     more = (("--min-confidence", "nan", "finite"), ("--max-disparity", "autox", "number"))
     for flag, value, needle in more:
         add(Case(f"depth {flag} {value}", ["depth", L, R, flag, value, *o("a")], needle=needle))
-    add(Case("depth 8000x6000 continuous (Bi3D)", ["depth", BL, BR, *o("a")], needle="GiB"))
-    add(Case("depth 8000x6000 SGBM", ["depth", BL, BR, "--engine", "sgbm", *o("a")], needle="GiB"))
+    # fixed ranges: the automatic one follows the scene (0-48 px here), and a machine with enough
+    # memory then answers the frame (minutes) instead of refusing it
+    big = ["--max-disparity", "192"]
+    add(Case("depth 8000x6000 continuous 0-192 px (Bi3D)", ["depth", BL, BR, *big, *o("a")], needle="GiB"))
+    sgbm_big = ["--engine", "sgbm", "--max-disparity", "512"]
+    add(Case("depth 8000x6000 SGBM 0-512 px", ["depth", BL, BR, *sgbm_big, *o("a")], needle="GiB"))
     add(
         Case(
             "depth SGBM --levels 10000",
@@ -569,9 +573,29 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
     )
     add(
         Case(
-            "depth Bi3D quantized --levels 191 (the most)",
-            ["depth", L, R, "--mode", "quantized", "--levels", "191", "--runtime", "torch", *o("q191")],
+            "depth Bi3D quantized --levels 191 (the most, --max-disparity 192)",
+            [
+                "depth",
+                L,
+                R,
+                "--mode",
+                "quantized",
+                "--levels",
+                "191",
+                "--max-disparity",
+                "192",
+                "--runtime",
+                "torch",
+                *o("q191"),
+            ],
             expect="ok",
+        )
+    )
+    add(
+        Case(
+            "depth --levels 191 on a 64 px wide pair (auto range 0-48 px)",
+            ["depth", L, R, "--mode", "quantized", "--levels", "191", *o("q191t")],
+            needle="a 48 px range holds at most 47 planes",
         )
     )
 

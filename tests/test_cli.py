@@ -57,6 +57,8 @@ def test_depth_writes_the_contract_files(capsys, small_pair, tmp_path: Path) -> 
     assert cv2.imread(str(out / "disparity_color.png")).shape == (200, 300, 3)
     meta = json.loads((out / "result.json").read_text())
     assert meta["engine"] == "sgbm" and meta["request"]["mode"] == "continuous"
+    with np.load(out / "result.npz") as z:
+        np.testing.assert_allclose(meta["planes"], z["planes"], atol=1e-4)  # numbers, not only text
 
 
 def test_depth_defaults_to_sgbm_without_a_bundled_model(

@@ -95,7 +95,8 @@ def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: 
         mask = (result.mask * 255).astype(np.uint8)
         write_color_png(folder / "mask.png", np.repeat(mask[..., None], 3, axis=2))
         written.append("mask.png")
-    meta = {"request": request_json(request), **summary(result), **extra}
+    planes = [round(float(v), 4) for v in result.planes]  # the numbers behind summary's planes_px text
+    meta = {"request": request_json(request), **summary(result), "planes": planes, **extra}
     atomic_write(folder / "result.json", (json.dumps(meta, indent=2) + "\n").encode())
     written.append("result.json")
     return written

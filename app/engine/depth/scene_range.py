@@ -87,7 +87,9 @@ def estimate_reach(
     )
     h, w = small_l.shape
     num = int(math.ceil(ceiling / s / 16.0) * 16)
-    num = min(num, max(16, (w - 8) // 16 * 16))
+    # at most half the small width, so that half the columns can answer (the left ``num`` have no
+    # match): a frame narrower than about 384 px estimates reaches up to half its width
+    num = min(num, max(16, (w - 8) // 16 * 16), max(16, w // 2 // 16 * 16))
     if w < num + 8 or h < 8:
         return None
     raw = checked_disparity(small_l, small_r, num)

@@ -28,6 +28,22 @@ def test_the_estimate_finds_the_reach_of_a_textured_scene() -> None:
     assert bound_for(reach, 40) == 40  # never above the ceiling
 
 
+def test_a_small_frame_is_estimated_too() -> None:
+    # 160 px wide: a search over the whole ceiling left the quarter-resolution match 8 columns
+    from app.engine.sources.spec import open_source
+
+    source = open_source("synthetic:120x160")
+    try:
+        frames = [source.read() for _ in range(2)]
+    finally:
+        source.close()
+    for pair in frames:  # the second frame fell back to the ceiling ("too little texture")
+        assert pair is not None and pair.gt_disparity is not None
+        reach = estimate_reach(pair.left, pair.right, 144)
+        top = float(np.percentile(pair.gt_disparity, 99.5))
+        assert reach is not None and abs(reach - top) < 4, (reach, top)
+
+
 def test_a_blank_frame_keeps_the_ceiling() -> None:
     grey = np.full((240, 320, 3), 128, np.uint8)
     assert estimate_reach(grey, grey, 192) is None

@@ -21,6 +21,7 @@ DETECTORS = ("orb", "sift")
 RATIO = 0.8  # Lowe's ratio test: best match clearly better than the second best
 RANSAC_PX = 1.5  # distance to the epipolar line that counts as an inlier of F
 PLANAR_FRACTION = 0.6  # F inliers one homography explains, above which the scene counts as flat
+SWAP_PX, SWAP_SHARE = 1.0, 0.6  # matches this far on the wrong side, more than this share of them
 _HALF = 7  # refinement patch is 15 x 15 px
 _SEARCH = 3  # px around the descriptor match
 _MIN_NCC = 0.9
@@ -106,6 +107,12 @@ def epipolar_inliers(pl: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.nda
             flat = hmask.ravel().astype(bool)
             pl, pr = pl[flat], pr[flat]
     return pl, pr
+
+
+def matches_swapped(pl: np.ndarray, pr: np.ndarray) -> bool:
+    """Most of N x 2 matches (left, right) on the wrong side, at negative disparity: the images,
+    or the cameras, are the wrong way round."""
+    return bool(np.mean(pl[:, 0] - pr[:, 0] < -SWAP_PX) > SWAP_SHARE)
 
 
 def refine_matches(

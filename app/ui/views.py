@@ -107,7 +107,10 @@ class ImagePane(pg.GraphicsLayoutWidget):
             self.fit()
 
     def clear_image(self) -> None:
-        """No image (and none of its overlays) until the next one."""
+        """No image (and none of its overlays) until the next one; nothing to do when already clear
+        (a pane without ground truth is told so every frame)."""
+        if self._shape is None and self.image.image is None:
+            return
         for item in (self.image, self.overlay):
             item.clear()
         self.show_lines(None)

@@ -23,6 +23,7 @@ from app.engine.epipolar import (  # noqa: F401 (the check's matching, re-export
     Misalignment,
     epipolar_inliers,
     match_features,
+    matches_swapped,
     refine_matches,
 )
 from app.engine.errors import UserError
@@ -32,7 +33,6 @@ GOOD_RMS_PX = 0.6
 MARGINAL_RMS_PX = 1.0
 MIN_MATCHES = 20
 VERDICTS = ("rectified", "marginal", "not rectified", "unknown")
-SWAP_PX, SWAP_SHARE = 1.0, 0.6  # matches this far on the wrong side, more than this share of them
 
 
 def verdict_for(vertical_rms_px: float) -> str:
@@ -130,7 +130,7 @@ def check_epipolar(
         reason = f"vertical RMS {rms:.2f} px; {limits}"
     if not subpixel:
         reason += "; keypoint positions (views too different to refine)"
-    if np.mean(pl[:, 0] - pr[:, 0] < -SWAP_PX) > SWAP_SHARE:  # depth.alignment's test, on these matches
+    if matches_swapped(pl, pr):  # depth.alignment's test, on these matches
         reason += (
             "; the images look swapped (most matches sit further right in the right image): give the "
             "left camera's image first"

@@ -43,7 +43,7 @@ import cv2
 import numpy as np
 
 from app.engine.depth.scene_range import checked_disparity
-from app.engine.epipolar import Misalignment, epipolar_inliers, match_features
+from app.engine.epipolar import Misalignment, epipolar_inliers, match_features, matches_swapped
 from app.engine.types import DepthResult
 
 
@@ -61,7 +61,6 @@ class AlignConfig:
 
 
 DEFAULT_ALIGN = AlignConfig()
-SWAP_PX, SWAP_SHARE = 1.0, 0.6  # matches this far on the wrong side, more than this share of them
 SWAPPED_NOTE = (
     "the left and right images look swapped: most features sit further right in the right image than "
     "in the left (negative disparity); give the left camera's image first, or swap the cameras"
@@ -213,7 +212,7 @@ def _looks_swapped(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> bool:
     pl, pr = epipolar_inliers(*match_features(gl, gr, "orb", config.features))
     if len(pl) < 20:
         return False
-    return bool(np.mean(pl[:, 0] - pr[:, 0] < -SWAP_PX) > SWAP_SHARE)
+    return matches_swapped(pl, pr)
 
 
 class VerticalAligner:

@@ -184,6 +184,12 @@ def closer_than_top(
     return float((upper > 0).all(1).float().mean())
 
 
+def widest_search(width: int) -> int:
+    """The widest search of images ``width`` px wide: the largest numDisparities OpenCV accepts
+    (a multiple of 16 below the width; 16 at least). No match lies farther than the image is wide."""
+    return max(16, (width - 1) // 16 * 16)
+
+
 def bounded(
     request: DepthRequest, tracker: RangeTracker, left: np.ndarray, right: np.ndarray
 ) -> tuple[DepthRequest, SceneRange | None]:
@@ -193,7 +199,6 @@ def bounded(
     spread = request.mode is Mode.QUANTIZED and not request.planes
     if not request.auto_range or not (request.mode is Mode.CONTINUOUS or spread):
         return request, None
-    # no match lies farther than the image is wide (a multiple of 16 below the width: SGBM's too)
-    ceiling = min(request.max_disparity, max(16, (left.shape[1] - 1) // 16 * 16))
+    ceiling = min(request.max_disparity, widest_search(left.shape[1]))  # no match lies farther
     found = tracker.update(left, right, ceiling, left.shape[:2])
     return dataclasses.replace(request, max_disparity=found.bound, auto_range=False), found

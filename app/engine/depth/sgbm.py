@@ -18,7 +18,7 @@ import numpy as np
 from app.engine.depth.alignment import VerticalAligner, with_alignment
 from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
-from app.engine.depth.scene_range import RangeTracker, bounded
+from app.engine.depth.scene_range import RangeTracker, bounded, widest_search
 from app.engine.errors import UserError, setting
 from app.engine.types import SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
 
@@ -80,12 +80,6 @@ class SGBMParams:
 def search_range(max_disparity: float) -> int:
     """OpenCV's numDisparities: the request's range rounded up to a multiple of 16."""
     return int(np.ceil(max_disparity / 16.0) * 16)
-
-
-def widest_search(width: int) -> int:
-    """The largest numDisparities OpenCV accepts for images ``width`` px wide (a multiple of 16
-    below the width; 16 at least)."""
-    return max(16, (width - 1) // 16 * 16)
 
 
 @dataclass

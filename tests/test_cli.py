@@ -373,3 +373,23 @@ def test_eval_without_ndisp_searches_the_automatic_range_as_depth_does(capsys, t
         assert code == 0
         (row,) = json.loads(out.read_text())
         assert row["max_disparity"] == 48  # the automatic range's floor, not 192 on a 240 px image
+
+
+def test_depth_notes_a_video_in_the_other_layout_and_transparent_pixels(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.engine.sources.test_sources import demo_views, write_video
+
+    left, right = demo_views()
+    write_video(tmp_path / "tb.avi", [np.concatenate([left, right], axis=0)] * 2)
+    out = tmp_path / "out"
+    code, stdout, _ = run(capsys, "depth", str(tmp_path / "tb.avi"), "--engine", "sgbm", "--out", str(out))
+    assert code == 0
+    assert "note: video tb.avi was opened side by side, but its frames look top-bottom" in stdout
+    assert f"open it as video:{tmp_path / 'tb.avi'}?layout=tb" in stdout
+    assert "layout=tb" in " ".join(json.loads((out / "result.json").read_text())["notes"])
+    rgba = np.dstack([cv2.cvtColor(left, cv2.COLOR_RGB2BGR), np.full(left.shape[:2], 255, np.uint8)])
+    rgba[:10, :10, 3] = 0
+    cv2.imwrite(str(tmp_path / "l.png"), rgba)
+    cv2.imwrite(str(tmp_path / "r.png"), cv2.cvtColor(right, cv2.COLOR_RGB2BGR))
+    pair = (str(tmp_path / "l.png"), str(tmp_path / "r.png"))
+    code, stdout, _ = run(capsys, "depth", *pair, "--engine", "sgbm", "--out", str(out))
+    assert code == 0 and "note: l.png: 0." in stdout and "transparent (alpha channel)" in stdout

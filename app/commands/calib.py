@@ -43,12 +43,12 @@ def run_check(args: argparse.Namespace) -> int:
     from app.engine.calibration.rig import Rectifier
     from app.engine.depth.limits import check_image_size
     from app.engine.errors import UserError
-    from app.engine.formats import atomic_write, read_image_rgb
+    from app.engine.formats import atomic_write, read_pair_rgb
     from app.engine.types import check_pair
 
     if (args.pattern is None) != (args.square is None):
         raise UserError("--pattern and --square go together: give both (e.g. --pattern 9x6 --square 0.025)")
-    left, right = read_image_rgb(args.left), read_image_rgb(args.right)
+    left, right = read_pair_rgb(args.left, args.right)
     check_pair(left, right)
     check_image_size(left.shape[0], left.shape[1], "feature matching needs room around each feature")
     calibration = None
@@ -141,13 +141,13 @@ def run_rectify(args: argparse.Namespace) -> int:
     from app.engine.calibration.rig import Rectifier
     from app.engine.calibration.selfrect import rectify_frames
     from app.engine.errors import UserError
-    from app.engine.formats import read_image_rgb
+    from app.engine.formats import read_pair_rgb
     from app.engine.sources.spec import open_source
 
     if args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
     if args.right is not None:
-        pairs = [(read_image_rgb(args.source), read_image_rgb(args.right))]
+        pairs = [read_pair_rgb(args.source, args.right)]
     else:
         with open_source(args.source) as source:
             pairs = [(f.left, f.right) for f in itertools.islice(source, args.frames)]

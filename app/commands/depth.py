@@ -19,7 +19,7 @@ from app.engine.types import Calibration
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.depth.engines import build_engine
-    from app.engine.formats import read_image_rgb
+    from app.engine.formats import read_pair_rgb
     from app.engine.outputs import format_summary, write_result
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
@@ -30,13 +30,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             "--frames needs a source given alone (e.g. a folder or video); LEFT RIGHT is one pair"
         )
-    left, right = read_image_rgb(args.left), read_image_rgb(args.right)
+    notes: list[str] = []
+    left, right = read_pair_rgb(args.left, args.right, notes)
     calibration, rig = _calibration(args.calib, left)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)
     engine, reason = build_engine(engine_options(args), "binary")
     print(f"engine: {engine.name} ({reason})")
     result = engine.compute(left, right, request)
+    result.notes[:0] = notes
     print(format_summary(result, calibration))
     written = write_result(Path(args.out), result, request, {"engine_reason": reason})
     print("wrote " + ", ".join(str(p) for p in written))
@@ -94,6 +96,7 @@ def run_source(args: argparse.Namespace) -> int:
         count = 0
         for index, pair in enumerate(itertools.chain([first], pairs)):
             result = engine.compute(*rectify(pair.left, pair.right), request)
+            result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
             print(f"frame {index}: {format_summary(result, calibration)}")
             out = Path(args.out) / f"{index:06d}" if args.frames else Path(args.out)
             extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}

@@ -40,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
 def _pair(backend: Any, args: argparse.Namespace) -> None:
     from app.engine.fileio import make_folder
     from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
-    from app.engine.formats import read_image_rgb, write_color_png, write_flo
+    from app.engine.formats import read_pair_rgb, write_color_png, write_flo
 
-    frame0, frame1 = (read_image_rgb(p) for p in args.inputs)
+    frame0, frame1 = read_pair_rgb(*args.inputs)
     result = backend.compute(frame0, frame1)
     out = make_folder(args.out or "out")
     written = [out / "flow.flo", out / "flow.png", out / "flow_arrows.png"]

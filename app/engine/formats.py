@@ -194,8 +194,27 @@ def write_color_png(path: PathLike, rgb: np.ndarray) -> None:
     atomic_write(path, buf.tobytes())
 
 
-def read_image_rgb(path: PathLike) -> np.ndarray:
-    """Read any image OpenCV can decode as H x W x 3 uint8 RGB."""
+def read_image_rgb(path: PathLike, notes: list[str] | None = None) -> np.ndarray:
+    """Read any image OpenCV can decode as H x W x 3 uint8 RGB. What the conversion drops that
+    a user should know of (transparent pixels of an RGBA image, whose colour is used as stored)
+    is added to ``notes`` when it is given. A 16-bit image keeps the top 8 of the bits it uses
+    (a 12-bit camera's PNG is scaled by 2^-4, not 2^-8, so it is not read nearly black)."""
+    img = _read_native(path)
+    return _to_rgb8(img, _shift(img), path, notes)
+
+
+def read_pair_rgb(
+    left: PathLike, right: PathLike, notes: list[str] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both images of a pair as ``read_image_rgb`` reads them, except that 16-bit images are
+    scaled alike, by the bits the brighter of the two uses: their exposures stay comparable."""
+    images = _read_native(left), _read_native(right)
+    shift = max(_shift(img) for img in images)
+    return _to_rgb8(images[0], shift, left, notes), _to_rgb8(images[1], shift, right, notes)
+
+
+def _read_native(path: PathLike) -> np.ndarray:
+    """An image at its native depth (uint8 or uint16) and channel count, or a ``UserError``."""
     raw = _read_bytes(path, "Image")
     if is_truncated(raw):
         raise UserError(
@@ -208,19 +227,42 @@ def read_image_rgb(path: PathLike) -> np.ndarray:
     img = _decode(raw)
     if img is None:
         raise UserError(f"{path} is not a readable image (PNG, JPEG, BMP, TIFF, ...); check the file")
-    if img.dtype == np.uint16:
-        img = (img >> 8).astype(np.uint8)
-    elif img.dtype != np.uint8:
+    if img.dtype not in (np.uint8, np.uint16):
         raise UserError(f"{path} has unsupported pixel type {img.dtype}; convert it to 8- or 16-bit")
+    if img.ndim == 3 and img.shape[2] not in (1, 3, 4):
+        raise UserError(f"{path} has {img.shape[2]} channels; use a grayscale, RGB or RGBA image")
+    return img
+
+
+def _shift(img: np.ndarray) -> int:
+    """Bits to drop so that the bits a 16-bit image uses fit 8 (8 for a full-range one); 0 for 8-bit.
+    The alpha channel does not count: it is not brightness."""
+    if img.dtype != np.uint16:
+        return 0
+    colour = img[:, :, :3] if img.ndim == 3 and img.shape[2] == 4 else img
+    return max(int(colour.max()).bit_length() - 8, 0)
+
+
+def _to_rgb8(img: np.ndarray, shift: int, path: PathLike, notes: list[str] | None) -> np.ndarray:
+    """A native image (``_read_native``) as H x W x 3 uint8 RGB, 16-bit values shifted right by
+    ``shift`` (and clipped); an RGBA image's transparency goes to ``notes``."""
+    if img.ndim == 3 and img.shape[2] == 4:
+        alpha = img[:, :, 3]
+        transparent = float(np.mean(alpha < np.iinfo(img.dtype).max))
+        if notes is not None and transparent > 0:
+            notes.append(
+                f"{Path(path).name}: {100 * transparent:.1f} % of its pixels are transparent (alpha "
+                "channel); depth uses their colour as stored, so flatten the image first if that is "
+                "not the scene"
+            )
+        img = img[:, :, :3]
+    if img.dtype == np.uint16:
+        img = np.minimum(img >> shift, 255).astype(np.uint8)
     if img.ndim == 3 and img.shape[2] == 1:
         img = img[:, :, 0]
     if img.ndim == 2:
         return np.repeat(img[:, :, None], 3, axis=2)
-    if img.shape[2] == 4:
-        return cv2.cvtColor(img, cv2.COLOR_BGRA2RGB)
-    if img.shape[2] == 3:
-        return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
-    raise UserError(f"{path} has {img.shape[2]} channels; use a grayscale, RGB or RGBA image")
+    return cv2.cvtColor(np.ascontiguousarray(img), cv2.COLOR_BGR2RGB)
 
 
 # --- Middlebury .flo -------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
 from app.engine.formats import COLORMAPS, colorize
 from app.engine.metrics import evaluate
 from app.engine.sources.files import left_first
+from app.engine.sources.layout import MARK as LAYOUT_MARK
 from app.engine.sources.recording import Recorder
 from app.engine.sources.spec import open_source
 from app.engine.training.adapt import AdaptConfig, AdaptProgress, AdaptResult, adapt
@@ -318,6 +319,12 @@ class Session:
         """Whether the engine found the frame's images the wrong way round (``set_swap_views``)."""
         return SWAPPED_NOTE in result.depth.notes
 
+    @staticmethod
+    def layout_note(result: FrameResult) -> str | None:
+        """The source's note that its frames look like the other layout (side by side against
+        top-bottom), or None."""
+        return next((n for n in result.depth.notes if LAYOUT_MARK in n), None)
+
     def _new_stream(self) -> None:
         for engine in (self.engine, self.baseline):
             if engine is not None:
@@ -476,6 +483,8 @@ class Session:
         if calibration is not None and request.calibration is None:
             request = dataclasses.replace(request, calibration=calibration)
         depth = engine.compute(left, right, request)
+        source_notes = getattr(self.source, "notes", ())  # e.g. a video opened in the other layout
+        depth.notes[:0] = [n for n in source_notes if n not in depth.notes]
         for stage in ("features", "planes"):
             timings[stage] = depth.timings.get(stage, 0.0)
         # everything after the plane sweep: upsampling, readout, the sub-pixel refinement, the plane check

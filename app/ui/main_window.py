@@ -73,6 +73,7 @@ class MainWindow(QMainWindow):
         self.settings_path = settings_path
         self._open_source = open_source or session.open_source
         self._swap_warned = False  # the swapped-images warning shows once a stream
+        self._layout_warned = False  # the wrong-layout warning, once a source
         session.set_swap_views(settings.swap_views)
         self.controls = ControlsPanel(settings, session.flow_parameters)
         self.controller = SessionController(session, self, self.controls.request, self.display_spec)
@@ -309,6 +310,7 @@ class MainWindow(QMainWindow):
             reset()
         self._hover_at = None
         self._swap_warned = False
+        self._layout_warned = False
         for pane in (self.left_view, self.depth_view, self.right_view, self.compare_main, self.baseline_view):
             pane.fit()  # a new source is shown whole, whatever the last one was zoomed to
         self.readout.setText("")
@@ -424,6 +426,13 @@ class MainWindow(QMainWindow):
             f"image, a negative disparity), so the depth is noise: {advice}"
         )
 
+    def _warn_layout(self, result: FrameResult) -> None:
+        """The source's note that its frames look like the other layout, once a source."""
+        note = None if self._layout_warned else self.session.layout_note(result)
+        if note is not None:
+            self._layout_warned = True
+            self.show_error(note[0].upper() + note[1:])
+
     def _apply_flow(self, name: str) -> None:
         status = self.session.set_flow_backend(name, dict(self.controls.flow_values))
         self.controls.set_flow_status(vocabulary.word(status))
@@ -474,6 +483,7 @@ class MainWindow(QMainWindow):
             )
         self.controls.show_choice(depth)
         self._warn_if_swapped(result)
+        self._warn_layout(result)
         if self.measure.isVisible():
             self.measure.set_result(result)
         else:

@@ -156,6 +156,48 @@ def test_read_image_rgb_grayscale_rgba_16bit(tmp_path: Path) -> None:
     np.testing.assert_array_equal(formats.read_image_rgb(tmp_path / "w.png")[1, 1], [0xFF, 0, 0x12])
 
 
+def test_sixteen_bit_images_keep_the_bits_they_use(tmp_path: Path) -> None:
+    # a 12-bit camera's PNG (values 0-4095 in 16 bits) is read at 8 of its 12 bits, not as 0-15
+    grey12 = (np.arange(4096, dtype=np.uint16) * 1).reshape(64, 64)
+    cv2.imwrite(str(tmp_path / "l12.png"), grey12)
+    out = formats.read_image_rgb(tmp_path / "l12.png")
+    assert out.dtype == np.uint8 and int(out.max()) == 255 and len(np.unique(out)) == 256
+    np.testing.assert_array_equal(out[..., 0], (grey12 >> 4).astype(np.uint8))
+    # a pair is scaled alike, by the brighter image's bits: exposures stay comparable
+    cv2.imwrite(str(tmp_path / "r13.png"), grey12 * 2)  # one bit more
+    left, right = formats.read_pair_rgb(tmp_path / "l12.png", tmp_path / "r13.png")
+    np.testing.assert_array_equal(left[..., 0], (grey12 >> 5).astype(np.uint8))
+    np.testing.assert_array_equal(right[..., 0], ((grey12 * 2) >> 5).astype(np.uint8))
+    dim = np.full((4, 4), 100, np.uint16)  # uses 7 bits: kept as it is
+    cv2.imwrite(str(tmp_path / "dim.png"), dim)
+    assert int(formats.read_image_rgb(tmp_path / "dim.png").max()) == 100
+    # an 8-bit image beside a 16-bit one keeps its own values
+    cv2.imwrite(str(tmp_path / "eight.png"), np.full((64, 64), 7, np.uint8))
+    eight, _ = formats.read_pair_rgb(tmp_path / "eight.png", tmp_path / "l12.png")
+    assert int(eight.max()) == 7
+    bgra16 = np.full((2, 2, 4), 65535, np.uint16)
+    bgra16[0, 0, 3] = 0
+    cv2.imwrite(str(tmp_path / "a16.png"), bgra16)
+    notes: list[str] = []
+    assert formats.read_image_rgb(tmp_path / "a16.png", notes).shape == (2, 2, 3)
+    assert len(notes) == 1 and "25.0 % of its pixels are transparent" in notes[0]
+
+
+def test_transparent_pixels_of_an_rgba_image_are_noted(tmp_path: Path) -> None:
+    bgra = np.full((4, 5, 4), 255, np.uint8)
+    cv2.imwrite(str(tmp_path / "opaque.png"), bgra)
+    bgra[:2, :2, 3] = 0  # 4 of 20 pixels transparent
+    cv2.imwrite(str(tmp_path / "cut.png"), bgra)
+    notes: list[str] = []
+    formats.read_image_rgb(tmp_path / "opaque.png", notes)
+    assert notes == []  # an alpha channel without transparency loses nothing
+    out = formats.read_image_rgb(tmp_path / "cut.png", notes)
+    assert out.shape == (4, 5, 3)
+    (note,) = notes
+    assert note.startswith("cut.png: 20.0 % of its pixels are transparent") and "flatten" in note
+    formats.read_image_rgb(tmp_path / "cut.png")  # without a list: read as before, nothing noted
+
+
 def test_read_image_rgb_errors(tmp_path: Path) -> None:
     missing = tmp_path / "nope.png"
     with pytest.raises(UserError, match=r"not found: .*nope\.png; check the path"):

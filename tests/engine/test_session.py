@@ -79,3 +79,20 @@ def test_swapped_views_reach_the_engine_and_the_panes_swapped_after_rectificatio
     assert int(session.process(raw, request).pair.left[0, 0, 0]) == 12
     session.set_swap_views(False)
     assert int(session.process(raw, request).pair.left[0, 0, 0]) == 1
+
+
+def test_the_sources_notes_reach_the_depth_and_the_window_finds_the_layout_one() -> None:
+    from app.engine.sources.synthetic import SyntheticSource
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _TimedEngine()  # type: ignore[assignment]
+    source = SyntheticSource()
+    session.set_source(source)
+    image = np.zeros((96, 128, 3), np.uint8)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    frame = session.process(StereoPair(image, image), request)
+    assert Session.layout_note(frame) is None
+    note = "video x.avi was opened top-bottom, but its frames look side by side (...): open it as ..."
+    source.notes.append(note)
+    frame = session.process(StereoPair(image, image), request)
+    assert frame.depth.notes[0] == note and Session.layout_note(frame) == note

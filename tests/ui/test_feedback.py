@@ -373,6 +373,32 @@ def test_swapped_images_are_called_out_and_the_switch_swaps_them(qtbot) -> None:
     assert window.notices.level != "error" and "look swapped" not in window.notices.text.text()
 
 
+def test_a_video_in_the_other_layout_is_called_out_once_a_source(qtbot) -> None:  # type: ignore[no-untyped-def]
+    note = (
+        "video rig.avi was opened top-bottom, but its frames look side by side (400 features match "
+        "along rows that way, 0 this way), so this depth is noise: open it as video:rig.avi?layout=sbs"
+    )
+    sources = []
+
+    def opener(spec: str) -> FakeSource:
+        source = FakeSource(3)
+        source.notes = [note] if spec == "wrong" else []  # type: ignore[attr-defined]
+        sources.append(source)
+        return source
+
+    window = _window(qtbot, opener, RecordingEngine())
+    window.open_spec("wrong")
+    _shown(qtbot, window)
+    assert window.notices.level == "error"
+    assert "Video rig.avi was opened top-bottom" in window.notices.text.text()
+    window.notices.dismiss()
+    _shown(qtbot, window)  # the next frame of the same source: said once
+    assert not window.notices.isVisible() or window.notices.level != "error"
+    window.open_spec("right")
+    _shown(qtbot, window)
+    assert window.notices.level != "error"
+
+
 def test_compared_views_keep_the_whole_image_over_new_sources(qtbot) -> None:  # type: ignore[no-untyped-def]
     # pyqtgraph's own view links halved the images on every File > Open (tabbed, stacked panes)
     window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine(), compare=True)

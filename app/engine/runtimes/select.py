@@ -58,12 +58,12 @@ def open_runtime(
 def unavailable_reason(name: str, device: torch.device, precision: str) -> str:
     """Why a runtime cannot run this device and precision at all ("" if it may); cheap checks only."""
     if name == "onnxruntime" and precision != "fp32":
-        return f"runs fp32 only ({precision} asked)"
+        return f"runs fp32 only, not {precision}"
     if name == "tensorrt":
         if device.type != "cuda":
             return "needs a CUDA device"
         if precision not in ("fp32", "fp16"):
-            return f"runs fp32 or fp16 here ({precision} asked)"
+            return f"runs fp32 or fp16 here, not {precision}"
     return ""
 
 

@@ -62,6 +62,9 @@ class StereoSource(ABC):
     def __init__(self) -> None:
         self.on_event: EventHandler | None = None  # called on the capture thread for live sources
         self.status = ""
+        # what the source found wrong with its own frames (a video in the other layout), for
+        # the front ends to show beside the depth; the frames are still given as asked
+        self.notes: list[str] = []
         self.frame_number = -1  # number of the last frame returned
         self._opened = False
         self._closed = False

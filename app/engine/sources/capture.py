@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import cv2
+import numpy as np
 
 from app.engine.errors import UserError
 from app.engine.sources.base import Frame, LatestFrameSlot, Layout, StereoSource, log, split_frame, to_rgb
+from app.engine.sources.layout import layout_note
 from app.engine.types import StereoPair
 from app.engine.validation import Bounds, number
 
@@ -99,6 +101,7 @@ class CameraSource(StereoSource):
         self._failing: set[int] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._layout_checked = False
 
     def describe(self) -> str:
         s = self.settings
@@ -218,12 +221,24 @@ class CameraSource(StereoSource):
         if len(frames) == 2:
             left, right = to_rgb(frames[0]), to_rgb(frames[1])
         else:
+            self._check_layout(frames[0])
             left, right = split_frame(frames[0], self.settings.layout)
         self.slot.put(StereoPair(left, right, time.monotonic()))
         self._delay = self._backoff[0]
         for device in sorted(self._failing):
             self._emit("recovered", f"camera {device} is delivering frames again")
         self._failing.clear()
+
+    def _check_layout(self, frame: np.ndarray) -> None:
+        """Once, on the first frame of a one-device camera: does it look like the other layout?"""
+        if self._layout_checked:
+            return
+        self._layout_checked = True
+        device = self.settings.devices[0]
+        fix = f"camera:{device}?layout={{layout}} (with the other options as before)"
+        note = layout_note(frame, self.settings.layout, f"camera {device}", fix)
+        if note is not None:
+            self.notes.append(note)
 
     def _reconnect(self, position: int) -> None:
         """Report a lost camera once, then reopen it with growing pauses until it answers."""

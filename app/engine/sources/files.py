@@ -19,7 +19,7 @@ import numpy as np
 from app.engine.calibration.files import MiddleburyCalib, read_middlebury_calib
 from app.engine.calibration.validate import fit_to_frames
 from app.engine.errors import UserError
-from app.engine.formats import read_image_rgb, read_kitti_png, read_pfm
+from app.engine.formats import read_kitti_png, read_pair_rgb, read_pfm
 from app.engine.sources.base import Frame, StereoSource, natural_key
 from app.engine.types import Calibration, StereoPair
 
@@ -36,8 +36,10 @@ class Scene:
     gt: Path | None = None
     calib: Path | None = None
 
-    def load(self) -> tuple[StereoPair, MiddleburyCalib | None]:
-        left, right = read_image_rgb(self.left), read_image_rgb(self.right)
+    def load(self, notes: list[str] | None = None) -> tuple[StereoPair, MiddleburyCalib | None]:
+        """The pair (with its ground truth and calibration) and the Middlebury metadata; what
+        reading the images noticed goes to ``notes`` when given (``read_pair_rgb``)."""
+        left, right = read_pair_rgb(self.left, self.right, notes)
         meta = read_middlebury_calib(self.calib) if self.calib else None
         gt = read_disparity(self.gt) if self.gt else None
         if gt is not None and gt.shape != left.shape[:2]:
@@ -60,7 +62,7 @@ class FrameScene(Scene):
 
     pair: StereoPair
 
-    def load(self) -> tuple[StereoPair, MiddleburyCalib | None]:
+    def load(self, notes: list[str] | None = None) -> tuple[StereoPair, MiddleburyCalib | None]:
         return self.pair, None
 
 
@@ -235,7 +237,9 @@ class SceneSource(StereoSource):
         index = self.frame_number + 1
         if index >= len(self.scenes):
             return None
-        pair, _ = self.scenes[index].load()
+        notes: list[str] = []
+        pair, _ = self.scenes[index].load(notes)
+        self.notes = notes  # this frame's: the next frame's files are judged afresh
         stamp = self._timestamps[index] if self._timestamps is not None else float(index)
         calibration = pair.calibration or self._calibration
         return Frame(dataclasses.replace(pair, timestamp=stamp, calibration=calibration), index)

@@ -17,13 +17,13 @@ import numpy as np
 
 from app.engine.errors import UserError
 from app.engine.sources.base import Frame, Layout, StereoSource, split_frame, to_rgb
+from app.engine.sources.layout import LAYOUT_NAMES, layout_note
 from app.engine.types import StereoPair
 
 VIDEO_SUFFIXES = frozenset(
     {".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".mts"}
 )
 DEFAULT_FPS = 30.0  # when a container does not say
-_LAYOUT_NAMES = {"sbs": "side by side", "tb": "top-bottom"}
 
 # FFmpeg's own log lines ("moov atom not found") would sit beside the one-line error that says
 # what is wrong; read when the first capture opens. A user's own setting wins.
@@ -47,6 +47,7 @@ class VideoSource(StereoSource):
         self._captures: list[Any] = []
         self._fps = DEFAULT_FPS
         self._count: int | None = None
+        self._layout_checked = False
 
     @property
     def frame_count(self) -> int | None:
@@ -70,7 +71,7 @@ class VideoSource(StereoSource):
     def describe(self) -> str:
         if len(self.paths) == 2:
             return f"videos {self.paths[0].name} + {self.paths[1].name}"
-        return f"video {self.paths[0].name} ({_LAYOUT_NAMES[self.layout]})"
+        return f"video {self.paths[0].name} ({LAYOUT_NAMES[self.layout]})"
 
     def _open(self) -> None:
         try:
@@ -108,6 +109,16 @@ class VideoSource(StereoSource):
                 "give two videos of the same size"
             )
 
+    def _check_layout(self, frame: np.ndarray) -> None:
+        """Once per source, on its first frame: does the video look like the other layout?"""
+        if self._layout_checked:
+            return
+        self._layout_checked = True
+        path = self.paths[0]
+        note = layout_note(frame, self.layout, f"video {path.name}", f"video:{path}?layout={{layout}}")
+        if note is not None:
+            self.notes.append(note)
+
     def _close(self) -> None:
         for capture in self._captures:
             capture.release()
@@ -123,6 +134,7 @@ class VideoSource(StereoSource):
         if len(frames) == 2:
             left, right = to_rgb(frames[0]), to_rgb(frames[1])
         else:
+            self._check_layout(frames[0])
             left, right = split_frame(frames[0], self.layout)
         index = self.frame_number + 1
         return Frame(StereoPair(left, right, index / self._fps), index)

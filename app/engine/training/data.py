@@ -173,12 +173,12 @@ class SceneDataset(Dataset):
         return len(self.scenes)
 
     def __getitem__(self, index: int) -> Item:
-        from app.engine.formats import read_image_rgb
+        from app.engine.formats import read_pair_rgb
         from app.engine.sources.spec import read_disparity
 
         scene = self.scenes[index]
         assert scene.gt is not None
-        left, right = read_image_rgb(scene.left), read_image_rgb(scene.right)
+        left, right = read_pair_rgb(scene.left, scene.right)
         gt = read_disparity(scene.gt)
         h, w = gt.shape
         ch, cw = self.crop.height, self.crop.width

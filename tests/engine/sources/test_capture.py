@@ -189,3 +189,18 @@ def test_latest_frame_slot_keeps_only_the_newest() -> None:
     slot.close()
     t0 = time.monotonic()
     assert slot.wait_newer(2, timeout=5.0) is None and time.monotonic() - t0 < 1.0
+
+
+def test_a_one_device_camera_in_the_other_layout_says_so() -> None:
+    """A top-bottom device opened side by side (the default) gets a note on its first frame."""
+    from tests.engine.sources.test_sources import demo_views
+
+    left, right = demo_views()
+    frame = cv2.cvtColor(np.concatenate([left, right], axis=0), cv2.COLOR_RGB2BGR)
+    devices = Devices({0: [FakeCamera(iter([frame] * 50))]})
+    source = CameraSource(CameraSettings((0,)), factory=devices)
+    with source:
+        assert source.latest() is not None
+        assert wait_for(lambda: bool(source.notes))
+    (note,) = source.notes
+    assert "camera 0 was opened side by side" in note and "camera:0?layout=tb" in note

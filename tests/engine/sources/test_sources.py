@@ -190,6 +190,48 @@ def test_stereo_video_layouts(tmp_path: Path, layout: str) -> None:
     assert [e.kind for e in events] == ["ended"] and "ended after 4 frames" in events[0].message
 
 
+def demo_views(width: int = 320) -> tuple[np.ndarray, np.ndarray]:
+    """The demo pair, RGB, scaled to ``width`` px: a real stereo pair with texture to match."""
+    from app.engine.assets import demo_scene
+    from app.engine.formats import read_image_rgb
+
+    views = [read_image_rgb(demo_scene() / name) for name in ("im0.png", "im1.png")]
+    h = round(views[0].shape[0] * width / views[0].shape[1])
+    return tuple(cv2.resize(v, (width, h), interpolation=cv2.INTER_AREA) for v in views)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("written, opened", [("sbs", "tb"), ("tb", "sbs"), ("sbs", "sbs"), ("tb", "tb")])
+def test_a_video_opened_in_the_other_layout_says_so(tmp_path: Path, written: str, opened: str) -> None:
+    left, right = demo_views()
+    frame = np.concatenate([left, right], axis=1 if written == "sbs" else 0)
+    path = tmp_path / "rig.avi"
+    write_video(path, [frame] * 2)
+    with open_source(f"video:{path}?layout={opened}") as source:
+        assert source.notes == []  # judged on the first frame
+        pairs = list(source)
+    assert len(pairs) == 2  # the frames are given as asked, whatever the note says
+    if written == opened:
+        assert source.notes == []
+    else:
+        (note,) = source.notes
+        assert "rig.avi was opened" in note and f"video:{path}?layout={written}" in note
+
+
+def test_layout_note_needs_a_clear_stereo_pair() -> None:
+    from app.engine.sources.layout import layout_note, stereo_matches
+
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 256, (240, 640, 3), dtype=np.uint8)  # neither split is a pair
+    assert layout_note(noise, "sbs", "video x", "video:x?layout={layout}") is None
+    assert layout_note(noise, "tb", "video x", "video:x?layout={layout}") is None
+    left, right = demo_views()
+    assert stereo_matches(left, right) >= 100
+    assert stereo_matches(left[:16], right[:16]) == 0  # too small to look for features
+    frame = cv2.cvtColor(np.concatenate([left, right], axis=1), cv2.COLOR_RGB2BGR)  # as OpenCV reads it
+    note = layout_note(frame, "tb", "camera 0", "camera:0?layout={layout}")
+    assert note is not None and "camera:0?layout=sbs" in note
+
+
 def test_two_videos_stop_when_either_ends(tmp_path: Path) -> None:
     write_video(tmp_path / "l.avi", [image(10 * i) for i in range(5)])
     lossless = write_video(tmp_path / "r.avi", [image(100 + 10 * i) for i in range(3)])

@@ -1,0 +1,62 @@
+"""Is a one-file stereo frame (a video, a single camera device) in the layout it was opened with?
+
+A side-by-side video opened as top-bottom (or the other way round) gives two "views" that are
+halves of different images: every engine still answers them, with depth that is noise, and
+nothing says why. Split as it really is, a stereo frame's two views share many features on
+the same rows (a rectified pair, or nearly: a few px of vertical offset); split the other way,
+its halves hardly match. ``layout_note`` compares the two splits of one frame and names the
+better one when it is clearly better.
+
+Frames are as OpenCV reads them (BGR, BGRA or grey; ``split_frame`` turns them into RGB views).
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from app.engine.epipolar import match_features
+from app.engine.sources.base import LAYOUTS, Layout, split_frame
+
+LAYOUT_NAMES: dict[Layout, str] = {"sbs": "side by side", "tb": "top-bottom"}
+WORK_WIDTH = 640  # px: each view is matched at most this wide (a 2560 px ZED frame in ~30 ms)
+ROW_PX = 4.0  # at the working scale: a match this close to its row counts as stereo
+MIN_MATCHES = 25  # stereo matches the other split needs before it is named
+RATIO = 3.0  # ... and this many times those of the split in use
+MARK = "but its frames look"  # every note says this (the window finds it by it)
+
+
+def stereo_matches(left: np.ndarray, right: np.ndarray) -> int:
+    """ORB matches between two RGB views that a rectified (or nearly rectified) pair makes:
+    on the same row within ``ROW_PX`` and at a disparity between -2 px and the view's width."""
+    scale = min(1.0, WORK_WIDTH / max(left.shape[1], 1))
+    greys = []
+    for view in (left, right):
+        grey = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY)
+        if scale < 1.0:
+            grey = cv2.resize(grey, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        greys.append(grey)
+    if min(greys[0].shape) < 32:  # too small for ORB's patches
+        return 0
+    pl, pr = match_features(greys[0], greys[1], "orb", 2000)
+    if len(pl) == 0:
+        return 0
+    dx, dy = pl[:, 0] - pr[:, 0], pl[:, 1] - pr[:, 1]
+    return int(np.count_nonzero((np.abs(dy) <= ROW_PX) & (dx >= -2.0) & (dx <= greys[0].shape[1])))
+
+
+def layout_note(frame: np.ndarray, layout: Layout, what: str, fix: str) -> str | None:
+    """A note when ``frame`` (as read: BGR, BGRA or grey) looks like a stereo frame in the other layout than
+    ``layout``; None when the layout in use is the better (or neither is clearly a stereo pair).
+    ``what`` names the source ("video rig.mp4"), ``fix`` says how to open it in the other
+    layout, given that layout ("video:rig.mp4?layout={layout}")."""
+    other: Layout = next(name for name in LAYOUTS if name != layout)
+    used = stereo_matches(*split_frame(frame, layout))
+    found = stereo_matches(*split_frame(frame, other))
+    if found < MIN_MATCHES or found < RATIO * max(used, 1):
+        return None
+    return (
+        f"{what} was opened {LAYOUT_NAMES[layout]}, {MARK} {LAYOUT_NAMES[other]} ({found} features "
+        f"match along rows that way, {used} this way), so this depth is noise: "
+        f"open it as {fix.format(layout=other)}"
+    )

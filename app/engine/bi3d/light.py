@@ -476,7 +476,10 @@ class PixelSweep:
         rows = gather_columns(self.table, shift_map, self.width)
         proj, feat, unit = rows.split(self.split, 1)
         x = torch.addmm(self.base + proj, (self.left - feat).abs_(), self.w_diff)
-        x.addmm_((self.left_unit * unit).sum(1, keepdim=True), self.w_corr)
+        # in place, so outside autocast: the operands take the product's dtype (bf16 under a
+        # bf16 autocast, whose weights ``autocast_weights`` stored in bf16)
+        corr = (self.left_unit * unit).sum(1, keepdim=True)
+        x.addmm_(corr.to(x.dtype), self.w_corr.to(x.dtype))
         if self.w_prior is not None and prior is not None:
             scaled = prior.reshape(-1, 1).clamp(-PRIOR_CLAMP, PRIOR_CLAMP) * PRIOR_SCALE
             x.addmm_(scaled.to(x.dtype), self.w_prior.to(x.dtype))

@@ -266,3 +266,17 @@ def test_the_budget_chooses_the_search_where_it_fits_and_the_sweeps_do_not() -> 
     )
     assert result.choice["coarse_px"] == 24 and result.planes.tolist() == list(range(0, 97, 24))
     assert "coarse-to-fine, 5 planes every 24 px" in " ".join(result.notes)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_the_per_pixel_passes_run_in_every_cpu_precision(precision: str) -> None:
+    """bf16 (the default where the CPU has it) once failed in the passes' in-place product:
+    fp32 correlations against the bf16 weights of the autocast model."""
+    left, right = rgb()
+    torch.manual_seed(0)
+    trained = LightBi3D(width=0.5)
+    trained.add_pixel_segnet()
+    engine = Bi3DEngine(trained, precision=precision, search="coarse-to-fine")
+    result = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96))
+    assert result.precision == precision and result.planes.tolist() == list(range(0, 97, 24))
+    assert np.isfinite(result.disparity).any()

@@ -5,7 +5,8 @@ calibration drifted) a small bundle adjustment moves the relative rotation R and
 direction of t to minimise the Sampson distance to the epipolar lines of E = [t]x R, and
 `cv2.stereoRectify` rectifies (the baseline length is kept, or the one given). Without them
 the fundamental matrix of all inliers gives Hartley's projective rectification
-(`cv2.stereoRectifyUncalibrated`), framed on the matched content; it is written as a rig
+(`cv2.stereoRectifyUncalibrated`), framed on the whole left view (or on the matched content where
+that would shrink it to less than half); it is written as a rig
 whose R1/R2 are those homographies in a nominal camera, so depths from it are relative, in
 units of the baseline given (1 if none). Pixels are px; matches N x 2 float32 (x, y).
 """
@@ -24,7 +25,7 @@ from app.engine.calibration.rig import Rectifier, StereoRig
 from app.engine.errors import UserError
 
 HUBER_PX = 1.0
-FRAME_MARGIN = 0.05  # of the frame, around the matched content of a projective rectification
+FRAME_MARGIN = 0.05  # of the frame, around the left view (or matched content) of a projective rectification
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,19 +152,36 @@ def _projective(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int], baseline_
     ok, h1, h2 = cv2.stereoRectifyUncalibrated(pl, pr, f, size) if f is not None else (False, None, None)
     if not ok or h1 is None or h2 is None:
         raise UserError("no rectification fits the matches; use frames with more depth variation")
-    # One similarity for both views keeps rows aligned: fit the matched content into the frame.
+    w, h = size
+    centre = np.array([(w - 1) / 2, (h - 1) / 2, 1.0])
+    # A homography and its negative move points alike, but only one of them is a camera
+    # rotation with the scene in front (w > 0): cv2.stereoRectifyUncalibrated may give either
+    h1, h2 = (m if float(m[2] @ centre) > 0 else -m for m in (h1, h2))
+    # One similarity for both views keeps rows aligned: the whole left view fitted into the
+    # frame, or the matched content where the whole view would shrink it to less than half
+    # (a strongly projective rectification throws the corners far out)
     warped = [
         cv2.perspectiveTransform(p.reshape(-1, 1, 2).astype(np.float64), h) for p, h in ((pl, h1), (pr, h2))
     ]
     both = np.concatenate(warped).reshape(-1, 2)
-    lo, hi = both.min(axis=0), both.max(axis=0)
-    w, h = size
-    inner = np.array([w, h], np.float64) * (1 - 2 * FRAME_MARGIN)
-    scale = float(np.min(inner / np.maximum(hi - lo, 1e-9)))
+    corners = np.array([[0, 0], [w - 1, 0], [0, h - 1], [w - 1, h - 1]], np.float64).reshape(-1, 1, 2)
+    view = cv2.perspectiveTransform(corners, h1).reshape(-1, 2)
+    frame_size = np.array([w, h], np.float64)
+    boxes = [(b.min(axis=0), b.max(axis=0)) for b in (view, both)]
+    margins = (0.0, FRAME_MARGIN)  # the view fills the frame; matched content keeps a margin
+    scales = [
+        float(np.min(frame_size * (1 - 2 * m) / np.maximum(hi - lo, 1e-9)))
+        for (lo, hi), m in zip(boxes, margins, strict=True)
+    ]
+    pick = 0 if scales[0] >= 0.5 * scales[1] else 1
+    (lo, hi), scale = boxes[pick], scales[pick]
     offset = np.array([w, h]) / 2 - scale * (lo + hi) / 2
     frame = np.array([[scale, 0, offset[0]], [0, scale, offset[1]], [0, 0, 1.0]])
-    if np.linalg.det(frame @ h1) < 0:  # keep the picture the right way round
-        flip = np.array([[-1.0, 0, w - 1], [0, -1.0, h - 1], [0, 0, 1]])
+    # keep the picture the right way round: an axis that the rectification reverses at the
+    # centre (x: the disparities turn negative; y: upside down) is turned back, in both views
+    sx, sy = np.sign(np.diag(_jacobian(frame @ h1, centre[:2])))
+    if sx < 0 or sy < 0:
+        flip = np.array([[sx, 0, (w - 1) * (sx < 0)], [0, sy, (h - 1) * (sy < 0)], [0, 0, 1.0]])
         frame = flip @ frame
     h1, h2 = frame @ h1, _disparity_offset(pl, pr, frame @ h1, frame @ h2)
     nominal = max(w, h)
@@ -177,6 +195,13 @@ def _projective(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int], baseline_
         size, k, zeros, k, zeros, np.eye(3), np.array([-baseline_m, 0.0, 0.0]),
         k_inv @ h1 @ k, k_inv @ h2 @ k, p1, p2,
     )  # fmt: skip
+
+
+def _jacobian(m: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """The 2 x 2 derivative of the homography ``m`` at the pixel ``point`` (x, y)."""
+    x = np.array([point[0], point[1], 1.0])
+    u, w = m[:2] @ x, float(m[2] @ x)
+    return (m[:2, :2] * w - np.outer(u, m[2, :2])) / (w * w)
 
 
 def _disparity_offset(pl: np.ndarray, pr: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 from app.engine.calibration.check import check_epipolar
 from app.engine.calibration.files import read_middlebury_calib
 from app.engine.calibration.rig import Rectifier, StereoRig
-from app.engine.calibration.selfrect import pooled_matches, rectify_frames, to_raw
+from app.engine.calibration.selfrect import pooled_matches, rectify_frames, self_rectify, to_raw
 from app.engine.errors import UserError
 from app.engine.formats import read_image_rgb
 
@@ -67,6 +67,42 @@ def test_projective_disparities_suit_a_zero_to_max_search(
     )
     _, rectified = _rectified_disparities(rectify_frames([(left, right)]).rig, left, right)
     assert np.mean(rectified >= -1.0) >= 0.95, np.percentile(rectified, [2, 50, 98])
+
+
+@pytest.mark.parametrize("drop", [0, 3])
+def test_a_nearly_rectified_pair_stays_the_right_way_up_and_whole(demo_dir: Path, drop: int) -> None:
+    # cv2.stereoRectifyUncalibrated may answer -H for H: the same point map, but read as a
+    # camera rotation (the rig's R1) it turned the views upside down and zoomed them
+    left, right = (read_image_rgb(demo_dir / f"im{i}.png") for i in (0, 1))
+    if drop:  # the right camera a few px low
+        right = np.ascontiguousarray(np.pad(right, ((drop, 0), (0, 0), (0, 0)), mode="edge")[:-drop])
+    rig = rectify_frames([(left, right)]).rig.with_rectification()
+    assert rig.R1 is not None
+    centre = rig.R1 @ np.array([0.0, 0.0, 1.0])
+    assert centre[2] > 0 and rig.R1[0, 0] > 0 and rig.R1[1, 1] > 0  # the scene in front, not turned
+    rectified, _ = Rectifier(rig).rectify(left, right)
+    turned = np.ascontiguousarray(left[::-1, ::-1])
+    grey = [cv2.cvtColor(i, cv2.COLOR_RGB2GRAY).astype(np.float64).ravel() for i in (rectified, left, turned)]
+    upright, upside_down = np.corrcoef(grey)[0, 1:]
+    assert upright > 0.35 and upright > upside_down + 0.2, (upright, upside_down)  # nearly in place
+    assert np.mean(rectified.sum(axis=2) == 0) < 0.2  # the whole view kept, little border
+
+
+def test_either_sign_of_hartleys_homographies_gives_the_same_rig(
+    demo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # -H moves points as H does; OpenCV answered it for some pairs, and the rig then turned
+    # the views upside down (its R1 a 180-degree turn of the camera)
+    left, right = (read_image_rgb(demo_dir / f"im{i}.png") for i in (0, 1))
+    pl, pr, size, _ = pooled_matches([(left, right)])
+    plain = self_rectify(pl, pr, size)
+    answer = cv2.stereoRectifyUncalibrated
+    monkeypatch.setattr(
+        cv2, "stereoRectifyUncalibrated", lambda *a: (lambda ok, h1, h2: (ok, -h1, -h2))(*answer(*a))
+    )
+    negated = self_rectify(pl, pr, size)
+    for a, b in ((plain.rig.R1, negated.rig.R1), (plain.rig.R2, negated.rig.R2)):
+        np.testing.assert_allclose(a, b, atol=1e-9)
 
 
 def _drifted_demo(demo_dir: Path) -> tuple[np.ndarray, np.ndarray, StereoRig, np.ndarray]:

@@ -157,28 +157,71 @@ def left_first(first: str, second: str) -> tuple[str, str]:
     return (second, first) if (side(a), side(b)) == ("right", "left") else (first, second)
 
 
+# subfolders of the two cameras, as stereo rigs and datasets name them (case does not matter):
+# left/right, L/R, cam0/cam1 (EuRoC, with data/ inside), image_02/image_03 (KITTI raw, data/ inside)
+PAIR_FOLDERS = (
+    ("left", "right"), ("l", "r"), ("cam0", "cam1"), ("image_02", "image_03"), ("image_2", "image_3"),
+    ("left_images", "right_images"), ("leftimages", "rightimages"),
+)  # fmt: skip
+# a side as its own word in a file name: frame_L.png, L_0001.png, 0001-r.png (not "lr" or "ral")
+_SIDE_TOKEN = {side: re.compile(rf"(?<![a-z0-9]){side}(?![a-z0-9])", re.IGNORECASE) for side in ("l", "r")}
+PAIR_FOLDER_HELP = (
+    "left/ and right/ subfolders (or L/ R/, cam0/ cam1/, image_02/ image_03/) or files named "
+    "*left*/*right* (or *_L/*_R)"
+)
+
+
 def pair_folder_scenes(folder: Path) -> list[Scene]:
-    """Pairs in ``left/`` + ``right/`` subfolders, or files named ``*left*`` / ``*right*``.
+    """Pairs in the two cameras' subfolders (``PAIR_FOLDERS``; their images, or those of a
+    ``data/`` folder inside), or files named ``*left*`` / ``*right*``, or with ``L`` / ``R``
+    as a word of their names (``0001_L.png``).
 
     Every image must have its partner; otherwise a ``UserError`` names one that lacks it.
     """
-    if (folder / "left").is_dir() and (folder / "right").is_dir():
-        lefts, rights = _images(folder / "left"), _images(folder / "right")
-        partner = {p: folder / "right" / p.name for p in lefts}
-        for p in lefts:  # also accept left/a_left_1.png with right/a_right_1.png
+    found = _camera_folders(folder)
+    if found is not None:
+        (left_dir, right_dir), (old, new) = found
+        lefts, rights = _images(left_dir), _images(right_dir)
+        partner = {p: right_dir / p.name for p in lefts}
+        for p in lefts:  # also accept left/a_left_1.png with right/a_right_1.png (L/a_L.png, R/a_R.png)
             if not partner[p].is_file():
-                partner[p] = folder / "right" / _swap_side(p.name, "left", "right")
+                token = old == "l" and _SIDE_TOKEN["l"].search(p.stem) is not None
+                partner[p] = right_dir / (_swap_token(p.name) if token else _swap_side(p.name, old, new))
     else:
         files = _images(folder)
         lefts = [p for p in files if "left" in p.name.lower()]
         rights = [p for p in files if "right" in p.name.lower()]
         partner = {p: p.with_name(_swap_side(p.name, "left", "right")) for p in lefts}
+        if not lefts and not rights:  # L / R as a word of the name
+            lefts = [p for p in files if _SIDE_TOKEN["l"].search(p.stem)]
+            rights = [p for p in files if _SIDE_TOKEN["r"].search(p.stem)]
+            partner = {p: p.with_name(_swap_token(p.name)) for p in lefts}
     if not lefts and not rights:
-        raise UserError(
-            f"no stereo pairs in {folder}: expected left/ and right/ subfolders or files named *left*/*right*"
-        )
+        raise UserError(f"no stereo pairs in {folder}: expected {PAIR_FOLDER_HELP}")
     _check_matched(folder, lefts, rights, partner)
     return [Scene(p.stem, p, partner[p]) for p in lefts]
+
+
+def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] | None:
+    """The two cameras' image folders under ``folder`` and the side words of their names, or None."""
+    dirs = {p.name.lower(): p for p in folder.iterdir() if p.is_dir()}
+    for left, right in PAIR_FOLDERS:
+        if left in dirs and right in dirs:
+            pair = [dirs[left], dirs[right]]
+            for i, side in enumerate(pair):  # EuRoC and KITTI raw keep the images in data/
+                if not _images(side) and (side / "data").is_dir():
+                    pair[i] = side / "data"
+            return (pair[0], pair[1]), ("left", "right") if left == "left" else (left, right)
+    return None
+
+
+def _swap_token(name: str) -> str:
+    """The last ``L`` word of a file name made ``R``, keeping its case (0001_L.png -> 0001_R.png)."""
+    stem, suffix = Path(name).stem, Path(name).suffix
+    matches = list(_SIDE_TOKEN["l"].finditer(stem))
+    m = matches[-1]
+    side = "R" if m.group(0).isupper() else "r"
+    return stem[: m.start()] + side + stem[m.end() :] + suffix
 
 
 def _check_matched(folder: Path, lefts: list[Path], rights: list[Path], partner: dict[Path, Path]) -> None:

@@ -17,7 +17,8 @@ A folder is, in this order: a recording (``session.json``, see ``app.engine.sour
 a dataset with ground truth: Middlebury 2014 / ETH3D (``im0.png``, ``im1.png``,
 ``calib.txt``, ``disp0GT.pfm``), KITTI 2015 (``image_2/``, ``image_3/``, ``disp_occ_0/``),
 SceneFlow (``left/``, ``right/``, ``disparity/*.pfm``) or a folder of Middlebury scenes; or a
-folder of pairs: ``left/`` and ``right/`` subfolders, or files named ``*left*``/``*right*``
+folder of pairs: the cameras' subfolders (``files.PAIR_FOLDERS``: ``left/`` ``right/``,
+``L/`` ``R/``, ``cam0/`` ``cam1/``, ...), or files named ``*left*``/``*right*`` or ``*_L``/``*_R``
 (frame2 sorts before frame10). A file must be a video (by its suffix), played side by side.
 
 The schemes win over paths: write ``./camera`` for a folder called ``camera``. Examples:
@@ -122,7 +123,10 @@ def _folder(path: Path) -> StereoSource:
 
 def _file(path: Path) -> StereoSource:
     if path.suffix.lower() in IMAGE_SUFFIXES:
-        raise UserError(f"{path} is one image; give LEFT,RIGHT for a pair, or a folder of pairs")
+        raise UserError(
+            f"{path} is one image; give LEFT,RIGHT for a pair, a folder of pairs, or video:{path} if it "
+            f"holds both views side by side (video:{path}?layout=tb: one above the other)"
+        )
     return _video_file(path, "sbs")
 
 

@@ -124,6 +124,36 @@ def test_pair_folder_naming_styles_in_natural_order(tmp_path: Path, style: str) 
     assert [(int(p.left[0, 0, 0]), int(p.right[0, 0, 0])) for p in pairs] == [(1, 101), (2, 102), (10, 110)]
 
 
+@pytest.mark.parametrize(
+    "left, right",
+    [
+        ("L/{i}.png", "R/{i}.png"),
+        ("l/f_l_{i}.png", "r/f_r_{i}.png"),  # partners by their side word when names differ
+        ("cam0/data/{i}.png", "cam1/data/{i}.png"),  # EuRoC
+        ("image_02/data/{i}.png", "image_03/data/{i}.png"),  # KITTI raw
+        ("Left_Images/{i}.png", "Right_Images/{i}.png"),
+        ("{i}_L.png", "{i}_R.png"),
+        ("L_{i}.png", "R_{i}.png"),
+        ("frame-{i}-l.png", "frame-{i}-r.png"),
+    ],
+)
+def test_pair_folders_as_rigs_and_datasets_name_them(tmp_path: Path, left: str, right: str) -> None:
+    for i in (10, 2, 1):
+        for pattern, offset in ((left, 0), (right, 100)):
+            path = tmp_path / pattern.format(i=i)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_color_png(path, image(i + offset))
+    pairs = read_all(str(tmp_path))
+    assert [(int(p.left[0, 0, 0]), int(p.right[0, 0, 0])) for p in pairs] == [(1, 101), (2, 102), (10, 110)]
+
+
+def test_a_side_word_is_a_whole_word(tmp_path: Path) -> None:
+    for name in ("ball.png", "real.png"):  # an l or r inside a word is not a side
+        write_color_png(tmp_path / name, image(1))
+    with pytest.raises(UserError, match=r"no stereo pairs .* \*_L/\*_R"):
+        open_source(str(tmp_path))
+
+
 def test_pair_folder_with_an_unmatched_image(tmp_path: Path) -> None:
     for name in ("a_left.png", "a_right.png", "b_left.png", "c_right.png"):
         write_color_png(tmp_path / name, image(1))

@@ -132,6 +132,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 WIDEN_ABOVE = 0.005  # share of pixels "closer" at an auto bound's last plane that widens the sweep
+BEYOND_NOTE_SHARE = 0.01  # share of pixels "closer" at a fixed sweep's last plane that a note points out
+ONE_LEVEL_SHARE = 0.5  # share of pixels beyond the nearest or farthest quantized level that a note points out
 
 
 @dataclass
@@ -303,6 +305,8 @@ class Bi3DEngine:
                     widened = self._widen(request, plan, feats, lowres, padder, ceiling, timings)
                     request, plan, lowres = widened
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
+                if found is None and request.mode is Mode.CONTINUOUS:  # a range the user fixed
+                    result.notes.extend(beyond_note(result))
         # the probe of a new size is reported apart: the cost model learns the frame's own time
         timings["total"] = (time.perf_counter() - t0) * 1000 - probe_ms
         self._record_costs(size, request, plan, timings)
@@ -677,7 +681,9 @@ class Bi3DEngine:
             disparity = np.full((h, w), np.nan, np.float32)
             return self._result(request, disparity, probs, plan.planes, mask=mask, confidence=confidence)
         disparity = quantized_disparity(probs, plan.planes, request.max_disparity)
-        return self._result(request, disparity, probs, plan.planes, confidence=confidence)
+        result = self._result(request, disparity, probs, plan.planes, confidence=confidence)
+        result.notes.extend(one_level_note(probs, plan.planes))
+        return result
 
     def _dense_result(
         self,
@@ -745,6 +751,11 @@ class Bi3DEngine:
             # the step lies below the first plane (farther), past the last (closer) or inside
             state = range_state(stepped.cpu().numpy(), lo, hi)
             disparity[state != 0] = np.nan
+            np.clip(disparity, lo, hi, out=disparity)  # "inside" reads inside, whatever the refinement did
+        else:
+            # nothing is known beyond the planes swept: the refinement's moves past the first or
+            # last plane (below 0 px: behind the rig) are pinned there
+            np.clip(disparity, min(first, lo), last, out=disparity)
         if request.min_confidence > 0:
             disparity[confidence < request.min_confidence] = np.nan
         return self._result(request, disparity, probs, plan.planes, range_state=state, confidence=confidence)
@@ -800,3 +811,39 @@ def unknown(result: DepthResult) -> None:
         result.mask[:] = False
     if result.range_state is not None:
         result.range_state[:] = 0
+
+
+def beyond_note(result: DepthResult) -> list[str]:
+    """A note when a share of the pixels (``BEYOND_NOTE_SHARE``) is "closer" at a continuous
+    sweep's last plane: nearer than the range searched, so they read the last plane."""
+    probs = result.probabilities
+    if probs is None or len(probs) == 0:
+        return []
+    beyond = float(np.mean(probs[-1] > 0.5))
+    if beyond < BEYOND_NOTE_SHARE:
+        return []
+    last = float(result.planes[-1])
+    return [
+        f"{100 * beyond:.1f} % of the pixels are nearer than the sweep reaches ({last:g} px) and read "
+        f"{last:g} px; raise the maximum disparity, or set it to auto"
+    ]
+
+
+def one_level_note(probs: np.ndarray, planes: np.ndarray) -> list[str]:
+    """Quantized levels that miss the scene: a note when most pixels (``ONE_LEVEL_SHARE``) lie
+    nearer than the nearest plane or farther than the farthest, from P x H x W probabilities of
+    "closer than the plane" at ascending ``planes``."""
+    if len(planes) < 2:
+        return []
+    nearer, farther = float(np.mean(probs[-1] > 0.5)), float(np.mean(probs[0] <= 0.5))
+    if max(nearer, farther) < ONE_LEVEL_SHARE:
+        return []
+    where, plane = (
+        ("nearer than the nearest", planes[-1])
+        if nearer >= farther
+        else ("farther than the farthest", planes[0])
+    )
+    return [
+        f"{100 * max(nearer, farther):.0f} % of the pixels are {where} level ({float(plane):.1f} px): "
+        "the levels miss most of the scene; give a range that covers it (or levels spaced in disparity)"
+    ]

@@ -450,3 +450,48 @@ def test_bf16_continuous_depth_runs_its_matching_stages_in_fp32(pair) -> None:  
     result = engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48, min_confidence=0.0))
     assert result.precision == "bf16" and result.confidence is not None
     assert np.isfinite(result.disparity).all() and np.isfinite(result.confidence).all()
+
+
+def test_light_answers_stay_within_the_planes_swept_and_say_when_the_scene_is_nearer() -> None:
+    """A scene nearer than a fixed sweep reads its last plane (the refinement once moved such
+    pixels past it, and below 0 px elsewhere), with a note; selective 'inside' reads inside."""
+    from app.engine.depth.bi3d import beyond_note
+    from app.engine.types import DepthResult
+
+    rng = np.random.default_rng(2)
+    left = rng.integers(0, 255, (96, 192, 3), dtype=np.uint8)
+    right = np.roll(left, -30, axis=1)  # 30 px: beyond a 0-21 px sweep
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5))
+    result = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=20))
+    last = float(result.planes[-1])
+    d = result.disparity[np.isfinite(result.disparity)]
+    assert d.min() >= 0.0 and d.max() <= last
+    selective = engine.compute(left, right, DepthRequest(mode=Mode.SELECTIVE, range=(9.0, 15.0)))
+    inside = selective.range_state == 0
+    assert np.all((selective.disparity[inside] >= 9.0) & (selective.disparity[inside] <= 15.0))
+    # the note, on the answer's own "closer" curve at the last plane
+    probs = np.zeros((3, 10, 10), np.float32)
+    probs[-1, :, :2] = 0.9  # 20 % of the pixels closer than the last plane
+    fake = DepthResult(
+        np.zeros((10, 10), np.float32), probs, np.array([0.0, 3.0, 6.0]), Mode.CONTINUOUS, "bi3d"
+    )
+    (note,) = beyond_note(fake)
+    assert note.startswith("20.0 % of the pixels are nearer than the sweep reaches (6 px)")
+    probs[-1] = 0.1
+    assert beyond_note(fake) == []
+
+
+def test_quantized_levels_that_miss_the_scene_say_so() -> None:
+    from app.engine.depth.bi3d import one_level_note
+
+    planes = np.array([3.0, 6.0, 12.0])
+    probs = np.zeros((3, 10, 10), np.float32)
+    probs[:, :, :7] = 0.9  # 70 % closer than every level
+    (note,) = one_level_note(probs, planes)
+    assert note.startswith("70 % of the pixels are nearer than the nearest level (12.0 px)")
+    probs[:] = 0.1  # all farther than the farthest
+    assert "farther than the farthest level (3.0 px)" in one_level_note(probs, planes)[0]
+    probs[0] = 0.9  # between the levels
+    assert one_level_note(probs, planes) == []
+    assert one_level_note(probs[:1], planes[:1]) == []  # one plane: binary, no levels

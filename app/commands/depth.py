@@ -72,7 +72,7 @@ def _rectifier(rig: Any) -> Rectify:
 def run_source(args: argparse.Namespace) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.depth.engines import build_engine
-    from app.engine.outputs import format_summary, write_result
+    from app.engine.outputs import format_summary, frame_folder, remove_stale_frames, write_result
     from app.engine.sources.spec import is_source_spec, open_source
 
     if not is_source_spec(args.left):
@@ -98,10 +98,13 @@ def run_source(args: argparse.Namespace) -> int:
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
             print(f"frame {index}: {format_summary(result, calibration)}")
-            out = Path(args.out) / f"{index:06d}" if args.frames else Path(args.out)
+            out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
             extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
             write_result(out, result, request, extra)
             count += 1
+    stale = remove_stale_frames(Path(args.out), count) if args.frames else 0
+    if stale:
+        print(f"note: removed {stale} frame folder(s) of an earlier, longer run from {args.out}")
     print(f"wrote {count} frame(s) to {args.out}")
     return 0
 

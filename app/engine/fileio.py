@@ -103,14 +103,22 @@ def _user_path(override_env: str, system: Callable[..., Path]) -> Path:
 
 
 @functools.cache
-def default_file_mode() -> int:
-    """0666 minus the process umask: the mode ``open()`` would give a new file.
-
-    Read once: reading the umask means setting it, which is not thread-safe.
-    """
+def _umask() -> int:
+    """The process umask, read once: reading it means setting it, which is not thread-safe."""
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
+
+
+def default_file_mode() -> int:
+    """0666 minus the process umask: the mode ``open()`` would give a new file."""
+    return 0o666 & ~_umask()
+
+
+def default_folder_mode() -> int:
+    """0777 minus the process umask: the mode ``mkdir`` would give a new folder (``mkdtemp``
+    gives 0700, which a folder that becomes the user's output must not keep)."""
+    return 0o777 & ~_umask()
 
 
 __all__ = [
@@ -118,6 +126,7 @@ __all__ = [
     "cache_dir",
     "config_dir",
     "default_file_mode",
+    "default_folder_mode",
     "documents_dir",
     "make_folder",
     "write_json",

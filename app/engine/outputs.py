@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.errors import UserError
-from app.engine.fileio import make_folder
+from app.engine.fileio import default_folder_mode, make_folder
 from app.engine.formats import atomic_write, colorize, write_color_png, write_kitti_png, write_pfm
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
 
@@ -46,6 +46,7 @@ def write_result(
     try:
         names = _write_set(staging, result, request, extra)
         if not out_dir.exists():
+            os.chmod(staging, default_folder_mode())  # mkdtemp's 0700 would stay the folder's
             staging.rename(out_dir)  # a new folder: the whole set appears at once
         else:
             _move_in(staging, out_dir, names)
@@ -117,6 +118,30 @@ def remove_stale_staging(out_dir: Path) -> None:
         for leftover in folder.glob(f"{_STAGING}*.tmp"):
             if leftover.is_dir() and _older_than(leftover, 60.0):
                 shutil.rmtree(leftover, ignore_errors=True)
+
+
+FRAME_FOLDER_DIGITS = 6  # OUT/000000, OUT/000001, ...: one result set per frame of a source
+
+
+def frame_folder(out_dir: Path, index: int) -> Path:
+    """Where frame ``index`` of a many-frame run writes its result set."""
+    return out_dir / f"{index:0{FRAME_FOLDER_DIGITS}d}"
+
+
+def remove_stale_frames(out_dir: Path, count: int) -> int:
+    """The frame folders (``frame_folder``) from ``count`` on that an earlier, longer run left in
+    ``out_dir``: removed, so the folder holds one run's frames, not a mixture. Only folders that
+    hold a result set (``result.json``) are touched. -> how many were removed."""
+    removed = 0
+    if not out_dir.is_dir():
+        return 0
+    for folder in out_dir.iterdir():
+        name = folder.name
+        if len(name) == FRAME_FOLDER_DIGITS and name.isdigit() and int(name) >= count:
+            if folder.is_dir() and (folder / "result.json").is_file():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+    return removed
 
 
 def _older_than(path: Path, seconds: float) -> bool:

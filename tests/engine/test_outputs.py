@@ -36,6 +36,31 @@ def test_a_new_folder_appears_whole_and_a_later_set_replaces_every_member(tmp_pa
     assert sorted(p.name for p in out.iterdir()) == sorted(set(outputs.OUTPUT_NAMES) - {"mask.png"})
 
 
+def test_a_new_result_folder_gets_the_usual_folder_mode(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        from app.engine.fileio import _umask
+
+        _umask.cache_clear()
+        outputs.write_result(tmp_path / "out", *_result(Mode.CONTINUOUS, 5.0), {})
+        assert (tmp_path / "out").stat().st_mode & 0o777 == 0o755  # not mkdtemp's 0700
+    finally:
+        os.umask(old)
+        _umask.cache_clear()
+
+
+def test_a_shorter_many_frame_run_leaves_no_frames_of_the_longer_one(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    for i in range(3):
+        outputs.write_result(outputs.frame_folder(out, i), *_result(Mode.CONTINUOUS, float(i)), {})
+    (out / "notes").mkdir()  # not a frame folder
+    (out / "000009").mkdir()  # a frame folder's name, but no result set in it: not ours
+    outputs.write_result(outputs.frame_folder(out, 0), *_result(Mode.CONTINUOUS, 7.0), {})
+    assert outputs.remove_stale_frames(out, 1) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["000000", "000009", "notes"]
+    assert outputs.remove_stale_frames(tmp_path / "missing", 0) == 0
+
+
 def test_a_failure_while_writing_leaves_the_earlier_set_and_no_staging(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

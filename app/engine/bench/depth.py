@@ -73,6 +73,10 @@ def variants(
     return [(rt, p) for rt in (runtimes or [options.runtime]) for p in (precisions or [options.precision])]
 
 
+MAX_WARMUP = 10  # calls at most before a configuration is timed
+SETTLED = 1.25  # a warm-up call less than this x faster than the previous one: warm
+
+
 @dataclass
 class _Timing:
     """One engine on one request: its timed calls and the last result."""
@@ -84,8 +88,17 @@ class _Timing:
     result: Any = None
 
     def warm_up(self, left: np.ndarray, right: np.ndarray, count: int) -> None:
-        for _ in range(count):
+        """At least ``count`` calls (none if 0), and more (up to ``MAX_WARMUP``) until one is no
+        longer ``SETTLED`` x faster than the one before (so at least two): with one warm-up call,
+        the first configuration of a run was timed at 10-25 x its time (one-time costs still paid)."""
+        previous = float("inf")
+        for i in range(max(count, MAX_WARMUP) if count else 0):
+            t0 = time.perf_counter()
             self.result = self.engine.compute(left, right, self.request)
+            took = time.perf_counter() - t0
+            if i + 1 >= count and i >= 1 and took * SETTLED >= previous:  # no longer getting faster
+                return
+            previous = took
 
     def run(self, left: np.ndarray, right: np.ndarray) -> None:
         t0 = time.perf_counter()

@@ -30,10 +30,32 @@ def test_engines_are_timed_in_alternating_rounds(monkeypatch) -> None:  # type: 
     monkeypatch.setattr(bench, "build_engine", build)
     records = bench.run_bench(
         ["bi3d"], ["binary"], [1], [(96, 192)], EngineOptions(precision="fp32"), [None],
-        repeat=3, warmup=1, precisions=["fp32", "bf16"],
+        repeat=3, warmup=0, precisions=["fp32", "bf16"],
     )  # fmt: skip
-    timed = calls[3:]  # after one warm-up call each
-    assert calls[:3] == ["bi3d-fp32", "bi3d-bf16", "sgbm-fp32"]
-    assert timed == ["bi3d-fp32", "bi3d-bf16", "sgbm-fp32"] * 3
+    assert calls == ["bi3d-fp32", "bi3d-bf16", "sgbm-fp32"] * 3  # (warm-up: the test below)
     expected = [("bi3d", "fp32"), ("bi3d", "bf16"), ("sgbm", "fp32")]
     assert [(r.engine, r.precision) for r in records] == expected
+
+
+def test_warm_up_goes_on_until_the_calls_settle() -> None:
+    import time
+
+    class _Slow:  # one-time costs in the first calls (s by call number), then 5 ms
+        def __init__(self, first: dict[int, float]) -> None:
+            self.first, self.calls = first, 0
+
+        def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+            self.calls += 1
+            time.sleep(self.first.get(self.calls, 0.005))
+            return empty_result(left, "bi3d", timings={"total": 1.0})
+
+    image = np.zeros((8, 8, 3), np.uint8)
+    for first, count, calls in (
+        ({1: 0.1, 2: 0.05}, 0, 0),  # asked for none: none
+        ({1: 0.1, 2: 0.05}, 1, 4),  # 100, 50, 5 ms (still faster), 5 ms: warm
+        ({1: 0.1, 2: 0.05}, 6, 6),  # at least as many as asked
+        ({}, 1, 2),  # warm from the start: one call, and one to see it
+    ):
+        engine = _Slow(first)
+        bench._Timing(engine, DepthRequest()).warm_up(image, image, count)
+        assert engine.calls == calls, (first, count, engine.calls)

@@ -238,6 +238,21 @@ def test_opencv_sample_calibration(capsys: pytest.CaptureFixture[str], tmp_path:
     assert load_calibration(out)[1] is not None
 
 
+def test_a_square_in_millimetres_is_pointed_out_and_a_txt_rig_reads_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "rig.txt"  # OpenCV YAML in a .txt: read as YAML, not as a Middlebury file
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    argv = ["calib", "chessboard", str(sample), "--pattern", "9x6", "--square", "25", "--out", str(out)]
+    code, stdout, _ = run(capsys, *argv)
+    assert code == 0 and "note: squares of 25 m give this baseline; --square is in metres" in stdout
+    assert "--square 0.025" in stdout
+    assert load_calibration(out)[1] is not None
+    pair = [str(sample / name) for name in ("left01.jpg", "right01.jpg")]
+    code, stdout, _ = run(capsys, "calib", "check", *pair, "--calib", str(out))
+    assert code in (0, 1) and "verdict:" in stdout
+
+
 def test_charuco_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from app.engine.calibration.charuco import CharucoTarget
     from tests.engine.calibration.test_charuco import MARKER_M, SQUARE_M, SQUARES, _write

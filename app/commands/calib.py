@@ -27,6 +27,9 @@ def parse_pattern(text: str) -> tuple[int, int]:
     return cols, rows
 
 
+SQUARE_NOTE_M = 1.0  # a chessboard square this large is most likely millimetres typed as metres
+
+
 def positive_metres(text: str) -> float:
     try:
         value = float(text)
@@ -127,6 +130,12 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
     print(f"rms reprojection error: {result.rms_px:.3f} px")
     print(f"epipolar error: {result.epipolar_rms_px:.3f} px")
     print(f"baseline: {result.baseline_m:.4f} m")
+    square = getattr(target, "square_m", None)
+    if square is not None and square >= SQUARE_NOTE_M:
+        print(
+            f"note: squares of {square:g} m give this baseline; --square is in metres "
+            f"({square:g} mm would be --square {square / 1000:g})"
+        )
     print(f"coverage: {result.coverage}")
     write_opencv_yaml(args.out, result.rig)
     print(f"wrote {args.out}")

@@ -290,6 +290,9 @@ def write_opencv_yaml(path: str | Path, rig: StereoRig) -> None:
     atomic_write(path, fs.releaseAndGetString().encode())
 
 
+_OPENCV_HEADS = ("%YAML", "<?xml", "<opencv_storage")  # how OpenCV's (and this app's) YAML and XML begin
+
+
 def load_calibration(
     path: str | Path, second: str | Path | None = None, image_size: tuple[int, int] | None = None
 ) -> tuple[Calibration, StereoRig | None]:
@@ -330,7 +333,8 @@ def _load(
             w, h = data.get("width"), data.get("height")
             size = (w, h) if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0 else None
             return read_stereodemo_json(path), None, size
-    elif suffix == ".txt" or "cam0=" in head:
+    elif "cam0=" in head or (suffix == ".txt" and not head.lstrip().startswith(_OPENCV_HEADS)):
+        # a .txt holding OpenCV's YAML or XML (``calib chessboard --out rig.txt``) is read as such
         meta = read_middlebury_calib(path)
         size = (meta.width, meta.height) if meta.width and meta.height else None
         return meta.calibration, None, size

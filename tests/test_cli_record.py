@@ -123,3 +123,15 @@ def test_eval_on_sources_without_an_end_or_ground_truth(
     with Recorder(rec) as recorder:
         recorder.write(StereoPair(np.zeros((8, 8, 3), np.uint8), np.zeros((8, 8, 3), np.uint8)))
     assert "no ground-truth disparity" in bad(capsys, "eval", str(rec), "--engines", "sgbm")
+
+
+def test_recording_a_video_in_the_other_layout_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.engine.sources.test_sources import demo_views, write_video
+
+    left, right = demo_views()
+    write_video(tmp_path / "tb.avi", [np.concatenate([left, right], axis=0)] * 2)
+    code, stdout, _ = run(capsys, "record", str(tmp_path / "tb.avi"), str(tmp_path / "rec"))
+    assert code == 0 and "wrote 2 frames" in stdout
+    assert "note: video tb.avi was opened side by side, but its frames look top-bottom" in stdout

@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
             print("stopped")
         finally:
             recorder.close()
+        for note in source.notes:  # e.g. a video recorded in the other layout than it holds
+            print(f"note: {note}")
     print(f"wrote {plural(recorder.frames_written, 'frame')} to {args.dir}")
     return 0
 

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from app.engine.errors import UserError
 from app.engine.runtimes.base import FrameFeatures, Runtime, RuntimeFailed, RuntimeUnavailable
-from app.engine.runtimes.cache import ChoiceStore
+from app.engine.runtimes.cache import RETIME_ENV, ChoiceStore
 
 Opener = tuple[str, Callable[[], Runtime]]
 PROBE_PLANES = 2
@@ -163,7 +163,8 @@ class RuntimeChain:
         figures = ", ".join(f"{n} {float(ms):.0f} ms" for n, ms in timings.items())
         h, w = self._size
         self.choices[self._size] = (
-            f"auto: {entry['runtime']}, from the cache (timed earlier at {h}x{w}: {figures})"
+            f"auto: {entry['runtime']}, from the cache (timed earlier at {h}x{w}: {figures}; "
+            f"{RETIME_ENV}=1 times them again)"
         )
         self.from_cache[self._size] = True
         return True

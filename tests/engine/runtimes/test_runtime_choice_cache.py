@@ -70,6 +70,20 @@ def test_the_first_decision_is_kept_even_when_the_load_changes(model, pair, tmp_
     assert entry["runtime"] == "b" and set(entry["timings_ms"]) == {"a", "b"}
 
 
+def test_a_decision_can_be_timed_again_on_request(model, pair, tmp_path: Path, timings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    timings.update(a=30.0, b=10.0)
+    _engine(model, ChoiceStore(tmp_path / "choices.json"), timings).compute(*pair, REQUEST)  # b, cached
+    timings.update(a=10.0, b=30.0)  # b was timed under a passing load
+    kept = _engine(model, ChoiceStore(tmp_path / "choices.json"), timings).compute(*pair, REQUEST)
+    assert kept.runtime == "b" and any("BI3D_STUDIO_RETIME=1 times them again" in n for n in kept.notes)
+    monkeypatch.setenv("BI3D_STUDIO_RETIME", "1")
+    again = _engine(model, ChoiceStore(tmp_path / "choices.json"), timings).compute(*pair, REQUEST)
+    assert again.runtime == "a" and again.runtime_choice == "timed"
+    monkeypatch.delenv("BI3D_STUDIO_RETIME")
+    after = _engine(model, ChoiceStore(tmp_path / "choices.json"), timings).compute(*pair, REQUEST)
+    assert after.runtime == "a" and after.runtime_choice == "cache"  # the new decision is kept
+
+
 @pytest.mark.parametrize("content", [b"\xff\xfe{", b'{"format": "someone else"}', b"[1, 2]", b""])
 def test_a_damaged_or_foreign_cache_is_ignored_and_rebuilt(  # type: ignore[no-untyped-def]
     model, pair, tmp_path: Path, content: bytes, timings

@@ -90,8 +90,13 @@ def run_gui(source: str | None, screenshot: str | None = None, quit_after: float
             if not shot["taken"] and window.last_error and window.session.source is None:
                 window.close()
 
-        # wait for the first depth, then let the widgets paint once more
-        window.controller.resultShown.connect(lambda _r: QTimer.singleShot(400, shoot))
+        # wait for the first full depth (not the quick answer before it), then let the widgets
+        # paint once more
+        def shown(_result: object) -> None:
+            if not window.controller.showing_quick:
+                QTimer.singleShot(400, shoot)
+
+        window.controller.resultShown.connect(shown)
         watch = QTimer(window)
         watch.timeout.connect(failed)
         watch.start(250)

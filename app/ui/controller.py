@@ -100,6 +100,7 @@ class SessionController(QObject):
         self._step = False  # paused: pull one new frame
         self._full_ms: float | None = None  # how long the last full answer took
         self._quick_for = -1  # the generation whose quick answer was already asked for
+        self.showing_quick = False  # the result shown last is a quick answer; the full one follows
         self._settle_after = False  # settle the heap once the first result of a source is shown
         self._pending: list[Callable[[], Outcome]] = []  # source openings and tasks, run in order
         self.last: FrameResult | None = None
@@ -281,6 +282,7 @@ class SessionController(QObject):
         elif outcome.result is not None:
             if not outcome.job.quick:
                 self._full_ms = outcome.result.timings.get("depth_total") or None
+            self.showing_quick = outcome.job.quick
             self._show(outcome.result)
         self._kick()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem
 
 from app.engine.session import Display
@@ -20,13 +21,27 @@ def _image_axes(item: pg.ImageItem) -> None:
 
 
 class _Title(pg.LabelItem):
-    """A pane's title that never widens the pane: a title longer than the pane is cut at the
-    right instead (pyqtgraph's label asks for its text's width as a minimum, which pushed the
-    image and the colour bar past the pane's edge)."""
+    """A pane's title that never widens the pane: a title longer than the pane ends in "…"
+    (its whole text in the tooltip) instead (pyqtgraph's label asks for its text's width as a
+    minimum, which pushed the image and the colour bar past the pane's edge)."""
 
     def __init__(self, text: str) -> None:
+        self._full = text
+        self._eliding = False
         super().__init__(text)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape)
+
+    @property
+    def full_text(self) -> str:
+        """The title as set, whether or not it is shown whole."""
+        return self._full
+
+    def setText(self, text: str, **args: object) -> None:
+        if not self._eliding:
+            self._full = text
+        super().setText(text, **args)
+        if not self._eliding:
+            self._elide()
 
     def updateMin(self) -> None:
         super().updateMin()
@@ -35,9 +50,23 @@ class _Title(pg.LabelItem):
         self.setMinimumWidth(0)
 
     def resizeEvent(self, ev: object) -> None:
-        # centred while it fits; from its start when it does not (the end is what gets cut)
-        self.opts["justify"] = "center" if self.itemRect().width() <= self.rect().width() else "left"
         super().resizeEvent(ev)
+        self._elide()
+
+    def _elide(self) -> None:
+        """Show as much of the title as fits, ending in "…" when it does not all fit."""
+        width = int(self.rect().width()) - 8  # the label's own margins
+        if width <= 0 or self._eliding:
+            return
+        metrics = QFontMetrics(self.item.font())
+        shown = metrics.elidedText(self._full, Qt.TextElideMode.ElideRight, width)
+        self._eliding = True
+        try:
+            if shown != self.text:
+                super().setText(shown)
+        finally:
+            self._eliding = False
+        self.setToolTip(self._full if shown != self._full else "")
 
 
 def link_views(panes: list[ImagePane]) -> None:
@@ -94,7 +123,7 @@ class ImagePane(pg.GraphicsLayoutWidget):
         self._shape: tuple[int, int] | None = None
 
     def set_title(self, text: str) -> None:
-        if text != self.title.text:  # LabelItem re-lays out HTML on every set: milliseconds a frame
+        if text != self.title.full_text:  # LabelItem re-lays out HTML on every set: milliseconds a frame
             self.title.setText(text)
 
     def show_image(self, rgb: np.ndarray) -> None:

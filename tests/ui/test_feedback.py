@@ -207,9 +207,12 @@ def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: 
     engine = SlowBi3D()
     window = _window(qtbot, lambda spec: FakeSource(1), engine)
     shown: list = []  # type: ignore[type-arg]
+    quick_flags: list[bool] = []  # what a screenshot run (gui --screenshot) reads to wait for the full one
     window.controller.resultShown.connect(shown.append)
+    window.controller.resultShown.connect(lambda _r: quick_flags.append(window.controller.showing_quick))
     window.open_spec("pair")
     qtbot.waitUntil(lambda: len(shown) >= 2, timeout=10_000)
+    assert quick_flags[:2] == [True, False]
     quick, full = shown[0], shown[1]
     assert quick.request.mode is Mode.QUANTIZED and "quick answer" in quick.display.depth_title
     assert full.request.mode is Mode.CONTINUOUS and "quick" not in full.display.depth_title
@@ -271,10 +274,10 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
     assert window.error_main.isVisible() and window.error_base.isVisible()
     expected = abs(float(result.depth.disparity[0, 0]) - 6.0)
     assert (
-        "bad-2 100.0 %" in window.error_main.title.text
-        and f"EPE {expected:.2f} px" in window.error_main.title.text
+        "bad-2 100.0 %" in window.error_main.title.full_text
+        and f"EPE {expected:.2f} px" in window.error_main.title.full_text
     )
-    assert "sgbm" in window.error_base.title.text
+    assert "sgbm" in window.error_base.title.full_text
     window.compare_main.box.setXRange(10, 60, padding=0)  # zooming one zooms the others
     lo, hi = window.baseline_view.box.viewRange()[0]
     assert (lo + hi) / 2 == pytest.approx(35, abs=0.5) and hi - lo < 100  # same place, zoomed in
@@ -442,4 +445,4 @@ def test_a_new_source_takes_back_the_old_ones_calibration_and_errors(qtbot) -> N
     _shown(qtbot, window)
     qtbot.waitUntil(lambda: window.calibration.file_label.text().startswith("none"), timeout=5000)
     assert window.error_main.image.image is None
-    assert window.error_main.title.text == "no ground truth for this source"
+    assert window.error_main.title.full_text == "no ground truth for this source"

@@ -67,8 +67,8 @@ def test_binary_mode_tints_the_left_view_and_shows_the_probability(qtbot) -> Non
     _wait_result(qtbot, window)
     assert window.left_view.overlay.image is not None
     assert (
-        window.depth_view.title.text.startswith("P(disparity &gt;")
-        or "P(disparity" in window.depth_view.title.text
+        window.depth_view.title.full_text.startswith("P(disparity &gt;")
+        or "P(disparity" in window.depth_view.title.full_text
     )
 
 
@@ -346,3 +346,20 @@ def test_a_screenshot_run_whose_source_fails_says_so_and_fails(qapp, capsys, tmp
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not shot.exists()
     assert err[-1].startswith("bi3d-studio gui: error: no screenshot saved: ") and "nope.png" in err[-1]
+
+
+def test_a_title_too_long_for_its_pane_ends_in_an_ellipsis(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.views import DepthPane
+
+    pane = DepthPane("Disparity")
+    qtbot.addWidget(pane)
+    pane.resize(220, 200)
+    pane.show()
+    title = "Disparity in px (bi3d, continuous, 29 planes every 3 px, searched 0-84 px)"
+    pane.set_title(title)
+    qtbot.waitUntil(lambda: pane.title.text.endswith("…"), timeout=5_000)
+    assert pane.title.full_text == title and pane.title.toolTip() == title
+    assert title.startswith(pane.title.text[:-1])  # the start of the title, cut
+    pane.resize(1400, 200)  # room for all of it: shown whole, no tooltip
+    qtbot.waitUntil(lambda: pane.title.text == title, timeout=5_000)
+    assert pane.title.toolTip() == ""

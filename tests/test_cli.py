@@ -276,6 +276,29 @@ def test_planes_outside_the_range(capsys, small_pair, tmp_path: Path) -> None:  
     assert "outside [0, 192]" in msg
 
 
+def test_an_output_folder_that_cannot_be_made_is_refused_before_the_work(  # type: ignore[no-untyped-def]
+    capsys, small_pair, tmp_path: Path, monkeypatch
+) -> None:
+    from app.engine.depth import engines
+
+    def no_engine(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("the engine was built before --out was checked")
+
+    monkeypatch.setattr(engines, "build_engine", no_engine)
+    (tmp_path / "file.txt").write_text("x")
+    msg = _bad(capsys, "depth", *map(str, small_pair), "--out", str(tmp_path / "file.txt" / "sub"))
+    assert "file.txt is a file; give a folder" in msg
+    assert not list(tmp_path.glob("*.tmp"))  # nothing left behind
+
+
+def test_planes_given_twice_and_planes_with_levels(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pair = [*map(str, small_pair), "--engine", "sgbm", "--mode", "quantized"]
+    code, stdout, _ = run(capsys, "depth", *pair, "--planes", "40,20,20", "--out", str(tmp_path / "o"))
+    assert code == 0 and "planes: 20, 40 px" in stdout
+    msg = _bad(capsys, "depth", *pair, "--planes", "20,40", "--levels", "4", "--out", str(tmp_path / "o"))
+    assert "--planes and --levels both set the planes" in msg
+
+
 def test_range_with_min_not_below_max(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     msg = _bad(
         capsys,

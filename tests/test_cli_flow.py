@@ -149,6 +149,7 @@ def test_unreadable_video(capsys, tmp_path: Path) -> None:  # type: ignore[no-un
     text.write_text("not a video")
     assert "not a readable video" in _bad(capsys, "flow", str(text))
     assert "not found" in _bad(capsys, "flow", str(tmp_path / "missing.mp4"))
+    assert "is a folder; flow takes FRAME0 FRAME1" in _bad(capsys, "flow", str(tmp_path))
 
 
 @pytest.mark.parametrize(

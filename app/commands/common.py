@@ -77,6 +77,9 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
     planes = (
         tuple(to_disparity(v, calibration, "--planes") for v in args.planes.split(",")) if args.planes else ()
     )
+    planes = tuple(dict.fromkeys(planes))  # a plane given twice is one plane
+    if planes and args.levels is not None:
+        raise UserError("--planes and --levels both set the planes; give one of them")
     rng = None
     if args.range:
         a, b = (to_disparity(v, calibration, "--range") for v in args.range)
@@ -111,7 +114,9 @@ def add_setting(p: argparse.ArgumentParser | argparse._ArgumentGroup, setting: v
     """The flag of one setting, built from its description."""
     if setting.kind == "switch":
         action = "store_false" if setting.default else "store_true"
-        p.add_argument(setting.flag, dest=setting.name, action=action, help=setting.help.replace("%", "%%"))
+        # a --no-... flag turns off what the setting's help describes (the window's tick box)
+        text = f"turn off (on by default): {setting.help}" if setting.default else setting.help
+        p.add_argument(setting.flag, dest=setting.name, action=action, help=text.replace("%", "%%"))
         return
     default = None if setting.kind == "path" and not setting.default else setting.default
     kwargs: dict[str, Any] = {

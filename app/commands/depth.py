@@ -20,10 +20,11 @@ from app.engine.types import Calibration
 def run(args: argparse.Namespace) -> int:
     from app.engine.depth.engines import build_engine
     from app.engine.formats import read_pair_rgb
-    from app.engine.outputs import format_summary, write_result
+    from app.engine.outputs import check_writable, format_summary, write_result
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise UserError(f"--out {args.out} is a file; give a folder (new, or one of earlier results)")
+    check_writable(Path(args.out))  # before the work, not after it
     if args.right is None:
         return run_source(args)
     if args.frames is not None:

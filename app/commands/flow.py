@@ -79,8 +79,10 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
     from app.engine.formats import atomic_write
 
     path = Path(args.inputs[0])
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; flow takes FRAME0 FRAME1 (two images) or one VIDEO file")
     if not path.is_file():
-        raise UserError(f"Video not found: {path}; check the path")
+        raise UserError(f"video not found: {path}; check the path")
     # FFmpeg's own log lines ("moov atom not found") would break the one-line error contract;
     # read by OpenCV when it first opens a file, and a value the user set wins
     os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")

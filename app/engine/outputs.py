@@ -56,6 +56,23 @@ def write_result(
     return [out_dir / name for name in names]
 
 
+def check_writable(out_dir: Path) -> None:
+    """A ``UserError`` before any work when ``out_dir`` could not be written: its nearest existing
+    folder takes no new folder (a read-only disk, /proc, no permission), or a file is in the way.
+    Nothing is left behind."""
+    if not str(out_dir).strip():
+        raise UserError("the output folder name is empty; give --out FOLDER")
+    home = out_dir
+    while not home.exists() and home.parent != home:
+        home = home.parent
+    if not home.is_dir():
+        raise UserError(f"--out {out_dir}: {home} is a file; give a folder (new, or one of earlier results)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=_STAGING, suffix=".tmp", dir=home))
+    except OSError as exc:
+        raise UserError(f"cannot write into {home} ({exc.strerror}); choose another --out folder") from None
+
+
 def _staging_folder(out_dir: Path) -> Path:
     if not str(out_dir).strip() or out_dir == Path(""):
         raise UserError("the output folder name is empty; give --out FOLDER")

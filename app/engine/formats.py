@@ -207,10 +207,28 @@ def read_pair_rgb(
     left: PathLike, right: PathLike, notes: list[str] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Both images of a pair as ``read_image_rgb`` reads them, except that 16-bit images are
-    scaled alike, by the bits the brighter of the two uses: their exposures stay comparable."""
+    scaled alike, by the bits the brighter of the two uses (their exposures stay comparable),
+    and a colour image beside a grey one is made grey too (a mono and a colour camera: their
+    colours cannot match), with a note."""
     images = _read_native(left), _read_native(right)
     shift = max(_shift(img) for img in images)
-    return _to_rgb8(images[0], shift, left, notes), _to_rgb8(images[1], shift, right, notes)
+    views = [_to_rgb8(img, shift, path, notes) for img, path in zip(images, (left, right), strict=True)]
+    grey = [_is_grey(img) for img in images]
+    if grey[0] != grey[1]:
+        colour = grey.index(False)
+        levels = cv2.cvtColor(views[colour], cv2.COLOR_RGB2GRAY)
+        views[colour] = np.repeat(levels[:, :, None], 3, axis=2)
+        if notes is not None:
+            names = Path(left).name, Path(right).name
+            notes.append(
+                f"{names[1 - colour]} is grey and {names[colour]} colour: both are matched as grey levels"
+            )
+    return views[0], views[1]
+
+
+def _is_grey(img: np.ndarray) -> bool:
+    """A native image of one channel (grey with alpha is rare enough to count as colour)."""
+    return img.ndim == 2 or img.shape[2] == 1
 
 
 def _read_native(path: PathLike) -> np.ndarray:

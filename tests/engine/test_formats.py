@@ -183,6 +183,19 @@ def test_sixteen_bit_images_keep_the_bits_they_use(tmp_path: Path) -> None:
     assert len(notes) == 1 and "25.0 % of its pixels are transparent" in notes[0]
 
 
+def test_a_colour_image_beside_a_grey_one_is_read_grey(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    bgr = rng.integers(0, 256, (8, 9, 3), dtype=np.uint8)
+    cv2.imwrite(str(tmp_path / "colour.png"), bgr)
+    cv2.imwrite(str(tmp_path / "grey.png"), cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY))
+    notes: list[str] = []
+    grey, colour = formats.read_pair_rgb(tmp_path / "grey.png", tmp_path / "colour.png", notes)
+    assert notes == ["grey.png is grey and colour.png colour: both are matched as grey levels"]
+    np.testing.assert_array_equal(colour, grey)  # the colour image's own grey levels, like the mono one
+    both = formats.read_pair_rgb(tmp_path / "colour.png", tmp_path / "colour.png", notes)
+    assert len(notes) == 1 and not np.array_equal(both[0][..., 0], both[0][..., 1])  # colour stays
+
+
 def test_transparent_pixels_of_an_rgba_image_are_noted(tmp_path: Path) -> None:
     bgra = np.full((4, 5, 4), 255, np.uint8)
     cv2.imwrite(str(tmp_path / "opaque.png"), bgra)

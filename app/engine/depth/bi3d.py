@@ -46,7 +46,13 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
-from app.engine.depth.exposure import DEFAULT_EXPOSURE, ExposureConfig, flat_pair_note, stretch
+from app.engine.depth.exposure import (
+    DEFAULT_EXPOSURE,
+    ExposureConfig,
+    flat_pair_note,
+    identical_pair_note,
+    stretch,
+)
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, check_planes
 from app.engine.depth.readout import (
@@ -248,6 +254,8 @@ class Bi3DEngine:
         self._check_request(request)
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
         flat = flat_pair_note(left, right)
+        same = identical_pair_note(left, right) if flat is None else None
+        notes = [*notes, same] if same else notes
         if self.exposure is not None and flat is None:
             left, right, stretched = stretch(left, right, self.exposure)
             notes = [*notes, stretched] if stretched else notes

@@ -100,3 +100,15 @@ def flat_pair_note(left: np.ndarray, right: np.ndarray) -> str | None:
         f"no texture: the pair is flat (grey levels {lo}-{hi}), so no pixel has an answer; "
         "check the exposure, the lens caps and the source"
     )
+
+
+IDENTICAL_NOTE = (
+    "the left and right images are identical, so every pixel reads 0 px (infinitely far): give the "
+    "two cameras' images (the same file or frame twice?)"
+)
+
+
+def identical_pair_note(left: np.ndarray, right: np.ndarray) -> str | None:
+    """A note when the two images are the same pixels (one file given twice, a duplicated
+    frame), else None."""
+    return IDENTICAL_NOTE if np.array_equal(left, right) else None

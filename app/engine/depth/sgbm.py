@@ -17,6 +17,7 @@ import numpy as np
 
 from app.engine.depth.alignment import VerticalAligner, with_alignment
 from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
+from app.engine.depth.exposure import identical_pair_note
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import RangeTracker, bounded, widest_search
 from app.engine.errors import UserError, setting
@@ -130,6 +131,8 @@ class SGBMEngine:
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
+        same = identical_pair_note(left, right)
+        notes = [*notes, same] if same else notes
         t0 = time.perf_counter()
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto
         fit = widest_search(left.shape[1])

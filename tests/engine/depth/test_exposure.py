@@ -64,3 +64,16 @@ def test_only_a_pair_without_texture_is_flat() -> None:
     spot = black.copy()
     spot[20:30, 30:40] = 255  # a lit object on a black ground: 2 % of the pixels
     assert flat_pair_note(spot, spot) is None
+
+
+def test_a_pair_of_identical_images_is_noted_by_both_engines() -> None:
+    from app.engine.depth.exposure import IDENTICAL_NOTE, identical_pair_note
+    from app.engine.depth.sgbm import SGBMEngine
+    from app.engine.types import DepthRequest
+
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (64, 96, 3), dtype=np.uint8)
+    assert identical_pair_note(image, image.copy()) == IDENTICAL_NOTE
+    assert identical_pair_note(image, np.roll(image, 2, axis=1)) is None
+    result = SGBMEngine().compute(image, image.copy(), DepthRequest(max_disparity=16))
+    assert IDENTICAL_NOTE in result.notes

@@ -181,6 +181,7 @@ class Session:
         self.events = SessionEvents()
         self.recorder: Recorder | None = None
         self._recorder_on_capture = False
+        self._ended_recording: Recorder | None = None  # finished by a change of source, not yet reported
         self.output_root = documents_dir()  # snapshots/, recordings/ and point clouds go below it
 
     # ---- configuration (GUI thread; takes effect at the next process call) ---------------
@@ -269,7 +270,9 @@ class Session:
         Everything derived from the old source goes with it: the previous frame for flow, and a
         calibration that came with the old source's frames (a loaded file stays).
         """
-        self.stop_recording()  # a recording belongs to the source it was started on
+        # a recording belongs to the source it was started on: finished here, and kept for the
+        # window to say where it went (``take_ended_recording``)
+        self._ended_recording = self.stop_recording() or self._ended_recording
         with self._lock:
             old, self.source = self.source, source
             self._previous_left = None
@@ -433,6 +436,11 @@ class Session:
         if hook is not None:
             hook(recorder.write)
         self.recorder = recorder
+        return recorder
+
+    def take_ended_recording(self) -> Recorder | None:
+        """The recording that a change of source finished (once), or None."""
+        recorder, self._ended_recording = self._ended_recording, None
         return recorder
 
     def stop_recording(self) -> Recorder | None:

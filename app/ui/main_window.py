@@ -321,7 +321,10 @@ class MainWindow(QMainWindow):
 
     def _source_ended(self) -> None:
         if self.loop_action.isChecked() and self.settings.source:
-            self.open_spec(self.settings.source)
+            if getattr(self.session.source, "seekable", False):
+                self.controller.seek(0)  # from its start again; a recording of it goes on
+            else:
+                self.open_spec(self.settings.source)
             return
         self.show_status("source ended: its last frame stays live for every control")
 
@@ -541,10 +544,16 @@ class MainWindow(QMainWindow):
     def toggle_recording(self, on: bool) -> None:
         if not on:
             recorder = self.session.stop_recording()
+            ended = self.session.take_ended_recording() if recorder is None else None
             self._rec_timer.stop()
             self.rec_badge.stop()
             if recorder is not None:
                 self.show_status(f"recording stopped: {recorder.frames_written} frames in {recorder.folder}")
+            elif ended is not None:  # another source was opened: the recording belonged to the last one
+                self.show_status(
+                    f"recording stopped with the source it recorded: {ended.frames_written} frames in "
+                    f"{ended.folder}"
+                )
             return
         try:
             recorder = self.session.start_recording()

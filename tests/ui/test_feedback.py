@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -446,3 +447,37 @@ def test_a_new_source_takes_back_the_old_ones_calibration_and_errors(qtbot) -> N
     qtbot.waitUntil(lambda: window.calibration.file_label.text().startswith("none"), timeout=5000)
     assert window.error_main.image.image is None
     assert window.error_main.title.full_text == "no ground truth for this source"
+
+
+def test_a_recording_goes_on_over_a_loop_and_says_where_it_went_when_the_source_changes(  # type: ignore[no-untyped-def]
+    qtbot, tmp_path: Path
+) -> None:
+    from app.engine.formats import write_color_png
+    from app.engine.sources.recording import read_timestamps
+    from app.engine.sources.spec import open_source
+
+    rng = np.random.default_rng(0)
+    for side in ("left", "right"):
+        (tmp_path / "pairs" / side).mkdir(parents=True)
+    for i in range(3):
+        left = rng.integers(0, 255, (60, 80, 3), dtype=np.uint8)
+        for side, image in (("left", left), ("right", np.roll(left, -4, axis=1))):
+            write_color_png(tmp_path / "pairs" / side / f"{i}.png", image)
+    window = _window(qtbot, open_source, RecordingEngine())
+    window.session.output_root = tmp_path / "out"
+    window.open_spec(str(tmp_path / "pairs"))
+    _shown(qtbot, window)
+    window.loop_action.setChecked(True)
+    window.record_action.setChecked(True)
+    recorder = window.session.recorder
+    assert recorder is not None
+    qtbot.waitUntil(lambda: recorder.frames_written >= 7, timeout=20_000)  # past the end, twice over
+    assert window.session.recorder is recorder  # the loop went back to the start: still recording
+    stamps = [t for _, t in read_timestamps(recorder.folder)]
+    assert all(b > a for a, b in itertools.pairwise(stamps)), stamps
+    window.loop_action.setChecked(False)
+    window.open_spec(str(tmp_path / "pairs"))  # another source: the recording ends with the old one
+    qtbot.waitUntil(
+        lambda: "recording stopped with the source it recorded" in window.notices.text.text(), timeout=10_000
+    )
+    assert str(recorder.folder) in window.notices.text.text() and not window.record_action.isChecked()

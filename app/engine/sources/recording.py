@@ -14,6 +14,9 @@ timestamps file is the commit log: playback lists exactly the frames whose line 
 so a crash at any moment leaves every earlier frame readable. Rewriting the whole log per
 frame would cost O(frames) each time; an append plus "ignore an unfinished last line" is as
 safe and stays cheap for long recordings.
+
+Timestamps only grow: a source that starts again (a video looped or sought back) continues the
+recording's clock from its last frame, one frame interval on, instead of repeating its times.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from app.engine.sources.recording_index import (
 from app.engine.types import Calibration, StereoPair
 from app.engine.validation import POSITIVE, number
 
+DEFAULT_INTERVAL_S = 0.1  # the step of a restarted clock before two frames have shown the real one
+
 
 class Recorder:
     """Writes pairs as a recording; safe to call ``write`` from a worker thread."""
@@ -74,6 +79,9 @@ class Recorder:
             for sub in ("left", "right"):
                 (self.folder / sub).mkdir()
             self.frames_written = 0
+            self._last_stamp: float | None = None
+            self._clock_offset = 0.0
+            self._interval = DEFAULT_INTERVAL_S
             self._calibration = calibration  # else the first frame's, written when it arrives
             self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
             self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -98,14 +106,27 @@ class Recorder:
             if self._calibration is None and pair.calibration is not None:
                 self._calibration = pair.calibration
                 self._write_session()
-            self._commit(f"{name} {float(pair.timestamp)!r}\n")
+            self._commit(f"{name} {self._stamp(float(pair.timestamp))!r}\n")
             self.frames_written += 1
             return index
+
+    def _stamp(self, timestamp: float) -> float:
+        """``timestamp`` on the recording's own clock, which only grows (module docstring)."""
+        stamp = timestamp + self._clock_offset
+        if self._last_stamp is not None and stamp <= self._last_stamp:
+            self._clock_offset += self._last_stamp + self._interval - stamp
+            stamp = timestamp + self._clock_offset
+        if self._last_stamp is not None:
+            self._interval = stamp - self._last_stamp
+        self._last_stamp = stamp
+        return stamp
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             if self._lock_fd is not None:
+                # the lock file stays (empty, hidden): unlinking it would let a process waiting
+                # on the old file and a new recorder on a new one both think they hold it
                 os.close(self._lock_fd)
                 self._lock_fd = None
 

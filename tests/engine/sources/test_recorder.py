@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -146,3 +147,14 @@ def test_a_damaged_timestamp_line_is_reported(tmp_path: Path) -> None:
         f.write("garbage\n000001 2.0\n")
     with pytest.raises(UserError, match="line 2 is damaged"):
         open_source(str(tmp_path / "r"))
+
+
+def test_timestamps_keep_growing_when_the_source_starts_again(tmp_path: Path) -> None:
+    """A looped or sought-back video repeats its media times; the recording's clock goes on."""
+    image = np.zeros((4, 6, 3), np.uint8)
+    with Recorder(tmp_path / "rec") as recorder:
+        for t in (0.0, 0.5, 1.0, 0.0, 0.5, 0.2):  # a loop after 1.0 s, then a seek back
+            recorder.write(StereoPair(image, image, t))
+    stamps = [t for _, t in read_timestamps(tmp_path / "rec")]
+    assert stamps == pytest.approx([0.0, 0.5, 1.0, 1.5, 2.0, 2.5])
+    assert all(b > a for a, b in itertools.pairwise(stamps))

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -89,9 +90,15 @@ class CalibrationPanel(QWidget):
         v = QVBoxLayout(box)
         load = QPushButton("Load…")
         load.clicked.connect(self._pick_file)
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.setToolTip("stop using the loaded or computed calibration (the source's own stays)")
+        self.clear_button.clicked.connect(self.clear)
+        buttons = QHBoxLayout()
+        buttons.addWidget(load)
+        buttons.addWidget(self.clear_button)
         self.file_label = QLabel(NO_CALIBRATION)
         self.file_label.setWordWrap(True)
-        v.addWidget(load)
+        v.addLayout(buttons)
         v.addWidget(self.file_label)
         return box
 
@@ -185,6 +192,15 @@ class CalibrationPanel(QWidget):
         mm = calibration.baseline_m * 1000
         self.file_label.setText(f"{name}: f {calibration.focal_px:.1f} px, baseline {mm:.1f} mm ({kind})")
         self.calibrationChanged.emit(calibration, rig)
+        self.controller.refresh()
+
+    def clear(self) -> None:
+        """Back to no calibration of one's own: a file loaded, a board calibrated or a
+        self-rectification (a dead end when it does not fit the next source's frames)."""
+        self.rig = None
+        self.controller.session.set_calibration(None, None)
+        self.file_label.setText(NO_CALIBRATION)
+        self.calibrationChanged.emit(None, None)
         self.controller.refresh()
 
     def note_source_calibration(self, calibration: Calibration | None) -> None:
@@ -308,7 +324,8 @@ class CalibrationPanel(QWidget):
         self.calibrate()
 
     def _save_and_apply(self, rig: StereoRig, name: str) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save calibration", "stereo.yaml", "OpenCV YAML (*.yaml)")
+        title = f"Save the {name} (Cancel: use it without saving)"
+        path, _ = QFileDialog.getSaveFileName(self, title, "stereo.yaml", "OpenCV YAML (*.yaml)")
         if path:
             DESK.save(path, rig)
         self.apply(rig.rectified(), rig, Path(path).name if path else name)
@@ -337,6 +354,14 @@ class CalibrationPanel(QWidget):
         known = self.rig
 
         def done(result: SelfRectification) -> None:
+            # a warp can only take a rectified pair's rows apart
+            if result.before_rms_px <= DESK.RECTIFIED_RMS_PX:
+                self.self_status.setText(
+                    f"already rectified (vertical RMS {result.before_rms_px:.2f} px over {result.matches} "
+                    f"matches, <= {DESK.RECTIFIED_RMS_PX} px): nothing changed"
+                )
+                self.self_frames = []
+                return
             how = "pose re-fitted" if result.method == "pose" else "projective"
             self.self_status.setText(
                 f"vertical RMS {result.before_rms_px:.2f} px before, {result.after_rms_px:.2f} px after "

@@ -116,3 +116,36 @@ def test_self_rectify_button_on_the_hand_held_pair(qtbot, monkeypatch, tmp_path:
     with qtbot.waitSignal(panel.linesReady, timeout=30_000):
         panel.run_check()
     assert "RECTIFIED" in panel.verdict.text() and "NOT" not in panel.verdict.text()
+
+
+def test_self_rectify_leaves_a_rectified_pair_alone_and_clear_drops_a_calibration(
+    qtbot, monkeypatch, tmp_path: Path, demo_dir: Path
+) -> None:  # type: ignore[no-untyped-def]
+    pair = StereoPair(
+        *(cv2.cvtColor(cv2.imread(str(demo_dir / n)), cv2.COLOR_BGR2RGB) for n in ("im0.png", "im1.png"))
+    )
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, pair)
+    panel = window.calibration
+    saves: list[object] = []
+    monkeypatch.setattr(
+        calibration_panel.QFileDialog, "getSaveFileName", lambda *a, **k: saves.append(a) or ("", "")
+    )
+    panel.self_rectify()
+    qtbot.waitUntil(lambda: "already rectified" in panel.self_status.text(), timeout=30_000)
+    assert (
+        panel.rig is None and window.session.calibration is None and not saves
+    )  # nothing asked, nothing applied
+    # a calibration of one's own (here: the hand-held pair's self-rectification) can be dropped
+    handheld = StereoPair(
+        *(cv2.cvtColor(cv2.imread(str(HANDHELD / n)), cv2.COLOR_BGR2RGB) for n in ("left.jpg", "right.jpg"))
+    )
+    _show(qtbot, window, holder, handheld)
+    with qtbot.waitSignal(panel.calibrationChanged, timeout=30_000):
+        panel.self_rectify()
+    assert panel.rig is not None and window.session.rectifier is not None
+    with qtbot.waitSignal(panel.calibrationChanged, timeout=10_000):
+        panel.clear_button.click()
+    assert panel.rig is None and window.session.calibration is None and window.session.rectifier is None
+    assert panel.file_label.text() == calibration_panel.NO_CALIBRATION

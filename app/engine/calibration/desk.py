@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from app.engine.calibration.charuco import DICTIONARIES, CharucoTarget
-from app.engine.calibration.check import EpipolarReport, check_epipolar
+from app.engine.calibration.check import GOOD_RMS_PX, EpipolarReport, check_epipolar
 from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
 from app.engine.calibration.files import load_calibration, load_for_frames, write_opencv_yaml
 from app.engine.calibration.fit import StereoFit, fit_stereo
@@ -28,6 +28,7 @@ class CalibrationDesk:
 
     DICTIONARIES = DICTIONARIES
     MIN_VIEWS = MIN_VIEWS
+    RECTIFIED_RMS_PX = GOOD_RMS_PX  # vertical RMS at or below which a pair counts as rectified
 
     @staticmethod
     def load(

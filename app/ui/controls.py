@@ -35,6 +35,7 @@ from app.ui.settings import FLOW_VIEWS, Settings
 
 DEBOUNCE_MS = 150
 SWAP_LABEL = "Swap left and right images"
+OVER_BUDGET = 1.15  # a frame taking more than this x the budget is said to be over it
 
 
 def _combo(items: tuple[str, ...] | list[str], current: str) -> QComboBox:
@@ -425,9 +426,12 @@ class ControlsPanel(QWidget):
         if result.choice:
             planes = int(result.choice.get("planes", len(result.planes)))
             step = result.choice.get("step_px")
-            text = (
-                f"chose {planes} planes" + (f" every {step:g} px" if step else "") + f", took {took:.0f} ms"
-            )
+            kind = " quantized" if result.choice.get("quantized") else ""  # continuous did not fit
+            every = f" every {step:g} px" if step else ""
+            text = f"chose {planes}{kind} planes{every}, took {took:.0f} ms"
+            budget = self.settings.budget_ms
+            if self.settings.budget_on and took > OVER_BUDGET * budget:
+                text += f", over the {budget:g} ms budget (the next frames fit it better)"
         elif result.engine == "sgbm":  # a matcher over every disparity: no planes to count
             text = f"took {took:.0f} ms"
         else:

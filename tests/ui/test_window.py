@@ -363,3 +363,21 @@ def test_a_title_too_long_for_its_pane_ends_in_an_ellipsis(qtbot) -> None:  # ty
     pane.resize(1400, 200)  # room for all of it: shown whole, no tooltip
     qtbot.waitUntil(lambda: pane.title.text == title, timeout=5_000)
     assert pane.title.toolTip() == ""
+
+
+def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantized(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.controls import ControlsPanel
+    from app.ui.settings import Settings
+    from tests.engine.fake_results import empty_result
+
+    panel = ControlsPanel(Settings(mode="continuous", budget_on=True, budget_ms=200.0))
+    qtbot.addWidget(panel)
+    image = np.zeros((8, 8, 3), np.uint8)
+    result = empty_result(image, "bi3d", Mode.QUANTIZED, timings={"total": 281.0})
+    result.choice = {"planes": 7.0, "quantized": 1.0, "budget_ms": 200.0}
+    panel.show_choice(result)
+    text = panel.budget_label.text()
+    assert "chose 7 quantized planes, took 281 ms, over the 200 ms budget" in text
+    result.timings = {"total": 190.0}
+    panel.show_choice(result)
+    assert "over" not in panel.budget_label.text()

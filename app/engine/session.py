@@ -37,10 +37,11 @@ from app.engine.sources.files import left_first
 from app.engine.sources.layout import MARK as LAYOUT_MARK
 from app.engine.sources.recording import Recorder
 from app.engine.sources.spec import open_source
-from app.engine.training.adapt import AdaptConfig, AdaptProgress, AdaptResult, adapt
+from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
 __all__ = [
+    "AdaptCancelled",
     "AdaptJob",
     "AdaptProgress",
     "AdaptResult",

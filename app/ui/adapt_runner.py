@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal
 from PySide6.QtWidgets import QProgressDialog, QWidget
 
 from app.engine.errors import UserError
-from app.engine.session import AdaptJob, AdaptProgress, AdaptResult
+from app.engine.session import AdaptCancelled, AdaptJob, AdaptProgress, AdaptResult
 from app.vocabulary import window_words
 
 
@@ -26,6 +26,7 @@ class AdaptThread(QThread):
     progressed = Signal(object)
     succeeded = Signal(object)
     failed = Signal(str)
+    cancelled = Signal(str)  # stopped on request: news, not an error
 
     def __init__(self, job: AdaptJob, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -34,6 +35,8 @@ class AdaptThread(QThread):
     def run(self) -> None:
         try:
             result = self.job.run(self.progressed.emit)
+        except AdaptCancelled as exc:
+            self.cancelled.emit(exc.worded(window_words))
         except UserError as exc:
             self.failed.emit(exc.worded(window_words))
         except Exception as exc:  # a bug must not kill the window: report it
@@ -56,10 +59,12 @@ class AdaptRunner(QObject):
         parent: QWidget,
         done: Callable[[AdaptResult], None],
         error: Callable[[str], None],
+        info: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(parent)
         self._parent = parent
         self._done, self._error = done, error
+        self._info = info or error  # a cancelled run's news (where its progress is kept)
         self.worker: AdaptThread | None = None
         self.dialog: QProgressDialog | None = None
 
@@ -82,6 +87,7 @@ class AdaptRunner(QObject):
         thread.progressed.connect(self._progress)
         thread.succeeded.connect(self._succeeded)
         thread.failed.connect(self._failed)
+        thread.cancelled.connect(self._cancelled)
         self.worker, self.dialog = thread, dialog
         dialog.show()
         thread.start()
@@ -108,6 +114,10 @@ class AdaptRunner(QObject):
     def _failed(self, message: str) -> None:
         self._finish()
         self._error(message)
+
+    def _cancelled(self, message: str) -> None:
+        self._finish()
+        self._info(message)
 
     def shutdown(self) -> None:
         """Closing the window: cancel a running job (its progress is kept) and join its thread."""

@@ -77,7 +77,7 @@ class MainWindow(QMainWindow):
         session.set_swap_views(settings.swap_views)
         self.controls = ControlsPanel(settings, session.flow_parameters)
         self.controller = SessionController(session, self, self.controls.request, self.display_spec)
-        self.adapt_runner = AdaptRunner(self, self._adapted, self.show_error)
+        self.adapt_runner = AdaptRunner(self, self._adapted, self.show_error, self.show_status)
         # the window's questions, replaceable in tests: where to write the adapted model, whether to load it
         self.ask_adapt_path: Callable[[], str] = self._ask_adapt_path
         self.ask_load_adapted: Callable[[AdaptResult], bool] = self._ask_load_adapted
@@ -282,7 +282,7 @@ class MainWindow(QMainWindow):
             self,
             "Camera",
             "Devices (e.g. 0,1 for two cameras, 0 for side-by-side),\n"
-            "optionally ?width=1280&height=720&fps=30",
+            "optionally ?width=1280&&height=720&&fps=30",  # && shows one & (a lone & marks a shortcut)
             text="0,1",
         )
         if ok and text.strip():
@@ -484,6 +484,10 @@ class MainWindow(QMainWindow):
             self.flow_view.set_title(
                 "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
             )
+        else:
+            self.flow_view.set_title(
+                f"Optical flow is off: choose a method ({vocabulary.FLOW.label}, Engine)"
+            )
         self.controls.show_choice(depth)
         self._warn_if_swapped(result)
         self._warn_layout(result)
@@ -527,7 +531,11 @@ class MainWindow(QMainWindow):
     def _hover(self, pane: str, x: int, y: int, result: FrameResult | None = None) -> None:
         self._hover_at = (pane, x, y)
         shown = result or self.controller.last
-        if shown is not None:
+        if shown is not None and pane == "right":  # its pixel x is another scene point than the left's x
+            self.readout.setText(
+                f"x {x}  y {y}   right image: disparity is read on the left image and the depth"
+            )
+        elif shown is not None:
             self.readout.setText(work.readout(shown, x, y, baseline=pane == "baseline"))
 
     def snapshot(self) -> None:

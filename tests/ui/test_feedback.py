@@ -481,3 +481,14 @@ def test_a_recording_goes_on_over_a_loop_and_says_where_it_went_when_the_source_
         lambda: "recording stopped with the source it recorded" in window.notices.text.text(), timeout=10_000
     )
     assert str(recorder.folder) in window.notices.text.text() and not window.record_action.isChecked()
+
+
+def test_hovering_the_right_image_does_not_read_the_left_images_disparity(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    window._hover("right", 10, 20)
+    assert window.readout.text().startswith("x 10  y 20   right image") and "px" not in window.readout.text()
+    window._hover("left", 10, 20)
+    assert "disparity" in window.readout.text()
+    assert window.flow_view.title.full_text.startswith("Optical flow is off")  # not a silent black pane

@@ -82,6 +82,11 @@ class LatencyPlot(pg.PlotWidget):
             self.setYRange(0, top, padding=0)
         self.setTitle(self.rate_text())
 
+    def mark_ended(self) -> None:
+        """The source has ended: the rate shown is of the frames that were, not a live one."""
+        running = self.frames >= 2 and not self.still
+        self.setTitle(f"source ended · {self.rate_text()} while it ran" if running else "source ended")
+
     def y_top(self) -> float:
         """The y range: the 95th percentile of the stages after the first frame, with room above."""
         later = [np.fromiter(v, float)[1 if self.frames == len(v) else 0 :] for v in self.history.values()]

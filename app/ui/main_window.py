@@ -9,6 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QComboBox,
     QDockWidget,
     QFileDialog,
     QGridLayout,
@@ -86,6 +87,8 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._wire()
         self.last_error = ""
+        self._engine_error = ""  # the engine settings' last error, gone when they next apply
+        self._reverting = False
         self._restore_layout()
 
     # ---- construction ---------------------------------------------------------------------
@@ -326,6 +329,7 @@ class MainWindow(QMainWindow):
             else:
                 self.open_spec(self.settings.source)
             return
+        self.latency.mark_ended()
         self.show_status("source ended: its last frame stays live for every control")
 
     # ---- playback -------------------------------------------------------------------------
@@ -386,11 +390,29 @@ class MainWindow(QMainWindow):
         try:
             reason = self.session.set_engine(self.engine_options())
         except UserError as exc:
-            self.show_error(exc.worded(vocabulary.window_words))
+            self._engine_error = exc.worded(vocabulary.window_words)
+            self.show_error(self._engine_error)
+            self._revert_device()
             return
+        if not self._reverting and self._engine_error and self.last_error == self._engine_error:
+            self.notices.dismiss()  # the engine the error was about is gone: so is the error
+            self._engine_error = ""
         self.session.set_compare(self.settings.compare)
         self.show_status(f"engine: {self.session.engine.name} ({vocabulary.word(reason)})")
         self.controller.refresh()
+
+    def _revert_device(self) -> None:
+        """A device that cannot run (cuda without a GPU): the control goes back to the device in
+        use, so it does not claim one that is not (the error stays on screen)."""
+        current = self.session.options.device
+        widget = self.controls.engine_controls.get("device")
+        if self.settings.device == current or not isinstance(widget, QComboBox):
+            return
+        self._reverting = True
+        try:
+            widget.setCurrentText(current)  # the engine is applied again, on the device that runs
+        finally:
+            self._reverting = False
 
     def _apply_compare(self, on: bool) -> None:
         self.session.set_compare(on)

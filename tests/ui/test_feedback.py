@@ -126,6 +126,8 @@ def test_frames_per_second_come_from_frames_shown(qtbot) -> None:  # type: ignor
     plot.arrivals.extend([0.0, 4.0, 8.0, 12.0])  # a frame every 4 s
     assert abs(plot.fps() - 0.25) < 1e-9 and "0.25 fps" in plot.rate_text()
     assert plot.y_top() < 100  # the 4-s first frame does not pin the axis
+    plot.mark_ended()  # the source ended: the rate was, it is not live
+    assert plot.plotItem.titleLabel.text.startswith("source ended · 0.25 fps")
     plot.add({"planes": 30.0, "refine": 12.0}, still=True)  # a held pair answered again after a click
     assert plot.rate_text() == "held frame: answered in 42 ms"  # not the clicks' rate
 

@@ -381,3 +381,24 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     result.timings = {"total": 190.0}
     panel.show_choice(result)
     assert "over" not in panel.budget_label.text()
+
+
+def test_a_device_that_cannot_run_goes_back_and_its_error_goes_with_the_next_good_change(qtbot) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine can run cuda")
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    qtbot.waitUntil(lambda: window.controller.last is not None, timeout=10_000)
+    c = window.controls.engine_controls
+    c["engine"].setCurrentText("bi3d")  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: window.session.engine.name == "bi3d", timeout=30_000)
+    c["device"].setCurrentText("cuda")  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: window.notices.level == "error", timeout=10_000)
+    assert "CUDA" in window.last_error
+    assert c["device"].currentText() == "cpu" and window.settings.device == "cpu"  # type: ignore[attr-defined]
+    assert window.notices.level == "error"  # the error stays until something good replaces it
+    c["precision"].setCurrentText("fp32")  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: window.notices.level != "error", timeout=30_000)
+    assert window.session.options.precision == "fp32"

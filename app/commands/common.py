@@ -78,6 +78,8 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
         tuple(to_disparity(v, calibration, "--planes") for v in args.planes.split(",")) if args.planes else ()
     )
     planes = tuple(dict.fromkeys(planes))  # a plane given twice is one plane
+    if args.mode == "binary" and not planes:  # said before the model is loaded, not after
+        raise UserError("binary mode needs one plane: give --planes (pixels, or metres with --calib)")
     if planes and args.levels is not None:
         raise UserError("--planes and --levels both set the planes; give one of them")
     rng = None

@@ -22,9 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.formats import read_pair_rgb
     from app.engine.outputs import check_writable, format_summary, write_result
 
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UserError(f"--out {args.out} is a file; give a folder (new, or one of earlier results)")
-    check_writable(Path(args.out))  # before the work, not after it
+    check_writable(Path(args.out))  # before the work, not after it (also: a file in the way)
     if args.right is None:
         return run_source(args)
     if args.frames is not None:

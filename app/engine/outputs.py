@@ -60,23 +60,28 @@ def check_writable(out_dir: Path) -> None:
     """A ``UserError`` before any work when ``out_dir`` could not be written: its nearest existing
     folder takes no new folder (a read-only disk, /proc, no permission), or a file is in the way.
     Nothing is left behind."""
-    if not str(out_dir).strip():
-        raise UserError("the output folder name is empty; give --out FOLDER")
+    _check_name(out_dir)
     home = out_dir
     while not home.exists() and home.parent != home:
         home = home.parent
     if not home.is_dir():
-        raise UserError(f"--out {out_dir}: {home} is a file; give a folder (new, or one of earlier results)")
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=_STAGING, suffix=".tmp", dir=home))
-    except OSError as exc:
-        raise UserError(f"cannot write into {home} ({exc.strerror}); choose another --out folder") from None
+        where = "" if home == out_dir else f": {home}"  # the folder itself, or one above it
+        raise UserError(f"--out {out_dir}{where} is a file; give a folder (new, or one of earlier results)")
+    os.rmdir(_new_staging(home))
 
 
 def _staging_folder(out_dir: Path) -> Path:
+    _check_name(out_dir)
+    return _new_staging(make_folder(out_dir if out_dir.is_dir() else out_dir.parent))
+
+
+def _check_name(out_dir: Path) -> None:
     if not str(out_dir).strip() or out_dir == Path(""):
         raise UserError("the output folder name is empty; give --out FOLDER")
-    home = make_folder(out_dir if out_dir.is_dir() else out_dir.parent)
+
+
+def _new_staging(home: Path) -> Path:
+    """A new, empty staging folder in ``home``, or a ``UserError`` saying it cannot be made."""
     try:
         return Path(tempfile.mkdtemp(prefix=_STAGING, suffix=".tmp", dir=home))
     except OSError as exc:

@@ -760,10 +760,6 @@ class Bi3DEngine:
             state = range_state(stepped.cpu().numpy(), lo, hi)
             disparity[state != 0] = np.nan
             np.clip(disparity, lo, hi, out=disparity)  # "inside" reads inside, whatever the refinement did
-        else:
-            # nothing is known beyond the planes swept: the refinement's moves past the first or
-            # last plane (below 0 px: behind the rig) are pinned there
-            np.clip(disparity, min(first, lo), last, out=disparity)
         if request.min_confidence > 0:
             disparity[confidence < request.min_confidence] = np.nan
         return self._result(request, disparity, probs, plan.planes, range_state=state, confidence=confidence)
@@ -785,6 +781,10 @@ class Bi3DEngine:
                 f"the network answered NaN for {100 * broken:.1f}% of its plane probabilities "
                 f"({self.backend.name}, {self.backend.precision}); try --precision fp32, or other weights"
             )
+        if request.mode is Mode.CONTINUOUS and len(planes):
+            # nothing is known beyond the planes swept (full sweep or search): the refinement's
+            # moves past the first or last plane (below 0 px: behind the rig) are pinned there
+            np.clip(disparity, min(float(planes[0]), 0.0), float(planes[-1]), out=disparity)
         return DepthResult(
             disparity=disparity,
             probabilities=np.ascontiguousarray(probs, np.float32),

@@ -232,7 +232,6 @@ def searched_result(
     disp, confidence = match_and_rate(engine, images, disp, stage, cost, timings)
     with engine._timed(timings, "readout"):
         disparity = disp.cpu().numpy().astype(np.float32)
-        np.clip(disparity, min(float(planes[0]), 0.0), float(planes[-1]), out=disparity)  # as the sweep's
     if confidence is not None and request.min_confidence > 0:
         disparity[confidence < request.min_confidence] = np.nan
     return engine._result(request, disparity, probs, planes, confidence=confidence)

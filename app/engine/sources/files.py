@@ -131,7 +131,8 @@ def _images(folder: Path) -> list[Path]:
 
 
 def _swap_side(name: str, old: str, new: str) -> str:
-    """Replace the last ``old`` in ``name`` by ``new``, keeping its case (left -> right, Left -> Right)."""
+    """Replace the last match of ``old`` (a pattern, any case) in ``name`` by ``new``, keeping its
+    case (left -> right, Left -> Right, _L -> _R)."""
     matches = list(re.finditer(old, name, flags=re.IGNORECASE))
     if not matches:
         return name
@@ -185,8 +186,7 @@ def pair_folder_scenes(folder: Path) -> list[Scene]:
         partner = {p: right_dir / p.name for p in lefts}
         for p in lefts:  # also accept left/a_left_1.png with right/a_right_1.png (L/a_L.png, R/a_R.png)
             if not partner[p].is_file():
-                token = old == "l" and _SIDE_TOKEN["l"].search(p.stem) is not None
-                partner[p] = right_dir / (_swap_token(p.name) if token else _swap_side(p.name, old, new))
+                partner[p] = right_dir / _swap_side(p.name, old, new)
     else:
         files = _images(folder)
         lefts = [p for p in files if "left" in p.name.lower()]
@@ -195,7 +195,7 @@ def pair_folder_scenes(folder: Path) -> list[Scene]:
         if not lefts and not rights:  # L / R as a word of the name
             lefts = [p for p in files if _SIDE_TOKEN["l"].search(p.stem)]
             rights = [p for p in files if _SIDE_TOKEN["r"].search(p.stem)]
-            partner = {p: p.with_name(_swap_token(p.name)) for p in lefts}
+            partner = {p: p.with_name(_swap_side(p.name, _SIDE_TOKEN["l"].pattern, "r")) for p in lefts}
     if not lefts and not rights:
         raise UserError(f"no stereo pairs in {folder}: expected {PAIR_FOLDER_HELP}")
     _check_matched(folder, lefts, rights, partner)
@@ -203,7 +203,8 @@ def pair_folder_scenes(folder: Path) -> list[Scene]:
 
 
 def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] | None:
-    """The two cameras' image folders under ``folder`` and the side words of their names, or None."""
+    """The two cameras' image folders under ``folder``, or None, and how a left file name becomes
+    its right partner's when the names differ (``_swap_side``'s pattern and replacement)."""
     dirs = {p.name.lower(): p for p in folder.iterdir() if p.is_dir()}
     for left, right in PAIR_FOLDERS:
         if left in dirs and right in dirs:
@@ -211,17 +212,9 @@ def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] |
             for i, side in enumerate(pair):  # EuRoC and KITTI raw keep the images in data/
                 if not _images(side) and (side / "data").is_dir():
                     pair[i] = side / "data"
-            return (pair[0], pair[1]), ("left", "right") if left == "left" else (left, right)
+            sides = {"l": (_SIDE_TOKEN["l"].pattern, "r"), "left": ("left", "right")}
+            return (pair[0], pair[1]), sides.get(left, (left, right))
     return None
-
-
-def _swap_token(name: str) -> str:
-    """The last ``L`` word of a file name made ``R``, keeping its case (0001_L.png -> 0001_R.png)."""
-    stem, suffix = Path(name).stem, Path(name).suffix
-    matches = list(_SIDE_TOKEN["l"].finditer(stem))
-    m = matches[-1]
-    side = "R" if m.group(0).isupper() else "r"
-    return stem[: m.start()] + side + stem[m.end() :] + suffix
 
 
 def _check_matched(folder: Path, lefts: list[Path], rights: list[Path], partner: dict[Path, Path]) -> None:

@@ -39,8 +39,12 @@ WORKLOADS = (
     ("binary", "binary", 1, 30),
     ("quantized", "binary", 8, 20),
     ("continuous", "continuous_2d", 65, 10),
+    # the bundled light model (the app's default), at the same size
+    ("binary", "light", 1, 30),
+    ("continuous", "light", 65, 10),
 )
 GOALS_MS = {"binary": 1.0, "quantized": 3.0, "continuous": 20.0}
+PRECISIONS = tuple(os.environ.get("GPU_CHECK_PRECISIONS", "fp16,bf16,tf32,fp32").split(","))
 
 
 class Report:
@@ -221,11 +225,12 @@ def timings(report: Report, models: dict[str, Any], start: float) -> None:
     from app.engine.bench.plaster import PowerSampler
 
     left, right = textured_pair(*SIZE)
-    precisions = ("fp16", "bf16", "tf32", "fp32") if DEVICE == "cuda" else ("fp32", "bf16")
+    precisions = PRECISIONS if DEVICE == "cuda" else ("fp32", "bf16")
     for precision in precisions:
         for graphs in (True, False) if DEVICE == "cuda" else (False,):
             for workload, kind, planes, repeat in WORKLOADS:
-                label = f"{workload} {planes} planes, {precision}, {'CUDA graphs' if graphs else 'eager'}"
+                mode = "CUDA graphs" if graphs else "eager"
+                label = f"{workload} {planes} planes, {kind}, {precision}, {mode}"
                 if time.monotonic() - start > BUDGET_S:
                     report.data["skipped"].append(f"{label}: time budget ({BUDGET_S:.0f} s) used up")
                     continue
@@ -252,14 +257,14 @@ def timings(report: Report, models: dict[str, Any], start: float) -> None:
                     "cuda_graphs": graphs,
                     "height": SIZE[0],
                     "width": SIZE[1],
-                    "model_width": WIDTH,
+                    "model_width": 1.0 if kind == "light" else WIDTH,
                     "network_median_ms": float(np.median(network)),
                     "network_p90_ms": float(np.percentile(network, 90)),
                     "total_median_ms": float(np.median(total)),
                     "total_p90_ms": float(np.percentile(total, 90)),
                     "stages_median_ms": {k: float(np.median([r[k] for r in runs])) for k in runs[0]},
                     "mean_power_w": power.watts,
-                    "goal_ms": GOALS_MS[workload] if precision == "fp16" else None,
+                    "goal_ms": GOALS_MS[workload] if precision == "fp16" and kind != "light" else None,
                 }
                 entry["meets_goal"] = (
                     None if entry["goal_ms"] is None else entry["network_median_ms"] <= entry["goal_ms"]
@@ -268,6 +273,16 @@ def timings(report: Report, models: dict[str, Any], start: float) -> None:
                 report.save()
                 del engine
                 _free()
+
+
+def _bundled_light() -> Any:
+    """The bundled light model (``resources/models``), or a random one where it is missing."""
+    from app.engine.assets import default_weights
+    from app.engine.bi3d.checkpoint import load_model
+    from app.engine.bi3d.factory import build_model
+
+    weights = default_weights()
+    return (load_model(weights)[0] if weights else build_model("light", 1.0)).eval()
 
 
 def _free() -> None:
@@ -293,6 +308,7 @@ def main() -> int:
 
         torch.manual_seed(0)
         models = {kind: build_model(kind, WIDTH).eval() for kind in ("binary", "continuous_2d")}
+        models["light"] = _bundled_light()
         report.save()
         for name, step in (
             ("checks", lambda: checks(report, models)),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check, at most 8 minutes on an H200 with the device image's packages (torch with CUDA,
-# numpy, onnx, onnxruntime CPU; no OpenCV, Qt or TensorRT; no internet). Run from the repository
+# numpy, onnx, onnxruntime CPU, OpenCV headless; no Qt, TensorRT or platformdirs, whose wheel must be
+# carried: see benchmarks/gpu_session.sh, which also runs this check; no internet). Run from the repository
 # root. 1) the CUDA tests (if pytest is there), 2) benchmarks/gpu_check.py: correctness checks and
 # the published-width network at 576 x 960 in fp32/tf32/bf16/fp16, with and without CUDA graphs.
 # Always leaves $OUT/gpu_check.json (and $OUT/pytest.txt when the tests ran).

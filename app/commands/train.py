@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         plane_step=args.plane_step,
         near_share=args.near_share,
         rooms_share=args.rooms_share,
+        blank_share=args.blank_share,
         freeze_features=args.freeze_features,
     )
     result = train(cfg)
@@ -101,6 +102,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=0.5,
         help="synthetic data: share of scenes that are 3D rooms, corridors and outdoor scenes "
         "(the rest: layered planes); the bundled model was trained with 0",
+    )
+    p.add_argument(
+        "--blank-share",
+        type=real("--blank-share", 0, 1),
+        default=0.0,
+        help="synthetic data: share of the rooms drawn with every wall and ceiling blank",
     )
     p.add_argument(
         "--window",

@@ -31,12 +31,19 @@ if TYPE_CHECKING:
 Item = tuple[Tensor, Tensor, Tensor]
 GENERATORS = ("layered", "rooms")
 GOLDEN = (math.sqrt(5) - 1) / 2
+SILVER = math.sqrt(2) - 1  # a second irrational step, independent of GOLDEN's sequence
 
 
 def is_room_scene(seed: int, rooms_share: float) -> bool:
     """Whether scene ``seed`` of the stream is a room: the fractional part of seed x golden
     ratio below the share, so any run of consecutive seeds holds the share within a few scenes."""
     return (seed * GOLDEN) % 1.0 < rooms_share
+
+
+def is_blank_room(seed: int, blank_share: float) -> bool:
+    """Whether room scene ``seed`` is drawn with every wall and ceiling blank
+    (``RoomConfig.blank_walls``): the same low-discrepancy rule on a second irrational step."""
+    return (seed * SILVER) % 1.0 < blank_share
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,8 @@ class SyntheticStream(IterableDataset):
     shown ``reuse`` times, vertically flipped or not (a valid stereo augmentation; a
     horizontal flip is not) and with new planes each time. Seeds are disjoint per
     worker and per distributed rank; ``seed_base`` keeps validation scenes apart. A share
-    ``rooms_share`` of the scenes are 3D rooms (``is_room_scene``), the rest layered.
+    ``rooms_share`` of the scenes are 3D rooms (``is_room_scene``), the rest layered; of the
+    rooms, a share ``blank_share`` has every wall and ceiling blank (``is_blank_room``).
     """
 
     def __init__(
@@ -71,10 +79,12 @@ class SyntheticStream(IterableDataset):
         world: int = 1,
         device: str = "cpu",
         rooms_share: float = 0.0,
+        blank_share: float = 0.0,
     ) -> None:
         self.cfg = SceneConfig(crop.height, crop.width, max_disparity)
         self.room_cfg = RoomConfig(crop.height, crop.width, max_disparity)
-        self.rooms_share = rooms_share
+        self.blank_cfg = RoomConfig(crop.height, crop.width, max_disparity, blank_walls=True)
+        self.rooms_share, self.blank_share = rooms_share, blank_share
         self.seed_base, self.reuse, self.rank, self.world = seed_base, reuse, rank, world
         self.device = device  # "cuda": render on the GPU, so data never starves it
         self.start = 0
@@ -96,7 +106,8 @@ class SyntheticStream(IterableDataset):
     def scene(self, seed: int) -> StereoSample:
         """The stream's scene for this seed (a room or a layered scene)."""
         if is_room_scene(seed, self.rooms_share):
-            return render_room(seed, self.room_cfg, self.device)
+            blank = is_blank_room(seed, self.blank_share)
+            return render_room(seed, self.blank_cfg if blank else self.room_cfg, self.device)
         return render_scene(seed, self.cfg, self.device)
 
 

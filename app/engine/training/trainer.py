@@ -91,6 +91,10 @@ class TrainConfig:
     # share of synthetic scenes that are 3D rooms, corridors and outdoor scenes (synthetic.rooms);
     # the rest are layered scenes. The bundled model predates the rooms: it was trained with 0
     rooms_share: float = 0.5
+    # share of those rooms with every wall and ceiling blank (``RoomConfig.blank_walls``): the
+    # scenes where a model paints phantom "near" blobs unless it learns them (the held-out blank
+    # rooms of ``benchmarks/phantom_blobs.py`` come from seeds far from every training stream)
+    blank_share: float = 0.0
     # fine-tuning: keep the feature network as it is and train the rest (SegNet, upsampling
     # guide, refinement). The per-pixel passes' SegNet of ``init`` is then carried over
     # untrained: it reads the same features (retrain it with ``train-pixel-pass`` if wanted)
@@ -108,6 +112,8 @@ class TrainConfig:
             raise UserError(f"--near-share {self.near_share} must lie between 0 and 1")
         if not 0 <= self.rooms_share <= 1:
             raise UserError(f"--rooms-share {self.rooms_share} must lie between 0 and 1")
+        if not 0 <= self.blank_share <= 1:
+            raise UserError(f"--blank-share {self.blank_share} must lie between 0 and 1")
         if self.freeze_features and not self.init:
             raise UserError("--freeze-features fine-tunes a trained model: give it with --init")
 
@@ -242,6 +248,7 @@ class Trainer:
                 world=self.dist.world,
                 device=str(self.device) if cfg.data_device == "cuda" else "cpu",
                 rooms_share=cfg.rooms_share,
+                blank_share=cfg.blank_share,
             )
             stream.start = self.step * per_rank // max(cfg.reuse, 1)
             # CUDA tensors cannot cross into loader processes: render in this process then

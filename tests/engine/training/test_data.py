@@ -15,6 +15,7 @@ from app.engine.training.data import (
     CropConfig,
     SyntheticStream,
     blank_wall_scenes,
+    is_blank_room,
     is_room_scene,
     room_selection_scenes,
     validation_scenes,
@@ -53,6 +54,23 @@ def test_the_stream_mixes_rooms_and_layered_scenes_deterministically() -> None:
     assert any(kinds) and not all(kinds)
     layered = list(itertools.islice(iter(SyntheticStream(CROP, 32.0, seed_base=100, reuse=1)), 2))
     assert torch.equal(layered[0][0], render_scene(100, SceneConfig(48, 96, 32.0)).left)  # default: as before
+
+
+def test_a_share_of_the_rooms_has_every_wall_blank() -> None:
+    for share in (0.0, 0.3, 1.0):
+        blank = sum(is_blank_room(10**7 + i, share) for i in range(200))
+        assert abs(blank - 200 * share) <= 2, share
+    # independent of the rooms' own rule: blank rooms fall among rooms and layered seeds alike
+    seeds = [s for s in range(100, 400) if is_room_scene(s, 0.5)]
+    assert 0.2 < sum(is_blank_room(s, 0.5) for s in seeds) / len(seeds) < 0.8
+    stream = SyntheticStream(CROP, 32.0, seed_base=100, reuse=1, rooms_share=1.0, blank_share=0.5)
+    for i, (left, _, disp) in enumerate(itertools.islice(iter(stream), 4)):
+        seed = 100 + i
+        cfg = RoomConfig(48, 96, 32.0, blank_walls=is_blank_room(seed, 0.5))
+        expected = render_room(seed, cfg)
+        assert torch.equal(left, expected.left) and torch.equal(disp, expected.disparity)
+    with pytest.raises(UserError, match=r"blank-share 2"):
+        TrainConfig(blank_share=2.0)
 
 
 def test_validation_keeps_layered_scenes_and_offers_rooms() -> None:

@@ -1,0 +1,99 @@
+"""benchmarks/train_gpu.py's clock-fitted schedule and its validation fallback, with fakes of the
+trainer (the script itself runs on a lent GPU)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "train_gpu.py"
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("train_gpu", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_gpu"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeTrainer:
+    """``Trainer``'s loop as far as the script touches it: a step costs ``dt`` seconds."""
+
+    def __init__(self, clock: list[float], dt: float) -> None:
+        self.cfg = SimpleNamespace(steps=10**6)
+        self.step = 0
+        self.clock, self.dt = clock, dt
+
+    def train_step(self, *batch: object) -> float:
+        self.clock[0] += self.dt
+        self.step += 1
+        return 0.0
+
+    def run(self) -> int:
+        while self.step < self.cfg.steps:
+            self.train_step()
+        return self.step
+
+
+def test_the_schedule_ends_at_the_deadline(script: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(script.time, "monotonic", lambda: clock[0])
+    trainer = FakeTrainer(clock, dt=0.1)  # 10 steps/s
+    script._fit_schedule(trainer, 0.0, 120.0)
+    steps = trainer.run()
+    # the cosine's end is set from the measured rate (20 s kept for the last validation)
+    assert 900 <= steps <= 1010
+    assert clock[0] <= 120.0
+
+
+def test_a_run_slower_than_measured_still_stops_at_the_deadline(
+    script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(script.time, "monotonic", lambda: clock[0])
+    trainer = FakeTrainer(clock, dt=0.1)
+    original = trainer.train_step
+
+    def slower(*batch: object) -> float:
+        if trainer.step > 200:
+            trainer.dt = 1.0  # the machine got busy after the estimate
+        return original(*batch)
+
+    trainer.train_step = slower  # type: ignore[method-assign]
+    script._fit_schedule(trainer, 0.0, 60.0)
+    trainer.run()
+    assert 60.0 < clock[0] <= 62.0  # the step that crossed it, then the last (validated, saved)
+
+
+def test_a_validation_that_fails_on_the_gpu_is_done_on_a_cpu_copy(
+    script: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = nn.Linear(2, 1)
+    calls: list[tuple[str, bool]] = []
+
+    class Trainer:
+        def __init__(self) -> None:
+            self.model, self.device = model, torch.device("cuda")
+
+        def validate(self, scenes: list[object]) -> dict[str, float]:
+            calls.append((self.device.type, self.model is model))
+            if self.device.type == "cuda":
+                raise RuntimeError("a CUDA fault")
+            return {"val_bad2": 0.5}
+
+    trainer = Trainer()
+    script._guard_validation(trainer)
+    assert trainer.validate([]) == {"val_bad2": 0.5}
+    assert trainer.validate([]) == {"val_bad2": 0.5}  # straight to the CPU from then on
+    assert calls == [("cuda", True), ("cpu", False), ("cpu", False)]
+    assert trainer.model is model and trainer.device.type == "cuda"  # the training goes on as it was
+    assert "a CUDA fault" in capsys.readouterr().err

@@ -470,15 +470,21 @@ def test_light_answers_stay_within_the_planes_swept_and_say_when_the_scene_is_ne
     selective = engine.compute(left, right, DepthRequest(mode=Mode.SELECTIVE, range=(9.0, 15.0)))
     inside = selective.range_state == 0
     assert np.all((selective.disparity[inside] >= 9.0) & (selective.disparity[inside] <= 15.0))
-    # the note, on the answer's own "closer" curve at the last plane
+    assert any("nearer than the sweep reaches" in n for n in result.notes)
+    # the note, on the answer's own "closer" curve at the last plane and its answer there
     probs = np.zeros((3, 10, 10), np.float32)
-    probs[-1, :, :2] = 0.9  # 20 % of the pixels closer than the last plane
-    fake = DepthResult(
-        np.zeros((10, 10), np.float32), probs, np.array([0.0, 3.0, 6.0]), Mode.CONTINUOUS, "bi3d"
-    )
+    probs[-1, :, :4] = 0.9  # 40 % of the pixels "closer" than the last plane, 20 % answered there
+    disparity = np.full((10, 10), 2.0, np.float32)
+    disparity[:, :2] = 6.0
+    disparity[0, 0] = np.nan  # masked by the confidence: not counted as beyond
+    fake = DepthResult(disparity, probs, np.array([0.0, 3.0, 6.0]), Mode.CONTINUOUS, "bi3d")
     (note,) = beyond_note(fake)
-    assert note.startswith("20.0 % of the pixels are nearer than the sweep reaches (6 px)")
+    assert note.startswith("19.0 % of the pixels are nearer than the sweep reaches (6 px)")
     probs[-1] = 0.1
+    assert beyond_note(fake) == []
+    # "closer" on the last plane but answered far (a false run the readout passed over): no note
+    probs[-1] = 0.9
+    fake.disparity[:] = 2.0
     assert beyond_note(fake) == []
 
 

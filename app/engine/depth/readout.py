@@ -175,7 +175,7 @@ def upsampled_probabilities(curves: Tensor, size: tuple[int, int], top: int, lef
     p = curves.shape[1]
     h, w = size
     if curves.device.type != "cpu":
-        return upsampled(curves.float(), size)[0, :, top:, left:].cpu().numpy()
+        return host_array(upsampled(curves.float(), size)[0, :, top:, left:])
     src = curves[0].float().contiguous().numpy()
     out = np.empty((p, h - top, w - left), np.float32)
     scratch = np.empty((h, w), np.float32)
@@ -183,6 +183,22 @@ def upsampled_probabilities(curves: Tensor, size: tuple[int, int], top: int, lef
         cv2.resize(src[k], (w, h), dst=scratch, interpolation=cv2.INTER_LINEAR)
         out[k] = scratch[top:, left:]
     return out
+
+
+def host_array(t: Tensor) -> np.ndarray:
+    """A tensor's values as a contiguous NumPy array. From a GPU through page-locked host memory
+    (torch's caching host allocator reuses the blocks of dropped results): on the H200 of
+    2026-12-04 a continuous frame's probability record (65 x 576 x 960 float32, 144 MB) took
+    113 ms to copy into pageable memory, most of the frame (``benchmarks/RESULTS.md``). Where
+    page-locked memory cannot be had, the plain copy."""
+    if t.device.type == "cpu":
+        return t.contiguous().numpy()
+    try:
+        host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    except RuntimeError:  # no page-locked memory to be had: pageable, as before
+        return t.cpu().numpy()
+    host.copy_(t)  # synchronous: the values are there when this returns
+    return host.numpy()
 
 
 EDGE_SPREAD = 2  # planes: a 2 x 2 block of grid steps this far apart is read at full resolution

@@ -4,10 +4,11 @@ grid and the answer upsampled, instead of upsampling every plane first."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
-from app.engine.depth.readout import step_fit, upsampled_probabilities, upsampled_step_fit
+from app.engine.depth.readout import host_array, step_fit, upsampled_probabilities, upsampled_step_fit
 
 PLANES = torch.arange(40, dtype=torch.float32) * 3
 SIZE = (60, 90)  # 3x the grid, as the light model's feature grid to the image
@@ -59,3 +60,19 @@ def test_the_probability_record_is_the_bilinear_crop() -> None:
     assert record.flags.c_contiguous and record.dtype == np.float32
     assert record.shape == (40, 54, 81)
     np.testing.assert_allclose(record, ref, atol=1e-5)
+
+
+def test_host_array_gives_contiguous_values_of_a_crop() -> None:
+    volume = torch.arange(2 * 5 * 7, dtype=torch.float32).view(2, 5, 7)
+    crop = volume[:, 1:, 2:]  # as the padder crops: not contiguous
+    out = host_array(crop)
+    assert out.flags["C_CONTIGUOUS"] and np.array_equal(out, crop.numpy())
+
+
+@pytest.mark.gpu
+def test_host_array_copies_from_the_gpu_through_page_locked_memory() -> None:
+    volume = torch.rand(3, 40, 50, device="cuda")
+    crop = volume[:, 4:, 6:]
+    out = host_array(crop)
+    assert out.flags["C_CONTIGUOUS"] and np.array_equal(out, crop.cpu().numpy())
+    assert torch.from_numpy(out).is_pinned()  # the same memory: page-locked

@@ -6,6 +6,8 @@ Images are RGB uint8, H x W x 3. Disparities are float32 pixels, NaN where unkno
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -175,6 +177,20 @@ class DepthResult:
     searched: tuple[float, float] | None = None  # px: the sweep of --max-disparity auto
     runtime_choice: str = ""  # --runtime auto: "cache" (an earlier run's decision) or "timed"
 
+    def defer_probabilities(
+        self, record: Callable[[], np.ndarray], plane: Callable[[int], np.ndarray]
+    ) -> None:
+        """Make ``probabilities`` when first read, by ``record()`` (P x H x W), instead of now;
+        ``plane(k)`` gives one plane's H x W alone. A continuous frame's record is a by-product of
+        its answer (65 planes: 80 MB at 480 x 640, 370 MB and a third of the frame at 1282 x 1110;
+        2/3 of the frame on a GPU), and only files and the binary display read it."""
+        self.__dict__["_probability_source"] = (record, plane, threading.Lock())
+
+    def plane_probabilities(self, k: int) -> np.ndarray:
+        """``probabilities[k]`` (H x W), without making the whole deferred record."""
+        source = self.__dict__.get("_probability_source")
+        return source[1](k) if source is not None else self.probabilities[k]
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays written to ``result.npz``."""
         h, w = self.disparity.shape
@@ -192,6 +208,27 @@ class DepthResult:
         if self.confidence is not None:
             return self.confidence.astype(np.float32)
         return np.isfinite(self.disparity).astype(np.float32)
+
+
+def _probabilities(result: DepthResult) -> np.ndarray:
+    source = result.__dict__.get("_probability_source")
+    if source is not None:
+        with source[2]:  # one thread makes it; another reading meanwhile waits for it
+            if "_probability_source" in result.__dict__:
+                result.__dict__["_probabilities"] = np.ascontiguousarray(source[0](), np.float32)
+                del result.__dict__["_probability_source"]
+    value: np.ndarray = result.__dict__["_probabilities"]
+    return value
+
+
+def _set_probabilities(result: DepthResult, value: np.ndarray) -> None:
+    result.__dict__.pop("_probability_source", None)
+    result.__dict__["_probabilities"] = value
+
+
+# ``probabilities`` stays a field of the constructor and of ``dataclasses.replace``; reading it
+# makes a deferred record (``DepthResult.defer_probabilities``)
+setattr(DepthResult, "probabilities", property(_probabilities, _set_probabilities))  # noqa: B010
 
 
 @dataclass

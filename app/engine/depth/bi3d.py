@@ -56,12 +56,12 @@ from app.engine.depth.exposure import (
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, check_planes
 from app.engine.depth.readout import (
+    DeferredRecord,
     feats_guide,
     host_array,
     integrate_planes,
     normalized_to_disparity,
     step_fit,
-    upsampled_probabilities,
     upsampled_step_fit,
 )
 from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
@@ -742,10 +742,8 @@ class Bi3DEngine:
         disp, confidence = match_and_rate(self, images, disp, (kind, plan.step, radius), cost, timings)
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
-            if on_grid:
-                probs = upsampled_probabilities(curves, padder.padded_size, padder.top, padder.left)
-            else:
-                probs = host_array(padder.crop(curves)[0])
+            # the record is made when read (files, not the window): on the grid, or the padded image
+            probs = DeferredRecord(curves, padder.padded_size, padder.top, padder.left)
         if confidence is None:  # a model without the agreement stage: its curve's own step
             if cost is None:  # the published continuous model
                 cost = padder.crop(step_fit(logits, planes, curves).cost)[0, 0]
@@ -769,14 +767,20 @@ class Bi3DEngine:
         self,
         request: DepthRequest,
         disparity: np.ndarray,
-        probs: np.ndarray,
+        probs: np.ndarray | DeferredRecord,
         planes: np.ndarray,
         **extra: np.ndarray | None,
     ) -> DepthResult:
         # the network's own answers: NaN only from broken weights or an overflow. A sum finds
         # one (3 against 10 ms for 29 planes at Motorcycle's size); counting them only then
-        finite = not probs.size or bool(np.isfinite(probs.sum(dtype=np.float32)))
-        broken = 0.0 if finite else float(np.isnan(probs).mean())
+        deferred: DeferredRecord | None = None
+        if isinstance(probs, DeferredRecord):
+            deferred, finite = probs, probs.finite()
+            record = np.empty((len(planes), 0, 0), np.float32) if finite else probs.record()
+        else:
+            record = probs
+            finite = not record.size or bool(np.isfinite(record.sum(dtype=np.float32)))
+        broken = 0.0 if finite else float(np.isnan(record).mean())
         if broken:
             raise UserError(
                 f"the network answered NaN for {100 * broken:.1f}% of its plane probabilities "
@@ -786,9 +790,9 @@ class Bi3DEngine:
             # nothing is known beyond the planes swept (full sweep or search): the refinement's
             # moves past the first or last plane (below 0 px: behind the rig) are pinned there
             np.clip(disparity, min(float(planes[0]), 0.0), float(planes[-1]), out=disparity)
-        return DepthResult(
+        result = DepthResult(
             disparity=disparity,
-            probabilities=np.ascontiguousarray(probs, np.float32),
+            probabilities=np.ascontiguousarray(record, np.float32),
             planes=np.asarray(planes, np.float32),
             mode=request.mode,
             engine=self.name,
@@ -797,6 +801,9 @@ class Bi3DEngine:
             precision=self.backend.precision,
             **extra,  # type: ignore[arg-type]
         )
+        if deferred is not None:
+            result.defer_probabilities(deferred.record, deferred.plane)
+        return result
 
     # ---- helpers ------------------------------------------------------------------
     def _sync(self) -> None:
@@ -829,13 +836,13 @@ def beyond_note(result: DepthResult) -> list[str]:
     planes beyond a scene (isolated false runs the step readout passes over), which on the
     Motorcycle pair at 0-192 px made a third of the pixels "nearer than 192 px" while none read
     more than 60 px."""
-    probs, planes = result.probabilities, result.planes
-    if probs is None or len(probs) == 0:
+    planes = result.planes
+    if len(planes) == 0:
         return []
     last = float(planes[-1])
     step = float(planes[-1] - planes[-2]) if len(planes) > 1 else 1.0
     with np.errstate(invalid="ignore"):
-        beyond = float(np.mean((probs[-1] > 0.5) & (result.disparity >= last - step)))
+        beyond = float(np.mean((result.plane_probabilities(-1) > 0.5) & (result.disparity >= last - step)))
     if beyond < BEYOND_NOTE_SHARE:
         return []
     return [

@@ -37,7 +37,7 @@ from torch import Tensor
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.agreement import agree
 from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
-from app.engine.depth.readout import upsampled_probabilities
+from app.engine.depth.readout import DeferredRecord
 from app.engine.depth.search import Bracket, coarse_planes, passes_needed, search
 from app.engine.depth.subpixel import SubpixelConfig, refine_subpixel, stage_config
 from app.engine.errors import Interrupted
@@ -126,7 +126,7 @@ class SearchEngine(Protocol):
         self,
         request: DepthRequest,
         disparity: np.ndarray,
-        probs: np.ndarray,
+        probs: np.ndarray | DeferredRecord,
         planes: np.ndarray,
         **extra: np.ndarray | None,
     ) -> DepthResult: ...
@@ -217,11 +217,9 @@ def searched_result(
         third = curve_upsample(low, br, feats.guide)  # the model's grid (1/3), then bilinearly
         full = F.interpolate(third[None, None], padder.padded_size, mode="bilinear", align_corners=False)
         disp = padder.crop(full)[0, 0]
-        # the coarse planes' probabilities, bilinearly: a record, not the answer (10 ms, where
-        # the edge-aware upsampling of 9 planes took 45)
-        probs = upsampled_probabilities(
-            torch.sigmoid(lowres.float()), padder.padded_size, padder.top, padder.left
-        )
+        # the coarse planes' probabilities, bilinearly when read: a record, not the answer (10 ms,
+        # where the edge-aware upsampling of 9 planes took 45)
+        probs = DeferredRecord(torch.sigmoid(lowres.float()), padder.padded_size, padder.top, padder.left)
     cost = None
     if engine.agreement is not None and br.cost is not None:
         # the coarse curve's disagreement with its step, in coarse planes, counted as the grid

@@ -501,3 +501,32 @@ def test_quantized_levels_that_miss_the_scene_say_so() -> None:
     probs[0] = 0.9  # between the levels
     assert one_level_note(probs, planes) == []
     assert one_level_note(probs[:1], planes[:1]) == []  # one plane: binary, no levels
+
+
+def test_a_continuous_answer_makes_its_probability_record_when_read(pair) -> None:  # type: ignore[no-untyped-def]
+    """The P x H x W record is a by-product of a continuous answer (370 MB at 1282 x 1110): made
+    when a file or the display reads it, the same values as it was made before, and one plane
+    of it alone for the notes."""
+    import dataclasses
+
+    from app.engine.depth.readout import DeferredRecord, upsampled_probabilities
+
+    for search in ("full", "coarse-to-fine"):
+        torch.manual_seed(0)
+        engine = Bi3DEngine(LightBi3D(width=0.5), search=search)
+        result = engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48))
+        assert "_probability_source" in result.__dict__  # not made yet
+        last = result.plane_probabilities(-1)
+        assert "_probability_source" in result.__dict__
+        record = result.probabilities
+        assert "_probability_source" not in result.__dict__
+        assert record.shape == (len(result.planes), *pair[0].shape[:2]) and record.dtype == np.float32
+        assert record.flags["C_CONTIGUOUS"] and np.array_equal(record[-1], last)
+        assert np.all((record >= 0) & (record <= 1))
+        assert result.arrays()["probabilities"].shape == record.shape
+        assert dataclasses.replace(result).probabilities is record
+    # the record is the grid's probabilities upsampled, as before
+    grid = torch.rand(1, 5, 20, 30)
+    deferred = DeferredRecord(grid, (60, 90), 2, 3)
+    assert np.array_equal(deferred.record(), upsampled_probabilities(grid, (60, 90), 2, 3))
+    assert np.array_equal(deferred.plane(-2), deferred.record()[3])

@@ -5,12 +5,14 @@
 #       --python-version 3.12 --implementation cp -d .whl platformdirs
 # then run(command="python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
 #   && export PYTHONPATH=/tmp/site; bash benchmarks/gpu_session.sh", timeout_s=590, carry=[".whl"]).
-# Ran on 2026-12-04 (benchmarks/RESULTS.md): the scenes' rendering, not the GPU, set the pace
-# (52-63 samples/s a run at 288 x 576; benchmarks/render_speed.py).
+# Ran on 2026-12-04 (benchmarks/RESULTS.md) with the scenes rendered by CPU loader processes:
+# rendering, not the GPU, set the pace (52-63 samples/s a run at 288 x 576). Since then the runs
+# render on the GPU in spawned loader processes (--data-device cuda; untested on hardware: a run
+# whose GPU loaders fail says so in its log.txt and renders on the CPU, as on 2026-12-04).
 # 1) benchmarks/gpu_check.py alone on the idle GPU (correctness checks, then timings for
 #    CHECK_S seconds in bf16 and fp32: the published-width network and the bundled light model);
 # 2) two fine-tunes of the bundled model side by side for TRAIN_MIN minutes (scenes rendered
-#    by 7 CPU loader processes each), while the CUDA tests run:
+#    on the GPU by 6 loader processes each), while the CUDA tests run:
 #    a: features frozen (the per-pixel SegNet stays valid), half rooms, a third of them blank;
 #    b: the whole network, a fifth rooms;
 # 3) copies what comes back to $OUT (8 files at most): gpu_check.json, pytest.txt, and per run
@@ -32,10 +34,10 @@ cp "$WORK/check/gpu_check.json" "$OUT/" 2>/dev/null || echo '{"errors": ["gpu_ch
 
 INIT=resources/models/bi3d_default.pt
 "$PY" benchmarks/train_gpu.py --out "$WORK/a" --minutes "$TRAIN_MIN" --init "$INIT" --freeze-features \
-    --rooms-share 0.5 --blank-share 0.3 --lr 3e-4 --workers 7 --threads 2 --seed 21 ${TRAIN_ARGS:-} >"$WORK/a.txt" 2>&1 &
+    --rooms-share 0.5 --blank-share 0.3 --lr 3e-4 --data-device cuda --workers 6 --threads 2 --seed 21 ${TRAIN_ARGS:-} >"$WORK/a.txt" 2>&1 &
 A=$!
 "$PY" benchmarks/train_gpu.py --out "$WORK/b" --minutes "$TRAIN_MIN" --init "$INIT" \
-    --rooms-share 0.2 --blank-share 0.2 --lr 1.5e-4 --workers 7 --threads 2 --seed 22 ${TRAIN_ARGS:-} >"$WORK/b.txt" 2>&1 &
+    --rooms-share 0.2 --blank-share 0.2 --lr 1.5e-4 --data-device cuda --workers 6 --threads 2 --seed 22 ${TRAIN_ARGS:-} >"$WORK/b.txt" 2>&1 &
 B=$!
 if "$PY" -c "import pytest" 2>/dev/null; then
     timeout 200 "$PY" -m pytest -q -p no:cacheprovider -W "ignore::pytest.PytestConfigWarning" \

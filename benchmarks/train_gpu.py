@@ -7,7 +7,9 @@ python benchmarks/train_gpu.py --out $OUT/run [--minutes 6] [--init resources/mo
 The learning-rate schedule is fitted to the time given: after a short measurement the run's
 step count is set so that its cosine decay ends at the deadline (re-estimated every 100 steps),
 so a run stopped by the clock still ends at its low rate. Scenes are rendered on the CPU by
-``--workers`` loader processes (``--data-device cuda`` renders them in the training process).
+``--workers`` loader processes, on the GPU with ``--data-device cuda`` (spawned processes, each
+with its own CUDA context; without workers, in the training process). If the GPU loaders fail
+at the start, the run says why and renders on the CPU instead.
 A validation that fails on the GPU is retried on a CPU copy of the model, with the GPU's
 error printed, so a fault in the engine's CUDA path does not lose the run.
 """
@@ -73,6 +75,7 @@ def main() -> int:
     )  # fmt: skip
     trainer = Trainer(cfg)
     _guard_validation(trainer)
+    _guard_rendering(trainer, args.workers)
     _fit_schedule(trainer, start, deadline)
     result = trainer.run()
     report = {
@@ -106,6 +109,29 @@ def _fit_schedule(trainer: Trainer, start: float, deadline: float) -> None:
         return loss
 
     trainer.train_step = step  # type: ignore[method-assign]
+
+
+def _guard_rendering(trainer: Trainer, workers: int) -> None:
+    """If the scenes cannot be had as asked (loader processes rendering on the GPU), say why and
+    render them on the CPU in ``workers`` forked loader processes instead."""
+    original = trainer._batches
+
+    def batches():  # type: ignore[no-untyped-def]
+        stream = original()
+        try:
+            first = next(stream)
+        except Exception:  # any fault of the GPU loaders: reported, then the CPU's
+            if trainer.cfg.data_device != "cuda":
+                raise
+            print("\nrendering on the GPU in loader processes failed; rendering on the CPU:", flush=True)
+            traceback.print_exc()
+            trainer.cfg.data_device, trainer.cfg.workers = "cpu", workers
+            stream = original()
+            first = next(stream)
+        yield first
+        yield from stream
+
+    trainer._batches = batches  # type: ignore[method-assign]
 
 
 def _guard_validation(trainer: Trainer) -> None:

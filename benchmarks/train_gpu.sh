@@ -14,6 +14,6 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 # shellcheck disable=SC2086
 "${PYTHON:-python3}" benchmarks/train_gpu.py --out "$OUT/run" --minutes "${TRAIN_MIN:-8}" \
-    --init resources/models/bi3d_default.pt --workers 14 --threads 2 ${TRAIN_ARGS:-} 2>&1 \
+    --init resources/models/bi3d_default.pt --data-device cuda --workers 12 --threads 2 ${TRAIN_ARGS:-} 2>&1 \
     | tr '\r' '\n' | grep -v '^step .* samples/s'
 ls -la "$OUT/run"

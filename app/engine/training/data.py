@@ -87,6 +87,9 @@ class SyntheticStream(IterableDataset):
         self.rooms_share, self.blank_share = rooms_share, blank_share
         self.seed_base, self.reuse, self.rank, self.world = seed_base, reuse, rank, world
         self.device = device  # "cuda": render on the GPU, so data never starves it
+        # hand samples over on the CPU (rendered on the GPU by loader processes, which cannot
+        # pass CUDA tensors to the training process)
+        self.to_cpu = False
         self.start = 0
 
     def __iter__(self) -> Iterator[Item]:
@@ -96,6 +99,8 @@ class SyntheticStream(IterableDataset):
         index = self.start * stride + self.rank * workers + wid
         while True:
             sample = self.scene(self.seed_base + index)
+            if self.to_cpu:
+                sample = StereoSample(sample.left.cpu(), sample.right.cpu(), sample.disparity.cpu())
             for k in range(self.reuse):
                 if k % 2:
                     yield sample.left.flip(1), sample.right.flip(1), sample.disparity.flip(0)

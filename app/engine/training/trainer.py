@@ -251,9 +251,23 @@ class Trainer:
                 blank_share=cfg.blank_share,
             )
             stream.start = self.step * per_rank // max(cfg.reuse, 1)
-            # CUDA tensors cannot cross into loader processes: render in this process then
-            workers = 0 if cfg.data_device == "cuda" else cfg.workers
-            loader = DataLoader(stream, batch_size=per_rank, num_workers=workers)
+            if cfg.data_device == "cuda" and cfg.workers > 0:
+                # each loader process renders on the GPU (a CUDA context needs a spawned process,
+                # not a fork) and hands its samples over on the CPU: one process rendering was
+                # the bottleneck of a lent H200 (benchmarks/RESULTS.md, 2026-12-04)
+                stream.to_cpu = True
+                loader = DataLoader(
+                    stream,
+                    batch_size=per_rank,
+                    num_workers=cfg.workers,
+                    multiprocessing_context="spawn",
+                    pin_memory=self.device.type == "cuda",
+                    persistent_workers=True,
+                    prefetch_factor=4,
+                )
+            else:  # a CPU stream in forked loader processes, or a GPU stream in this one
+                workers = 0 if cfg.data_device == "cuda" else cfg.workers
+                loader = DataLoader(stream, batch_size=per_rank, num_workers=workers)
             yield from loader
             return
         dataset = SceneDataset(cfg.data, crop, seed=cfg.seed + self.dist.rank)

@@ -97,3 +97,38 @@ def test_a_validation_that_fails_on_the_gpu_is_done_on_a_cpu_copy(
     assert calls == [("cuda", True), ("cpu", False), ("cpu", False)]
     assert trainer.model is model and trainer.device.type == "cuda"  # the training goes on as it was
     assert "a CUDA fault" in capsys.readouterr().err
+
+
+def test_a_failing_gpu_loader_falls_back_to_cpu_rendering(
+    script: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Trainer:
+        cfg = SimpleNamespace(data_device="cuda", workers=12)
+
+        def _batches(self):  # type: ignore[no-untyped-def]
+            if self.cfg.data_device == "cuda":
+                raise RuntimeError("CUDA error: initialization error")
+                yield  # a generator, as the trainer's
+            yield from ("cpu batch 1", "cpu batch 2")
+
+    trainer = Trainer()
+    script._guard_rendering(trainer, 7)
+    assert list(trainer._batches()) == ["cpu batch 1", "cpu batch 2"]
+    assert (trainer.cfg.data_device, trainer.cfg.workers) == ("cpu", 7)
+    assert "initialization error" in capsys.readouterr().err
+
+
+def test_loader_processes_that_render_on_the_gpu_hand_over_cpu_samples(tmp_path: Path) -> None:
+    """The spawned loaders of ``--data-device cuda --workers N``, run here with the training and
+    rendering on the CPU (the same processes and hand-over; CUDA itself only on a GPU)."""
+    from app.engine.training.trainer import TrainConfig, Trainer
+
+    cfg = TrainConfig(
+        out=str(tmp_path / "run"), steps=2, batch=2, planes=2, crop=(96, 192), device="cpu",
+        data_device="cuda", workers=1, val_every=1000, val_count=1, save_every=1000,
+        rooms_share=0.5, precision="fp32",
+    )  # fmt: skip
+    trainer = Trainer(cfg)
+    left, right, gt = next(trainer._batches())
+    assert left.shape == right.shape == (2, 3, 96, 192) and gt.shape == (2, 96, 192)
+    assert left.device.type == right.device.type == gt.device.type == "cpu"

@@ -43,6 +43,7 @@ from app.engine.depth.decoding import (
     continuous_range,
     dense_span,
     quantized_disparity,
+    quantized_step,
     range_state,
     requested_planes,
 )
@@ -689,7 +690,10 @@ class Bi3DEngine:
             mask = probs[0] > 0.5
             disparity = np.full((h, w), np.nan, np.float32)
             return self._result(request, disparity, probs, plan.planes, mask=mask, confidence=confidence)
-        disparity = quantized_disparity(probs, plan.planes, request.max_disparity)
+        # per-plane classifiers of this project near their curve's best step (their false "closer"
+        # on far planes); the published networks by the published arg-max, as they were made
+        decode = quantized_step if self.model.kind is ModelKind.LIGHT else quantized_disparity
+        disparity = decode(probs, plan.planes, request.max_disparity)
         result = self._result(request, disparity, probs, plan.planes, confidence=confidence)
         result.notes.extend(one_level_note(probs, plan.planes))
         return result

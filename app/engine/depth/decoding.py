@@ -42,6 +42,60 @@ def quantized_disparity(probabilities: np.ndarray, planes: np.ndarray, max_dispa
     return out
 
 
+STEP_WINDOW = 6  # bins either side of the best step among which the published arg-max chooses
+
+
+def quantized_step(
+    probabilities: np.ndarray, planes: np.ndarray, max_disparity: float, window: int | None = STEP_WINDOW
+) -> np.ndarray:
+    """Quantized readout near each pixel's best step: P x H x W probabilities at sorted planes ->
+    H x W bin midpoints (bins and edges as ``quantized_disparity``), NaN where a probability is.
+
+    The bin after the first ``k`` planes is the one whose step (closer than those ``k``, farther
+    than the rest) disagrees least with the curve: ``sum_{i<k} (1 - p_i) + sum_{i>=k} p_i``, i.e.
+    the ``k`` maximising ``C_k - k / 2`` with ``C_k = sum_{i<k} p_i`` (of equal fits the farther,
+    smaller ``k``), as ``readout.step_fit`` reads continuous curves. A per-plane classifier's
+    false "closer" answers on planes far beyond a pixel then cost less to ignore than to follow
+    while they are fewer than its true "closer" run; the published arg-max of the bins follows
+    them (Motorcycle, planes every 12 px to 180: a quarter of the pixels in bins beyond 80 px,
+    where no pixel is). Among the bins within ``window`` of that step (None: the step's own bin)
+    the published arg-max then chooses, which places the bin more precisely where the curve's
+    steepest fall is near its step.
+
+    Level accuracy (the share of pixels whose bin holds the truth) on the 16 + 16 held-out
+    selection scenes (``training.data.selection_scenes``, layered / rooms), published arg-max ->
+    this with the window of 6 (``benchmarks/RESULTS.md``): planes every 12 px to 180 px 87.30 /
+    69.75 -> 88.82 / 70.07 %; every 6 px to 96 px 84.70 / 61.82 -> 84.32 / 61.55 %; 8 levels over
+    the automatic range 90.10 / 68.91 -> 90.16 / 68.92 %; 16 levels 86.02 / 58.85 -> 86.01 / 58.93 %.
+    The step alone (no window) lost 0.7-1.7 points where the planes stay within the scene."""
+    p = np.asarray(probabilities, dtype=np.float32)
+    n, h, w = p.shape
+    edges = np.concatenate([[0.0], np.asarray(planes, np.float64), [float(max_disparity)]])
+    mids = ((edges[:-1] + edges[1:]) / 2).astype(np.float32)
+    prefix = np.zeros((h, w), np.float32)  # C_k
+    best = np.zeros((h, w), np.float32)  # k = 0: C_0 - 0 = 0
+    index = np.zeros((h, w), np.intp)
+    for k in range(1, n + 1):
+        prefix += p[k - 1]
+        gain = prefix - k / 2
+        np.copyto(index, k, where=gain > best)  # strictly: of equal fits the farther step wins
+        np.maximum(best, gain, out=best)
+    if window is not None:  # the published arg-max among the bins near the step
+        cdf_lo = np.zeros((h, w), np.float32)
+        top = np.full((h, w), -np.inf, np.float32)
+        pick = index.copy()
+        for k in range(n + 1):
+            cdf_hi = 1.0 - p[k] if k < n else np.ones((h, w), np.float32)
+            bins = np.where(np.abs(index - k) <= window, cdf_hi - cdf_lo, -np.inf)
+            np.copyto(pick, k, where=bins > top)
+            np.maximum(top, bins, out=top)
+            cdf_lo = cdf_hi
+        index = pick
+    out = mids[index]
+    out[np.isnan(prefix)] = np.nan
+    return out
+
+
 def range_state(disparity: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """-1 farther than [lo, hi] (smaller disparity), +1 closer, 0 inside; 0 where unknown."""
     state = np.zeros(disparity.shape, np.int8)

@@ -530,3 +530,21 @@ def test_a_continuous_answer_makes_its_probability_record_when_read(pair) -> Non
     deferred = DeferredRecord(grid, (60, 90), 2, 3)
     assert np.array_equal(deferred.record(), upsampled_probabilities(grid, (60, 90), 2, 3))
     assert np.array_equal(deferred.plane(-2), deferred.record()[3])
+
+
+def test_quantized_answers_read_the_light_models_curves_near_their_step(pair, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The light model's quantized levels come from its curves' best step (its false "closer"
+    runs on far planes); the published networks keep the published arg-max."""
+    import app.engine.depth.bi3d as bi3d
+
+    used: list[str] = []
+    for name in ("quantized_step", "quantized_disparity"):
+        real = getattr(bi3d, name)
+        monkeypatch.setattr(bi3d, name, lambda *a, _real=real, _name=name: used.append(_name) or _real(*a))
+    request = DepthRequest(mode=Mode.QUANTIZED, planes=(6.0, 12.0, 24.0, 36.0, 48.0))
+    torch.manual_seed(0)
+    light = Bi3DEngine(LightBi3D(width=0.5)).compute(*pair, request)
+    published = Bi3DEngine(Bi3DModel("binary", width=0.25)).compute(*pair, request)
+    assert used == ["quantized_step", "quantized_disparity"]
+    for result, decode in ((light, bi3d.quantized_step), (published, bi3d.quantized_disparity)):
+        np.testing.assert_array_equal(result.disparity, decode(result.probabilities, result.planes, 192))

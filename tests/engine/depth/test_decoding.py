@@ -10,6 +10,7 @@ from app.engine.depth.decoding import (
     dense_span,
     depth_uniform_planes,
     quantized_disparity,
+    quantized_step,
     range_state,
     requested_planes,
     uniform_planes,
@@ -75,6 +76,47 @@ def test_quantized_matches_recipe_on_random_probabilities(seed: int) -> None:
 def test_quantized_unequal_bins_use_their_own_midpoints() -> None:
     out = quantized_disparity(pixels([1.0, 0.0]), np.array([2.0, 50.0]), 192)
     assert out[0, 0] == 26.0
+
+
+def reference_step(p: np.ndarray, planes: np.ndarray, top: float, window: int | None) -> float:
+    """The step readout for one pixel, written out: the step disagreeing least with the curve
+    (of equal ones the farther), then the published arg-max among the bins near it."""
+    if np.isnan(p).any():
+        return float("nan")
+    n = len(p)
+    costs = [float(np.sum(1 - p[:k]) + np.sum(p[k:])) for k in range(n + 1)]
+    step = int(np.argmin(costs))  # the first of equal costs: the smaller, farther k
+    bins = np.diff(1.0 - np.concatenate([[1.0], p, [0.0]]))
+    near = range(max(0, step - (window or 0)), min(n, step + (window or 0)) + 1)
+    k = max(near, key=lambda i: (bins[i], -i))  # the first of equal bins
+    edges = [0.0, *planes, top]
+    return (edges[k] + edges[k + 1]) / 2
+
+
+def test_quantized_step_passes_over_false_closer_runs_on_far_planes() -> None:
+    planes = np.arange(12.0, 192.0, 12.0)  # 15 planes
+    truth = [0.98, 0.97, 0.95, 0.1, 0.05] + [0.02] * 5 + [0.9, 0.95, 0.97, 0.95, 0.9]  # 40 px, then noise
+    probs = pixels(truth, [0.9] * 15, [0.05] * 15)
+    published = quantized_disparity(probs, planes, 192)
+    assert published[0, 0] == 186.0  # the far run's last bin wins the arg-max
+    for window in (None, 2, 6):
+        out = quantized_step(probs, planes, 192, window)
+        np.testing.assert_array_equal(out[0], [42.0, 186.0, 6.0])
+
+
+@pytest.mark.parametrize("window", [None, 1, 6])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_quantized_step_matches_its_definition_on_random_curves(seed: int, window: int | None) -> None:
+    rng = np.random.default_rng(seed)
+    planes = np.sort(rng.choice(np.arange(3, 190, 3), size=9, replace=False)).astype(np.float64)
+    probs = rng.random((9, 4, 6)).astype(np.float32)
+    probs[rng.random(probs.shape) < 0.05] = NAN
+    out = quantized_step(probs, planes, 192, window)
+    assert out.dtype == np.float32
+    for y in range(4):
+        for x in range(6):
+            expected = reference_step(probs[:, y, x].astype(np.float64), planes, 192, window)
+            np.testing.assert_allclose(out[y, x], expected, rtol=1e-6)
 
 
 def test_uniform_planes() -> None:

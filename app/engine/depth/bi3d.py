@@ -142,6 +142,10 @@ def resolve_device(name: str) -> torch.device:
 WIDEN_ABOVE = 0.005  # share of pixels "closer" at an auto bound's last plane that widens the sweep
 BEYOND_NOTE_SHARE = 0.01  # share of pixels "closer" at a fixed sweep's last plane that a note points out
 ONE_LEVEL_SHARE = 0.5  # share of pixels beyond the nearest or farthest quantized level that a note points out
+# a light model's binary plane this far or more is held to the one at half of it: on the 16 + 16
+# held-out selection scenes it cost 0.1-0.25 points of agreement at 66 and 96 px and gained
+# 0.9-5.3 points from 126 px on (benchmarks/RESULTS.md)
+SUPPORT_FROM_PX = 108.0
 
 
 @dataclass
@@ -220,6 +224,7 @@ class Bi3DEngine:
         self.strategy = Strategy()  # the coarse-to-fine search without a budget
         # only for models whose answers were measured to gain from it (SweepModel.plane_check)
         self.plane_check = plane_check if model.plane_check else None
+        self.support = True  # far binary planes held to a nearer one (``_support_plane``)
         # Bigger SegNet batches pay off on a GPU. On a CPU the published networks are fastest one
         # plane per call (171 ms/plane at 480x640 one at a time, 200-260 ms in batches of 4-16);
         # the light model in batches of about 16 (65 planes at 480 x 640, same process,
@@ -680,8 +685,41 @@ class Bi3DEngine:
             if self.plane_check is not None:
                 with self._timed(timings, "check"):
                     check_planes(*images, probs_np, plan.planes.tolist(), self.plane_check)
+            support = self._support_plane(request, plan.planes)
+            if support is not None:
+                with self._timed(timings, "support"):
+                    np.minimum(
+                        probs_np[0],
+                        self._plane_probabilities(feats, support, padder, images),
+                        out=probs_np[0],
+                    )
             return self._plane_result(request, plan, probs_np)
         return self._dense_result(request, plan, feats, lowres, padder, timings, images)
+
+    def _support_plane(self, request: DepthRequest, planes: np.ndarray) -> float | None:
+        """The plane that supports a far binary plane of a per-plane classifier of this project
+        (None: none needed): half its disparity, on the feature grid. "Closer than P" implies
+        "closer than P / 2", and the light model answers a false "closer" on planes far beyond a
+        pixel (Motorcycle, truth at most 60 px: 23 % of the pixels "closer than 150 px", 33 % at
+        190), while it is sure of the pixels that far from a plane; the answer at P is held to the
+        one at P / 2 (``SUPPORT_FROM_PX``)."""
+        if request.mode is not Mode.BINARY or self.model.kind is not ModelKind.LIGHT or len(planes) != 1:
+            return None
+        plane = float(planes[0])
+        if not self.support or plane < SUPPORT_FROM_PX:
+            return None
+        return float(FEATURE_STRIDE * round(plane / 2 / FEATURE_STRIDE))
+
+    def _plane_probabilities(
+        self, feats: FrameFeatures, plane: float, padder: Padder, images: tuple[np.ndarray, np.ndarray]
+    ) -> np.ndarray:
+        """One more plane's H x W probabilities, as the plane pass answers them (checked too)."""
+        lowres = self._sweep(feats, self._shifts(np.array([plane])), 1)
+        probs = torch.sigmoid(padder.crop(self.backend.refine_planes(feats, lowres)).float())
+        out = host_array(probs[0])
+        if self.plane_check is not None:
+            check_planes(*images, out, [plane], self.plane_check)
+        return out[0]
 
     def _plane_result(self, request: DepthRequest, plan: Plan, probs: np.ndarray) -> DepthResult:
         h, w = probs.shape[-2:]

@@ -548,3 +548,30 @@ def test_quantized_answers_read_the_light_models_curves_near_their_step(pair, mo
     assert used == ["quantized_step", "quantized_disparity"]
     for result, decode in ((light, bi3d.quantized_step), (published, bi3d.quantized_disparity)):
         np.testing.assert_array_equal(result.disparity, decode(result.probabilities, result.planes, 192))
+
+
+def test_a_far_binary_plane_is_held_to_the_plane_at_half_its_disparity(pair, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ "Closer than P" implies "closer than P / 2": the light model's false "closer" on planes far
+    beyond a pixel is held to its answer there (one more plane, only for far planes)."""
+    from app.engine.depth import bi3d
+
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5))
+    asked: list[float] = []
+
+    def nothing_nearer(self, feats, plane, padder, images):  # type: ignore[no-untyped-def]
+        asked.append(plane)
+        return np.zeros(images[0].shape[:2], np.float32)  # "farther than P / 2" everywhere
+
+    near = engine.compute(*pair, DepthRequest(mode=Mode.BINARY, planes=(bi3d.SUPPORT_FROM_PX - 12,)))
+    assert "support" not in near.timings
+    far = DepthRequest(mode=Mode.BINARY, planes=(150.0,))
+    held = engine.compute(*pair, far)
+    assert "support" in held.timings and held.planes.tolist() == [150.0]
+    monkeypatch.setattr(Bi3DEngine, "_plane_probabilities", nothing_nearer)
+    result = engine.compute(*pair, far)
+    assert asked == [75.0] and not result.mask.any() and float(result.probabilities.max()) == 0.0
+    engine.support = False
+    assert "support" not in engine.compute(*pair, far).timings
+    published = Bi3DEngine(Bi3DModel("binary", width=0.25)).compute(*pair, far)
+    assert "support" not in published.timings  # the published networks answer as they were made

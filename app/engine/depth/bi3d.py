@@ -697,13 +697,16 @@ class Bi3DEngine:
         return self._dense_result(request, plan, feats, lowres, padder, timings, images)
 
     def _support_plane(self, request: DepthRequest, planes: np.ndarray) -> float | None:
-        """The plane that supports a far binary plane of a per-plane classifier of this project
-        (None: none needed): half its disparity, on the feature grid. "Closer than P" implies
+        """The plane that supports a far binary plane, or the start of a far selective range, of a
+        per-plane classifier of this project (None: none needed): half its disparity, on the
+        feature grid. "Closer than P" implies
         "closer than P / 2", and the light model answers a false "closer" on planes far beyond a
         pixel (Motorcycle, truth at most 60 px: 23 % of the pixels "closer than 150 px", 33 % at
         190), while it is sure of the pixels that far from a plane; the answer at P is held to the
         one at P / 2 (``SUPPORT_FROM_PX``)."""
-        if request.mode is not Mode.BINARY or self.model.kind is not ModelKind.LIGHT or len(planes) != 1:
+        if request.mode not in (Mode.BINARY, Mode.SELECTIVE) or self.model.kind is not ModelKind.LIGHT:
+            return None
+        if len(planes) != 1:
             return None
         plane = float(planes[0])
         if not self.support or plane < SUPPORT_FROM_PX:
@@ -799,6 +802,10 @@ class Bi3DEngine:
         elif request.mode is Mode.SELECTIVE:
             # the step lies below the first plane (farther), past the last (closer) or inside
             state = range_state(stepped.cpu().numpy(), lo, hi)
+            support = self._support_plane(request, np.array([lo]))
+            if support is not None:  # a far range: what is farther than half its start is farther
+                with self._timed(timings, "support"):
+                    state[self._plane_probabilities(feats, support, padder, images) <= 0.5] = -1
             disparity[state != 0] = np.nan
             np.clip(disparity, lo, hi, out=disparity)  # "inside" reads inside, whatever the refinement did
         if request.min_confidence > 0:

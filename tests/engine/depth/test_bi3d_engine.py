@@ -571,6 +571,10 @@ def test_a_far_binary_plane_is_held_to_the_plane_at_half_its_disparity(pair, mon
     monkeypatch.setattr(Bi3DEngine, "_plane_probabilities", nothing_nearer)
     result = engine.compute(*pair, far)
     assert asked == [75.0] and not result.mask.any() and float(result.probabilities.max()) == 0.0
+    # a far selective range likewise: what is farther than half its start is farther than it
+    selective = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(126.0, 180.0)))
+    assert asked == [75.0, 63.0] and (selective.range_state == -1).all()
+    assert np.isnan(selective.disparity).all()
     engine.support = False
     assert "support" not in engine.compute(*pair, far).timings
     published = Bi3DEngine(Bi3DModel("binary", width=0.25)).compute(*pair, far)

@@ -90,15 +90,17 @@ def main() -> int:
 
 
 def _fit_schedule(trainer: Trainer, start: float, deadline: float) -> None:
-    """Set ``cfg.steps`` so the run ends at ``deadline``: the rate is measured from step 30 on
-    (the loader's start excluded) and re-measured every 100 steps."""
+    """Set ``cfg.steps`` so the run ends at ``deadline``: the rate is measured from 30 steps into
+    the run on (the loader's start excluded; a resumed run counts from its first step) and
+    re-measured every 100 steps."""
     original = trainer.train_step
     mark: list[float] = []
+    first = trainer.step  # a resumed run starts later
 
     def step(*a):  # type: ignore[no-untyped-def]
         loss = original(*a)
         now = time.monotonic()
-        if trainer.step == 30:
+        if not mark and trainer.step >= first + 30:
             mark[:] = [now, trainer.step]
         elif mark and trainer.step % 100 == 0:
             rate = (trainer.step - mark[1]) / max(now - mark[0], 1e-6)  # steps/s, validation included
@@ -113,7 +115,8 @@ def _fit_schedule(trainer: Trainer, start: float, deadline: float) -> None:
 
 def _guard_rendering(trainer: Trainer, workers: int) -> None:
     """If the scenes cannot be had as asked (loader processes rendering on the GPU), say why and
-    render them on the CPU in ``workers`` forked loader processes instead."""
+    render them on the CPU in ``workers`` forked loader processes instead. Only a failure at the
+    start is caught: a loader that fails later ends the run (its saves are kept)."""
     original = trainer._batches
 
     def batches():  # type: ignore[no-untyped-def]

@@ -361,6 +361,8 @@ class Bi3DEngine:
             sub = (plan.strategy.subpixel if plan.strategy else "colour", t["subpixel"] / shifts)
         if not self.costs.known(size) or request.mode in (Mode.BINARY, Mode.QUANTIZED):
             per_plane = t["planes"] + t.get("check", 0.0)  # the check's cost grows with the planes
+            if "support" in t:  # a far plane's support: one more plane, with its refine and check
+                per_plane, n = per_plane + t["support"], n + 1
             self.costs.update(size, t["total"] - per_plane, per_plane, n)
             if request.mode in (Mode.BINARY, Mode.QUANTIZED):
                 return
@@ -787,8 +789,14 @@ class Bi3DEngine:
         disp, confidence = match_and_rate(self, images, disp, (kind, plan.step, radius), cost, timings)
         with self._timed(timings, "readout"):
             disparity = disp.cpu().numpy().astype(np.float32)
-            # the record is made when read (files, not the window): on the grid, or the padded image
-            probs = DeferredRecord(curves, padder.padded_size, padder.top, padder.left)
+            # the record on the grid is made when read (files, not the window); curves at the full
+            # padded size (the published continuous kinds) are the record itself: copied now, so
+            # a kept result holds no frame-sized tensor on the device
+            probs: DeferredRecord | np.ndarray
+            if on_grid:
+                probs = DeferredRecord(curves, padder.padded_size, padder.top, padder.left)
+            else:
+                probs = host_array(padder.crop(curves)[0])
         if confidence is None:  # a model without the agreement stage: its curve's own step
             if cost is None:  # the published continuous model
                 cost = padder.crop(step_fit(logits, planes, curves).cost)[0, 0]

@@ -263,7 +263,6 @@ class Trainer:
                     multiprocessing_context="spawn",
                     pin_memory=self.device.type == "cuda",
                     persistent_workers=True,
-                    prefetch_factor=4,
                 )
             else:  # a CPU stream in forked loader processes, or a GPU stream in this one
                 workers = 0 if cfg.data_device == "cuda" else cfg.workers

@@ -525,6 +525,12 @@ def test_a_continuous_answer_makes_its_probability_record_when_read(pair) -> Non
         assert np.all((record >= 0) & (record <= 1))
         assert result.arrays()["probabilities"].shape == record.shape
         assert dataclasses.replace(result).probabilities is record
+    # a published continuous kind's curves are the full-size record: copied at once, nothing kept
+    published = Bi3DEngine(Bi3DModel("continuous_2d", width=0.25)).compute(
+        *pair, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    )
+    assert "_probability_source" not in published.__dict__
+    assert published.probabilities.shape[1:] == pair[0].shape[:2]
     # the record is the grid's probabilities upsampled, as before
     grid = torch.rand(1, 5, 20, 30)
     deferred = DeferredRecord(grid, (60, 90), 2, 3)
@@ -575,6 +581,15 @@ def test_a_far_binary_plane_is_held_to_the_plane_at_half_its_disparity(pair, mon
     selective = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(126.0, 180.0)))
     assert asked == [75.0, 63.0] and (selective.range_state == -1).all()
     assert np.isnan(selective.disparity).all()
+    # the cost model counts the support as one more plane of the frame
+    updates: list[tuple[float, float, int]] = []
+    monkeypatch.setattr(
+        engine.costs, "update", lambda size, fixed, per_plane, n: updates.append((fixed, per_plane, n))
+    )
+    timed = engine.compute(*pair, far)
+    (fixed, per_plane, n), t = updates[-1], timed.timings
+    assert fixed == pytest.approx(t["total"] - per_plane)
+    assert n == 2 and per_plane == pytest.approx(t["planes"] + t.get("check", 0.0) + t["support"])
     engine.support = False
     assert "support" not in engine.compute(*pair, far).timings
     published = Bi3DEngine(Bi3DModel("binary", width=0.25)).compute(*pair, far)

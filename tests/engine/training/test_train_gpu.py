@@ -55,6 +55,16 @@ def test_the_schedule_ends_at_the_deadline(script: ModuleType, monkeypatch: pyte
     assert clock[0] <= 120.0
 
 
+def test_a_resumed_run_fits_its_schedule_too(script: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(script.time, "monotonic", lambda: clock[0])
+    trainer = FakeTrainer(clock, dt=0.1)
+    trainer.step = 5000  # resumed from a run folder's last.pt
+    script._fit_schedule(trainer, 0.0, 120.0)
+    steps = trainer.run()
+    assert 5900 <= steps <= 6010  # the cosine ends at the deadline, not at 10**6 steps
+
+
 def test_a_run_slower_than_measured_still_stops_at_the_deadline(
     script: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -257,6 +257,8 @@ def format_summary(result: DepthResult, calibration: Calibration | None = None) 
                 else "; median depth unknown (median disparity not positive)"
             )
         lines.append(line)
+    elif result.range_state is not None and not (result.range_state == 0).any():
+        lines.append("disparity: no pixel lies inside the range (0% valid); see the range line below")
     elif info["mode"] != Mode.BINARY.value:
         lines.append(
             "disparity: no pixel kept an answer (0% valid): the pair lacks texture, or lower --min-confidence"

@@ -117,6 +117,13 @@ def test_the_summary_says_when_nothing_was_answered_or_the_depth_is_unknown() ->
 
     text = outputs.format_summary(result(np.full((4, 4), np.nan, np.float32)))
     assert "no pixel kept an answer (0% valid)" in text
+    # a selective range that nothing lies in is not a texture problem
+    outside = result(np.full((4, 4), np.nan, np.float32))
+    outside.mode, outside.range_state = Mode.SELECTIVE, np.full((4, 4), -1, np.int8)
+    text = outputs.format_summary(outside)
+    assert "no pixel lies inside the range" in text and "lacks texture" not in text
+    outside.range_state[0, 0] = 0  # inside, but without an answer (masked): the texture line
+    assert "lacks texture" in outputs.format_summary(outside)
     calibration = Calibration(focal_px=100.0, baseline_m=0.1, doffs=0.0)
     text = outputs.format_summary(result(np.zeros((4, 4), np.float32)), calibration)
     assert "median depth unknown" in text and "nan" not in text

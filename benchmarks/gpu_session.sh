@@ -7,10 +7,14 @@
 #   && export PYTHONPATH=/tmp/site; bash benchmarks/gpu_session.sh", timeout_s=590, carry=[".whl"]).
 # Ran on 2026-12-04 (benchmarks/RESULTS.md) with the scenes rendered by CPU loader processes:
 # rendering, not the GPU, set the pace (52-63 samples/s a run at 288 x 576). Since then the runs
-# render on the GPU in spawned loader processes (--data-device cuda; untested on hardware: a run
-# whose GPU loaders fail says so in its log.txt and renders on the CPU, as on 2026-12-04).
+# render on the GPU in spawned loader processes (--data-device cuda): a second session on
+# 2026-12-04 (FIRST=profile, TRAIN_MIN=7.8, RUN_A / RUN_B as in RESULTS.md) trained at 88
+# samples/s a run, two runs side by side, in 488 s of wall time. A run whose GPU loaders fail
+# says so in its log.txt and renders on the CPU.
 # 1) benchmarks/gpu_check.py alone on the idle GPU (correctness checks, then timings for
 #    CHECK_S seconds in bf16 and fp32: the published-width network and the bundled light model);
+#    FIRST=profile runs benchmarks/gpu_profile.py instead (a frame's stages, ~30 s), FIRST=none nothing;
+#    RUN_A / RUN_B replace the two runs' training options below;
 # 2) two fine-tunes of the bundled model side by side for TRAIN_MIN minutes (scenes rendered
 #    on the GPU by 6 loader processes each), while the CUDA tests run:
 #    a: features frozen (the per-pixel SegNet stays valid), half rooms, a third of them blank;
@@ -28,16 +32,23 @@ mkdir -p "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 nproc
 
-OUT="$WORK/check" GPU_CHECK_BUDGET_S="${CHECK_S:-70}" GPU_CHECK_PRECISIONS=bf16,fp32 \
-    timeout 115 "$PY" benchmarks/gpu_check.py
-cp "$WORK/check/gpu_check.json" "$OUT/" 2>/dev/null || echo '{"errors": ["gpu_check.py wrote nothing"]}' >"$OUT/gpu_check.json"
+case "${FIRST:-check}" in
+check)
+    OUT="$WORK/check" GPU_CHECK_BUDGET_S="${CHECK_S:-70}" GPU_CHECK_PRECISIONS=bf16,fp32 \
+        timeout 115 "$PY" benchmarks/gpu_check.py
+    cp "$WORK/check/gpu_check.json" "$OUT/" 2>/dev/null || echo '{"errors": ["gpu_check.py wrote nothing"]}' >"$OUT/gpu_check.json" ;;
+profile)  # the frame's stages only (e.g. after a readout change), about 30 s
+    timeout 90 "$PY" benchmarks/gpu_profile.py --out "$WORK/profile" >"$WORK/profile.txt" 2>&1
+    cat "$WORK/profile/gpu_profile.txt" >>"$WORK/profile.txt" 2>/dev/null
+    cp "$WORK/profile.txt" "$OUT/gpu_profile.txt"; head -40 "$OUT/gpu_profile.txt" ;;
+esac
 
-INIT=resources/models/bi3d_default.pt
-"$PY" benchmarks/train_gpu.py --out "$WORK/a" --minutes "$TRAIN_MIN" --init "$INIT" --freeze-features \
-    --rooms-share 0.5 --blank-share 0.3 --lr 3e-4 --data-device cuda --workers 6 --threads 2 --seed 21 ${TRAIN_ARGS:-} >"$WORK/a.txt" 2>&1 &
+INIT="${INIT:-resources/models/bi3d_default.pt}"
+"$PY" benchmarks/train_gpu.py --out "$WORK/a" --minutes "$TRAIN_MIN" --init "$INIT" ${RUN_A:---freeze-features --rooms-share 0.5 --blank-share 0.3 --lr 3e-4} \
+    --data-device cuda --workers 6 --threads 2 --seed 21 ${TRAIN_ARGS:-} >"$WORK/a.txt" 2>&1 &
 A=$!
 "$PY" benchmarks/train_gpu.py --out "$WORK/b" --minutes "$TRAIN_MIN" --init "$INIT" \
-    --rooms-share 0.2 --blank-share 0.2 --lr 1.5e-4 --data-device cuda --workers 6 --threads 2 --seed 22 ${TRAIN_ARGS:-} >"$WORK/b.txt" 2>&1 &
+    ${RUN_B:---rooms-share 0.2 --blank-share 0.2 --lr 1.5e-4} --data-device cuda --workers 6 --threads 2 --seed 22 ${TRAIN_ARGS:-} >"$WORK/b.txt" 2>&1 &
 B=$!
 if "$PY" -c "import pytest" 2>/dev/null; then
     timeout 200 "$PY" -m pytest -q -p no:cacheprovider -W "ignore::pytest.PytestConfigWarning" \

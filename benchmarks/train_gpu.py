@@ -9,7 +9,7 @@ step count is set so that its cosine decay ends at the deadline (re-estimated ev
 so a run stopped by the clock still ends at its low rate. Scenes are rendered on the CPU by
 ``--workers`` loader processes, on the GPU with ``--data-device cuda`` (spawned processes, each
 with its own CUDA context; without workers, in the training process). If the GPU loaders fail
-at the start, the run says why and renders on the CPU instead.
+at the start or later, the run says why and renders on the CPU instead.
 A validation that fails on the GPU is retried on a CPU copy of the model, with the GPU's
 error printed, so a fault in the engine's CUDA path does not lose the run.
 """
@@ -115,24 +115,26 @@ def _fit_schedule(trainer: Trainer, start: float, deadline: float) -> None:
 
 def _guard_rendering(trainer: Trainer, workers: int) -> None:
     """If the scenes cannot be had as asked (loader processes rendering on the GPU), say why and
-    render them on the CPU in ``workers`` forked loader processes instead. Only a failure at the
-    start is caught: a loader that fails later ends the run (its saves are kept)."""
+    render them on the CPU in ``workers`` forked loader processes instead, at the start or at
+    any later batch (a restarted stream goes on from the trainer's step with new scenes)."""
     original = trainer._batches
 
     def batches():  # type: ignore[no-untyped-def]
         stream = original()
-        try:
-            first = next(stream)
-        except Exception:  # any fault of the GPU loaders: reported, then the CPU's
-            if trainer.cfg.data_device != "cuda":
-                raise
-            print("\nrendering on the GPU in loader processes failed; rendering on the CPU:", flush=True)
-            traceback.print_exc()
-            trainer.cfg.data_device, trainer.cfg.workers = "cpu", workers
-            stream = original()
-            first = next(stream)
-        yield first
-        yield from stream
+        while True:
+            try:
+                item = next(stream)
+            except StopIteration:
+                return
+            except Exception:  # any fault of the GPU loaders: reported, then the CPU's
+                if trainer.cfg.data_device != "cuda":
+                    raise
+                print("\nrendering on the GPU in loader processes failed; rendering on the CPU:", flush=True)
+                traceback.print_exc()
+                trainer.cfg.data_device, trainer.cfg.workers = "cpu", workers
+                stream = original()
+                continue
+            yield item
 
     trainer._batches = batches  # type: ignore[method-assign]
 

@@ -813,7 +813,8 @@ class Bi3DEngine:
             support = self._support_plane(request, np.array([lo]))
             if support is not None:  # a far range: what is farther than half its start is farther
                 with self._timed(timings, "support"):
-                    state[self._plane_probabilities(feats, support, padder, images) <= 0.5] = -1
+                    # not "closer" at half the start (a NaN, from broken weights, is not either)
+                    state[~(self._plane_probabilities(feats, support, padder, images) > 0.5)] = -1
             disparity[state != 0] = np.nan
             np.clip(disparity, lo, hi, out=disparity)  # "inside" reads inside, whatever the refinement did
         if request.min_confidence > 0:

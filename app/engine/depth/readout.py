@@ -219,8 +219,9 @@ def host_array(t: Tensor) -> np.ndarray:
     """A tensor's values as a contiguous NumPy array. From a GPU through page-locked host memory
     (torch's caching host allocator reuses the blocks of dropped results): on the H200 of
     2026-12-04 a continuous frame's probability record (65 x 576 x 960 float32, 144 MB) took
-    113 ms to copy into pageable memory, most of the frame (``benchmarks/RESULTS.md``). Where
-    page-locked memory cannot be had, the plain copy."""
+    113 ms to copy into pageable memory, most of the frame; through page-locked memory the
+    readout stage took 10.8 ms and the frame 54 ms instead of 172 (``benchmarks/RESULTS.md``).
+    Where page-locked memory cannot be had, the plain copy."""
     if t.device.type == "cpu":
         return t.contiguous().numpy()
     try:

@@ -64,7 +64,8 @@ class SyntheticStream(IterableDataset):
     Rendering costs about as much as a training step on a small CPU, so every scene is
     shown ``reuse`` times, vertically flipped or not (a valid stereo augmentation; a
     horizontal flip is not) and with new planes each time. Seeds are disjoint per
-    worker and per distributed rank; ``seed_base`` keeps validation scenes apart. A share
+    worker and per distributed rank; ``seed_base`` keeps validation scenes apart; ``start``:
+    the scenes this rank has already used (a resumed run goes on with new ones). A share
     ``rooms_share`` of the scenes are 3D rooms (``is_room_scene``), the rest layered; of the
     rooms, a share ``blank_share`` has every wall and ceiling blank (``is_blank_room``).
     """
@@ -96,7 +97,7 @@ class SyntheticStream(IterableDataset):
         info = get_worker_info()
         workers, wid = (info.num_workers, info.id) if info else (1, 0)
         stride = workers * self.world
-        index = self.start * stride + self.rank * workers + wid
+        index = self.first_index(workers, wid)
         while True:
             sample = self.scene(self.seed_base + index)
             if self.to_cpu:
@@ -107,6 +108,15 @@ class SyntheticStream(IterableDataset):
                 else:
                     yield sample.left, sample.right, sample.disparity
             index += stride
+
+    def first_index(self, workers: int = 1, worker: int = 0) -> int:
+        """The scene index (from ``seed_base``) at which ``worker`` of ``workers`` loader processes
+        begins. Each takes every ``workers x world``-th scene, and a loader hands over its
+        workers' batches in turn, so after ``start`` scenes of this rank each worker has used
+        ``start // workers`` of its own: a resumed run goes on from there (it skipped
+        ``workers - 1`` times as many scenes as it had used)."""
+        stride = workers * self.world
+        return (self.start // workers) * stride + self.rank * workers + worker
 
     def scene(self, seed: int) -> StereoSample:
         """The stream's scene for this seed (a room or a layered scene)."""

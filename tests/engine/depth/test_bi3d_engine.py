@@ -581,6 +581,15 @@ def test_a_far_binary_plane_is_held_to_the_plane_at_half_its_disparity(pair, mon
     selective = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(126.0, 180.0)))
     assert asked == [75.0, 63.0] and (selective.range_state == -1).all()
     assert np.isnan(selective.disparity).all()
+
+    # a support plane that came back NaN (broken weights) claims nothing either
+    def broken_weights(self, feats, plane, padder, images):  # type: ignore[no-untyped-def]
+        return np.full(images[0].shape[:2], np.nan, np.float32)
+
+    monkeypatch.setattr(Bi3DEngine, "_plane_probabilities", broken_weights)
+    broken = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(126.0, 180.0)))
+    assert (broken.range_state == -1).all() and np.isnan(broken.disparity).all()
+    monkeypatch.setattr(Bi3DEngine, "_plane_probabilities", nothing_nearer)
     # the cost model counts the support as one more plane of the frame
     updates: list[tuple[float, float, int]] = []
     monkeypatch.setattr(

@@ -73,6 +73,21 @@ def test_a_share_of_the_rooms_has_every_wall_blank() -> None:
         TrainConfig(blank_share=2.0)
 
 
+def test_a_resumed_stream_goes_on_where_its_workers_stopped() -> None:
+    """Loader workers take every ``workers``-th scene and hand over their batches in turn: after
+    ``start`` scenes, each worker resumes at the first scene it had not used, for any count."""
+    for world, rank in ((1, 0), (2, 1)):
+        for workers in (1, 3, 7):
+            stream = SyntheticStream(CROP, 32.0, reuse=1, rank=rank, world=world)
+            stride = workers * world
+            # an uninterrupted run: worker w's k-th scene is index k * stride + rank * workers + w
+            used = [k * stride + rank * workers + w for k in range(20) for w in range(workers)]
+            for start in (0, workers, 5 * workers, 12 * workers):
+                stream.start = start
+                resumed = {stream.first_index(workers, w) for w in range(workers)}
+                assert resumed == set(used[start : start + workers]), (world, workers, start)
+
+
 def test_validation_keeps_layered_scenes_and_offers_rooms() -> None:
     layered = validation_scenes(CROP, 1, 32.0)
     assert torch.equal(layered[0][0], render_scene(10**9, SceneConfig(48, 96, 32.0)).left)

@@ -109,23 +109,38 @@ def test_a_validation_that_fails_on_the_gpu_is_done_on_a_cpu_copy(
     assert "a CUDA fault" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("gpu_batches", [0, 1], ids=["at the start", "mid-run"])
 def test_a_failing_gpu_loader_falls_back_to_cpu_rendering(
-    script: ModuleType, capsys: pytest.CaptureFixture[str]
+    script: ModuleType, capsys: pytest.CaptureFixture[str], gpu_batches: int
 ) -> None:
     class Trainer:
         cfg = SimpleNamespace(data_device="cuda", workers=12)
 
         def _batches(self):  # type: ignore[no-untyped-def]
             if self.cfg.data_device == "cuda":
+                yield from ["gpu batch"] * gpu_batches
                 raise RuntimeError("CUDA error: initialization error")
-                yield  # a generator, as the trainer's
             yield from ("cpu batch 1", "cpu batch 2")
 
     trainer = Trainer()
     script._guard_rendering(trainer, 7)
-    assert list(trainer._batches()) == ["cpu batch 1", "cpu batch 2"]
+    assert list(trainer._batches()) == ["gpu batch"] * gpu_batches + ["cpu batch 1", "cpu batch 2"]
     assert (trainer.cfg.data_device, trainer.cfg.workers) == ("cpu", 7)
     assert "initialization error" in capsys.readouterr().err
+
+
+def test_a_cpu_loader_fault_is_not_hidden(script: ModuleType) -> None:
+    class CpuTrainer:
+        cfg = SimpleNamespace(data_device="cpu", workers=2)
+
+        def _batches(self):  # type: ignore[no-untyped-def]
+            yield "cpu batch"
+            raise RuntimeError("a CPU loader fault")
+
+    cpu = CpuTrainer()
+    script._guard_rendering(cpu, 7)
+    with pytest.raises(RuntimeError, match="CPU loader fault"):  # the CPU's own faults are not hidden
+        list(cpu._batches())
 
 
 def test_loader_processes_that_render_on_the_gpu_hand_over_cpu_samples(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
     continuous_range,
     dense_span,
+    hold_far_planes,
     quantized_disparity,
     quantized_step,
     range_state,
@@ -687,6 +688,8 @@ class Bi3DEngine:
             if self.plane_check is not None:
                 with self._timed(timings, "check"):
                     check_planes(*images, probs_np, plan.planes.tolist(), self.plane_check)
+            if request.mode is Mode.QUANTIZED and self.model.kind is ModelKind.LIGHT and self.support:
+                hold_far_planes(probs_np, plan.planes, SUPPORT_FROM_PX)  # within the sweep's own planes
             support = self._support_plane(request, plan.planes)
             if support is not None:
                 with self._timed(timings, "support"):

@@ -45,6 +45,24 @@ def quantized_disparity(probabilities: np.ndarray, planes: np.ndarray, max_dispa
 STEP_WINDOW = 6  # bins either side of the best step among which the published arg-max chooses
 
 
+def hold_far_planes(probabilities: np.ndarray, planes: np.ndarray, start: float) -> None:
+    """In place on P x H x W probabilities at sorted ``planes``: each plane of ``start`` px or more
+    is held to the farthest-reaching plane at no more than half its disparity ("closer than P"
+    implies "closer than P / 2"), where the sweep has one. The light model's false "closer" on
+    planes far beyond a pixel, in quantized mode: the Aloe pair (8 levels over 0-192 px) put 18 %
+    of its pixels in the nearest bin, where the truth has 0.2 %; level accuracy 71.5 -> 85.4 %,
+    on the 16 + 16 held-out selection scenes (layered / rooms) 90.42 / 68.66 -> 90.46 / 68.70 %
+    (8 levels), 85.86 / 58.68 -> 85.86 / 58.67 % (16), 88.82 / 70.07 -> 88.82 / 70.01 % (every 12 px
+    to 180), Motorcycle unchanged or +0.13 (``benchmarks/RESULTS.md``)."""
+    values = np.asarray(planes, np.float64)
+    for k, plane in enumerate(values):
+        if plane < start:
+            continue
+        below = np.flatnonzero(values <= plane / 2 + 1e-6)
+        if below.size:
+            np.minimum(probabilities[k], probabilities[below[-1]], out=probabilities[k])
+
+
 def quantized_step(
     probabilities: np.ndarray, planes: np.ndarray, max_disparity: float, window: int | None = STEP_WINDOW
 ) -> np.ndarray:

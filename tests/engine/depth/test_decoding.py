@@ -9,6 +9,7 @@ from app.engine.depth.decoding import (
     continuous_range,
     dense_span,
     depth_uniform_planes,
+    hold_far_planes,
     quantized_disparity,
     quantized_step,
     range_state,
@@ -233,3 +234,25 @@ def test_depth_request_accepts_valid() -> None:
     req = DepthRequest(mode="binary", planes=(0,), max_disparity=64)
     assert req.mode is Mode.BINARY and req.planes == (0.0,)
     DepthRequest(mode=Mode.QUANTIZED, planes=(64,), max_disparity=64)
+
+
+def test_far_quantized_planes_are_held_to_the_plane_at_half_their_disparity() -> None:
+    """A background pixel (truth about 30 px) answered "closer" on the far planes, a longer run than
+    its true one: held to the planes at half their disparity, its curve reads the truth's bin."""
+    planes = np.array([21.3, 42.7, 64.0, 85.3, 106.7, 128.0, 149.3, 170.7])
+    curve = np.array([1, 0, 0, 0, 0.6, 1, 1, 1], np.float32)
+    probs = np.broadcast_to(curve[:, None, None], (8, 2, 3)).copy()
+    before = quantized_step(probs, planes, 192)
+    hold_far_planes(probs, planes, 108.0)
+    # 128 -> 64 (0), 149.3 -> 64 (0), 170.7 -> 85.3 (0); planes below 108 px untouched
+    np.testing.assert_array_equal(probs[:, 0, 0], np.float32([1, 0, 0, 0, 0.6, 0, 0, 0]))
+    after = quantized_step(probs, planes, 192)
+    assert float(before[0, 0]) > 150 and float(after[0, 0]) == pytest.approx(32.0)
+    near = np.array([1, 1, 1, 1, 1, 1, 0.9, 0.2], np.float32)  # a truly near pixel keeps its answer
+    kept = np.broadcast_to(near[:, None, None], (8, 1, 1)).copy()
+    hold_far_planes(kept, planes, 108.0)
+    np.testing.assert_array_equal(kept[:, 0, 0], near)
+    only_far = np.array([120.0, 150.0])  # no plane at half their disparity: nothing to hold to
+    far = np.ones((2, 1, 1), np.float32)
+    hold_far_planes(far, only_far, 108.0)
+    assert far.min() == 1.0

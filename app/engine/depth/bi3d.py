@@ -688,7 +688,7 @@ class Bi3DEngine:
             if self.plane_check is not None:
                 with self._timed(timings, "check"):
                     check_planes(*images, probs_np, plan.planes.tolist(), self.plane_check)
-            if request.mode is Mode.QUANTIZED and self.model.kind is ModelKind.LIGHT and self.support:
+            if request.mode is Mode.QUANTIZED and self._holds_far_planes():
                 hold_far_planes(probs_np, plan.planes, SUPPORT_FROM_PX)  # within the sweep's own planes
             support = self._support_plane(request, plan.planes)
             if support is not None:
@@ -709,14 +709,16 @@ class Bi3DEngine:
         pixel (Motorcycle, truth at most 60 px: 23 % of the pixels "closer than 150 px", 33 % at
         190), while it is sure of the pixels that far from a plane; the answer at P is held to the
         one at P / 2 (``SUPPORT_FROM_PX``)."""
-        if request.mode not in (Mode.BINARY, Mode.SELECTIVE) or self.model.kind is not ModelKind.LIGHT:
+        if request.mode not in (Mode.BINARY, Mode.SELECTIVE) or not self._holds_far_planes():
             return None
-        if len(planes) != 1:
+        if len(planes) != 1 or float(planes[0]) < SUPPORT_FROM_PX:
             return None
-        plane = float(planes[0])
-        if not self.support or plane < SUPPORT_FROM_PX:
-            return None
-        return float(FEATURE_STRIDE * round(plane / 2 / FEATURE_STRIDE))
+        return float(FEATURE_STRIDE * round(float(planes[0]) / 2 / FEATURE_STRIDE))
+
+    def _holds_far_planes(self) -> bool:
+        """Whether far planes are held to the plane at half their disparity: this project's
+        per-plane classifiers (the light model), unless ``support`` is off."""
+        return self.support and self.model.kind is ModelKind.LIGHT
 
     def _plane_probabilities(
         self, feats: FrameFeatures, plane: float, padder: Padder, images: tuple[np.ndarray, np.ndarray]

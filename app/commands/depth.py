@@ -114,7 +114,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="depth for one image pair",
         description=(
             "Compute depth for a rectified pair. Writes OUT/result.npz, disparity.pfm, disparity.png "
-            "(KITTI 16-bit), disparity_color.png and result.json. Planes and ranges are pixels of "
+            "(KITTI 16-bit), disparity_color.png and result.json (binary mode: result.npz, mask.png and "
+            "result.json). Planes and ranges are pixels of "
             "disparity, or metres with an 'm' suffix when --calib is given. LEFT alone may be any source "
             "(a folder, video, recording, camera:0,1, synthetic): its first frame, or --frames N of them "
             "into OUT/000000/, OUT/000001/, ..."

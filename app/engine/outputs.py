@@ -1,8 +1,9 @@
 """Writing a ``DepthResult`` to disk as the command-line contract describes.
 
 ``result.npz`` (disparity, probabilities, planes, range_state, confidence), ``disparity.pfm``,
-``disparity.png`` (KITTI 16-bit), ``disparity_color.png``, ``mask.png`` for binary
-mode, and ``result.json`` with the request, engine, timings and notes.
+``disparity.png`` (KITTI 16-bit), ``disparity_color.png`` (these three not in binary mode,
+which has no disparity), ``mask.png`` for binary mode, and ``result.json`` with the request,
+engine, timings and notes.
 """
 
 from __future__ import annotations
@@ -109,12 +110,14 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 
 def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]) -> list[str]:
     atomic_write(folder / "result.npz", npz_bytes(result.arrays()))
-    write_pfm(folder / "disparity.pfm", result.disparity)
-    write_kitti_png(folder / "disparity.png", result.disparity)
-    vmax = float(request.max_disparity) if np.isnan(result.disparity).all() else None
-    write_color_png(folder / "disparity_color.png", colorize(result.disparity, 0.0, vmax))
-    written = ["result.npz", "disparity.pfm", "disparity.png", "disparity_color.png"]
-    if result.mask is not None:
+    written = ["result.npz"]
+    if result.mask is None:  # a binary answer has no disparity: all-black pictures of NaN would mislead
+        write_pfm(folder / "disparity.pfm", result.disparity)
+        write_kitti_png(folder / "disparity.png", result.disparity)
+        vmax = float(request.max_disparity) if np.isnan(result.disparity).all() else None
+        write_color_png(folder / "disparity_color.png", colorize(result.disparity, 0.0, vmax))
+        written += ["disparity.pfm", "disparity.png", "disparity_color.png"]
+    else:
         mask = (result.mask * 255).astype(np.uint8)
         write_color_png(folder / "mask.png", np.repeat(mask[..., None], 3, axis=2))
         written.append("mask.png")

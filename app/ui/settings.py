@@ -45,7 +45,9 @@ class SettingsBase(BaseModel):
     range_px: tuple[float, float] = vocabulary.RANGE.default
     budget_on: bool = False
     budget_ms: float = vocabulary.BUDGET.default
-    max_disparity: int = 128
+    # the command line's ceiling: the binary plane slider and the selective range reach as far, and
+    # the greyed number beside a ticked "auto" is the most auto sweeps to
+    max_disparity: int = vocabulary.DEFAULT_MAX_DISPARITY
     max_disparity_auto: bool = True  # continuous: sweep to each frame's estimated reach (at most 192 px)
     min_confidence: float = vocabulary.MIN_CONFIDENCE.default
     compare: bool = False

@@ -30,10 +30,13 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_a_new_folder_appears_whole_and_a_later_set_replaces_every_member(tmp_path: Path) -> None:
     out = tmp_path / "out"
     written = outputs.write_result(out, *_result(Mode.BINARY, 3.0), {})
-    assert {p.name for p in written} == set(outputs.OUTPUT_NAMES) and (out / "mask.png").is_file()
+    binary_set = {"result.npz", "mask.png", "result.json"}  # no all-black pictures of a NaN disparity
+    assert {p.name for p in written} == binary_set == {p.name for p in out.iterdir()}
     outputs.write_result(out, *_result(Mode.CONTINUOUS, 5.0), {})
     assert not (out / "mask.png").exists()  # the binary run's mask is not left beside the new set
     assert sorted(p.name for p in out.iterdir()) == sorted(set(outputs.OUTPUT_NAMES) - {"mask.png"})
+    outputs.write_result(out, *_result(Mode.BINARY, 3.0), {})
+    assert {p.name for p in out.iterdir()} == binary_set  # nor the continuous run's disparity beside a mask
 
 
 def test_a_new_result_folder_gets_the_usual_folder_mode(tmp_path: Path) -> None:

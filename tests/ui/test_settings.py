@@ -19,6 +19,20 @@ def test_engine_switches_are_fields_from_the_vocabulary() -> None:
     assert options.engine is None and options.subpixel is True and options.sgbm.block_size == 5
 
 
+def test_the_window_opens_with_the_command_lines_disparity_ceiling(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.types import DEFAULT_MAX_DISPARITY
+    from app.ui.controls import ControlsPanel
+
+    settings = Settings()
+    assert settings.max_disparity == DEFAULT_MAX_DISPARITY and settings.max_disparity_auto
+    panel = ControlsPanel(settings)
+    qtbot.addWidget(panel)
+    # the greyed number beside "auto" is the most auto sweeps to; binary planes and a selective
+    # range reach as far as the command line's
+    assert panel.max_disparity.value() == DEFAULT_MAX_DISPARITY
+    assert panel.plane.maximum() == DEFAULT_MAX_DISPARITY == panel.range.maximum
+
+
 def test_assignments_are_validated() -> None:
     settings = Settings()
     with pytest.raises(ValueError, match="device"):

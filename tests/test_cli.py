@@ -14,7 +14,7 @@ import torch
 
 from app.cli import main
 from app.engine.bi3d.conformance import deterministic_state_dict
-from app.engine.formats import read_kitti_png, read_pfm
+from app.engine.formats import read_kitti_png, read_pfm, write_pfm
 from tests.cli_helpers import bad as _bad
 from tests.cli_helpers import run
 
@@ -376,6 +376,39 @@ def test_eval_kitti_layout(capsys, tmp_path: Path) -> None:  # type: ignore[no-u
     assert code == 0 and "000000_10/sgbm" in stdout
     valid_line = next(line for line in stdout.splitlines() if "valid-only" in line)
     assert float(valid_line.split()[2]) < 0.5  # EPE on a clean 7 px shift
+
+
+def test_eval_reads_an_8bit_ground_truth_given_its_scale(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    left, right, gt = _textured_pair(7)
+    for name, image in (("l.png", left), ("r.png", right)):
+        cv2.imwrite(str(tmp_path / name), image)
+    cv2.imwrite(str(tmp_path / "disp2.png"), (gt * 4).astype(np.uint8))  # Middlebury 2003's x4 in 8 bits
+    pair = [str(tmp_path / "l.png"), str(tmp_path / "r.png"), "--gt", str(tmp_path / "disp2.png")]
+    msg = _bad(capsys, "eval", *pair, "--engines", "sgbm")
+    assert "8-bit" in msg and "--gt-scale" in msg  # not a bare "need 16-bit"
+    json_path = tmp_path / "e.json"
+    code, _, _ = run(
+        capsys,
+        "eval",
+        *pair,
+        "--gt-scale",
+        "4",
+        "--engines",
+        "sgbm",
+        "--max-disparity",
+        "32",
+        "--json",
+        str(json_path),
+    )
+    assert code == 0
+    assert json.loads(json_path.read_text())[0]["valid_only"]["epe"] < 0.5  # read as 7 px, not 28
+    assert "drop --gt-scale" in _bad(capsys, "eval", *pair[:3], str(_pfm(tmp_path, gt)), "--gt-scale", "4")
+    assert "--gt-scale" in _bad(capsys, "eval", str(tmp_path), "--gt-scale", "0")
+
+
+def _pfm(folder: Path, gt: np.ndarray) -> Path:
+    write_pfm(folder / "gt.pfm", gt)
+    return folder / "gt.pfm"
 
 
 def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.commands.arguments import output_file, whole
+from app.commands.arguments import output_file, real, whole
 from app.commands.common import add_engine_args, engine_options, parse_list
 from app.engine.errors import UserError
 from app.engine.fileio import write_json
@@ -21,10 +21,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.frames is not None and args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
+    if args.gt_scale is not None and args.gt is None:
+        raise UserError("--gt-scale goes with --gt FILE (a PNG ground truth of a pair)")
     if args.right is not None:
         if args.gt is None:
             raise UserError("evaluating a pair needs --gt FILE (PFM or KITTI PNG)")
-        scenes = [Scene(Path(args.path).stem, Path(args.path), Path(args.right), Path(args.gt))]
+        scenes = [
+            Scene(
+                Path(args.path).stem, Path(args.path), Path(args.right), Path(args.gt), gt_scale=args.gt_scale
+            )
+        ]
     elif Path(args.path).is_dir() and not (
         is_recording(Path(args.path)) or looks_like_recording(Path(args.path))
     ):
@@ -61,6 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="scene folder, dataset folder, source (e.g. synthetic), or left image")
     p.add_argument("right", nargs="?", help="right image when PATH is a left image")
     p.add_argument("--gt", help="ground-truth disparity for a pair (PFM or KITTI PNG)")
+    p.add_argument(
+        "--gt-scale",
+        type=real("--gt-scale", 0.0, low_open=True),
+        help="a PNG ground truth's value per pixel of disparity (default 256, KITTI's 16-bit; "
+        "8-bit Middlebury 2001-2006 maps: 4 or 8)",
+    )
     p.add_argument("--engines", help="comma-separated engines (default: sgbm, plus bi3d if weights exist)")
     p.add_argument("--json", type=output_file, help="write the figures as JSON")
     p.add_argument(

@@ -136,17 +136,26 @@ def write_kitti_png(path: PathLike, disparity: np.ndarray) -> None:
     atomic_write(path, buf.tobytes())
 
 
-def read_kitti_png(path: PathLike) -> np.ndarray:
-    """Read a KITTI uint16 disparity PNG as float32 H x W, NaN where the stored value is 0."""
+def read_kitti_png(path: PathLike, scale: float | None = None) -> np.ndarray:
+    """Read a disparity PNG as float32 H x W, NaN where the stored value is 0: KITTI's 16-bit
+    (value / 256), or with ``scale`` given, value / ``scale`` for 8- or 16-bit single-channel
+    maps (Middlebury 2001-2006 store disparity x 4 or x 8 in 8 bits)."""
     img = _decode(_read_bytes(path, "Disparity PNG"))
     if img is None:
         raise UserError(f"{path} is not a readable PNG; check the file")
-    if img.dtype != np.uint16 or img.ndim != 2:
+    if img.ndim == 3 and img.shape[2] in (3, 4) and np.ptp(img[..., :3].astype(np.int32), axis=2).max() == 0:
+        img = img[..., 0]  # a grey map saved as RGB
+    if img.ndim != 2 or img.dtype not in (np.uint8, np.uint16):
         raise UserError(
-            f"{path} is not a KITTI disparity PNG (need 16-bit single channel, got {img.dtype} "
-            f"with shape {img.shape}); use a 16-bit grayscale PNG"
+            f"{path} is not a disparity map (need a single-channel 8- or 16-bit PNG, got {img.dtype} "
+            f"with shape {img.shape}); a colour-mapped picture cannot be read back as disparity"
         )
-    out = img.astype(np.float32) / np.float32(_KITTI_SCALE)
+    if scale is None and img.dtype != np.uint16:
+        raise UserError(
+            f"{path} is an 8-bit disparity PNG, not KITTI's 16-bit one: give --gt-scale S, its value "
+            "per pixel of disparity (4 for Middlebury 2003 quarter-size maps, 1 if stored as is)"
+        )
+    out = img.astype(np.float32) / np.float32(_KITTI_SCALE if scale is None else scale)
     out[img == 0] = np.nan
     return out
 

@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 from torch import Tensor
 
-from app.engine.types import DepthRequest, Mode
+from app.engine.types import DepthRequest, Mode, Spacing
 
 STEP_PX = 3  # the sweep's plane step: bounds are multiples of it
 
@@ -85,6 +85,19 @@ def estimate_reach(
     """The ``percentile`` of a quarter-resolution, left-right-checked SGBM's disparities (px of
     the full resolution), or None when it answers under ``min_answered`` of the pixels.
     ``left``, ``right`` H x W (x 3) uint8, rectified."""
+    return _percentile_of_match(left, right, ceiling, config, config.percentile)
+
+
+def estimate_far(
+    left: np.ndarray, right: np.ndarray, ceiling: int, config: RangeConfig = DEFAULT_RANGE
+) -> float | None:
+    """The far end of the scene: the ``100 - percentile`` of the same match (px; None as above)."""
+    return _percentile_of_match(left, right, ceiling, config, 100.0 - config.percentile)
+
+
+def _percentile_of_match(
+    left: np.ndarray, right: np.ndarray, ceiling: int, config: RangeConfig, percentile: float
+) -> float | None:
     s = config.scale
     small_l, small_r = (
         cv2.resize(_grey(im), None, fx=1 / s, fy=1 / s, interpolation=cv2.INTER_AREA) for im in (left, right)
@@ -100,7 +113,7 @@ def estimate_reach(
     answered = raw[:, num:] > 0  # the left strip has no match in the right view
     if answered.mean() < config.min_answered:
         return None
-    return float(np.percentile(raw[:, num:][answered], config.percentile)) * s
+    return float(np.percentile(raw[:, num:][answered], percentile)) * s
 
 
 def bound_for(reach: float | None, ceiling: int, config: RangeConfig = DEFAULT_RANGE) -> int:
@@ -205,4 +218,16 @@ def bounded(
         return request, None
     ceiling = min(request.max_disparity, widest_search(left.shape[1]))  # no match lies farther
     found = tracker.update(left, right, ceiling, left.shape[:2])
-    return dataclasses.replace(request, max_disparity=found.bound, auto_range=False), found
+    bounded_request = dataclasses.replace(request, max_disparity=found.bound, auto_range=False)
+    if spread and request.spacing is Spacing.DEPTH and request.range is None:
+        # levels even in depth need the scene's far end too: from 0 px (infinitely far) most of
+        # them would lie beyond the farthest thing in view (Motorcycle: 6-60 px for a 20-70 px scene)
+        far = estimate_far(left, right, ceiling, tracker.config)
+        if far is not None:
+            lo = max(STEP_PX, math.floor(far / tracker.config.margin / STEP_PX) * STEP_PX)
+            if lo < found.bound:
+                bounded_request = dataclasses.replace(bounded_request, range=(float(lo), float(found.bound)))
+                found = dataclasses.replace(
+                    found, note=f"{found.note}; levels from {lo} px, the scene's far end"
+                )
+    return bounded_request, found

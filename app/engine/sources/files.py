@@ -35,13 +35,14 @@ class Scene:
     right: Path
     gt: Path | None = None
     calib: Path | None = None
+    gt_scale: float | None = None  # a PNG ground truth's value per pixel of disparity (None: KITTI's 256)
 
     def load(self, notes: list[str] | None = None) -> tuple[StereoPair, MiddleburyCalib | None]:
         """The pair (with its ground truth and calibration) and the Middlebury metadata; what
         reading the images noticed goes to ``notes`` when given (``read_pair_rgb``)."""
         left, right = read_pair_rgb(self.left, self.right, notes)
         meta = read_middlebury_calib(self.calib) if self.calib else None
-        gt = read_disparity(self.gt) if self.gt else None
+        gt = read_disparity(self.gt, self.gt_scale) if self.gt else None
         if gt is not None and gt.shape != left.shape[:2]:
             raise UserError(
                 f"ground truth {self.gt} is {gt.shape[1]}x{gt.shape[0]}, images are "
@@ -66,13 +67,16 @@ class FrameScene(Scene):
         return self.pair, None
 
 
-def read_disparity(path: Path) -> np.ndarray:
-    """Ground-truth disparity from PFM or KITTI PNG; unknown pixels become NaN."""
+def read_disparity(path: Path, scale: float | None = None) -> np.ndarray:
+    """Ground-truth disparity from PFM or a PNG (KITTI's 16-bit, or value / ``scale``); unknown
+    pixels become NaN."""
     if path.suffix.lower() == ".pfm":
+        if scale is not None:
+            raise UserError(f"{path} is a PFM, which holds disparity in pixels: drop --gt-scale")
         disp = read_pfm(path)
         disp = disp[..., 0] if disp.ndim == 3 else disp
         return np.where(np.isfinite(disp) & (disp > 0), disp, np.nan).astype(np.float32)
-    return read_kitti_png(path)
+    return read_kitti_png(path, scale)
 
 
 def middlebury_scene(folder: Path) -> Scene | None:

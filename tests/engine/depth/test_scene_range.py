@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from app.engine.depth.scene_range import DEFAULT_RANGE, RangeTracker, bound_for, estimate_reach
@@ -93,3 +95,24 @@ def test_only_a_pixel_nearer_than_the_whole_upper_range_widens_the_sweep() -> No
     assert 0.05 < share < 0.1  # 400 of the region's pixels (away from the edges and the strip)
     logits[:, :, 40:60, :10] = 4.0  # in the strip the last plane's shift moves the right view out of
     assert closer_than_top(logits, size, offset, 96.0) == share
+
+
+def test_levels_even_in_depth_span_the_scene_not_out_to_infinity() -> None:
+    from app.engine.types import Calibration, Spacing
+
+    left, right = _pair(30)  # the whole scene at 30 px
+    request = DepthRequest(
+        mode=Mode.QUANTIZED,
+        levels=4,
+        spacing=Spacing.DEPTH,
+        calibration=Calibration(focal_px=500.0, baseline_m=0.1),
+        auto_range=True,
+    )
+    result = SGBMEngine().compute(left, right, request)
+    assert result.searched is not None
+    # from 3 px (16.7 m) the nearest of 4 levels even in depth lay at 12 px, all beyond the scene
+    assert result.planes.min() >= 15 and result.planes.max() <= result.searched[1]
+    assert result.planes.min() < 30 < result.planes.max()
+    assert any("the scene's far end" in n for n in result.notes)
+    given = SGBMEngine().compute(left, right, dataclasses.replace(request, range=(3.0, 45.0)))
+    assert given.planes.min() < 10  # an explicit --range is kept

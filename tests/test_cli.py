@@ -411,6 +411,15 @@ def _pfm(folder: Path, gt: np.ndarray) -> Path:
     return folder / "gt.pfm"
 
 
+def test_a_pair_given_the_wrong_way_round_is_refused_before_the_work(
+    capsys, demo_dir: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    left, right = demo_dir / "im0.png", demo_dir / "im1.png"
+    msg = _bad(capsys, "depth", str(right), str(left), "--engine", "sgbm", "--out", str(tmp_path / "o"))
+    assert "look swapped" in msg and "left camera's image first" in msg
+    assert not (tmp_path / "o").exists()  # nothing written as if it were depth
+
+
 def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: ignore[no-untyped-def]
     msg = _bad(capsys, "eval", str(small_pair[0]), str(small_pair[1]))
     assert "--gt" in msg

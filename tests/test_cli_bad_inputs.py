@@ -67,7 +67,7 @@ def test_an_unexpected_error_is_one_line_naming_the_report(
         (["--budget-ms", "inf"], "not a finite number"),
         (["--mode", "quantized", "--levels", "10000"], "outside [1, 1024]"),
         (["--mode", "quantized", "--levels", "1000"], "at most 15 planes 1 px apart"),
-        (["--mode", "binary", "--planes", "nan"], "not a finite number"),
+        (["--mode", "binary", "--planes", "nan"], "--planes value is nan, not a finite number; give pixels"),
         (["--mode", "binary"], "binary mode needs one plane: give --planes"),
         (["--max-disparity", "100000"], "outside [16, 1024] px"),
     ],

@@ -216,13 +216,25 @@ def test_depth_rectifies_a_raw_rig_first(
     assert code == 0 and len(calls) == 1
     assert (tmp_path / "d" / "result.npz").is_file()
     # Half the size, one aspect ratio: the intrinsics are scaled, with a note.
-    small = tmp_path / "small.png"
+    small, small_right = tmp_path / "small.png", tmp_path / "small_right.png"
     cv2.imwrite(str(small), cv2.resize(cv2.imread(left), (320, 240)))
-    argv = ["depth", str(small), str(small), "--calib", rig, "--engine", "sgbm", "--max-disparity", "32"]
+    cv2.imwrite(str(small_right), cv2.resize(cv2.imread(right), (320, 240)))
+    argv = [
+        "depth",
+        str(small),
+        str(small_right),
+        "--calib",
+        rig,
+        "--engine",
+        "sgbm",
+        "--max-disparity",
+        "32",
+    ]
     code, stdout, _ = run(capsys, *argv, "--out", str(tmp_path / "s"))
     assert code == 0 and "scaled its intrinsics by 0.5 to the 320x240 frames" in stdout
     # Another aspect ratio is refused.
     cv2.imwrite(str(small), cv2.resize(cv2.imread(left), (320, 200)))
+    cv2.imwrite(str(small_right), cv2.resize(cv2.imread(right), (320, 200)))
     msg = _bad(capsys, *argv, "--out", str(tmp_path / "t"))
     assert "640x480" in msg and "320x200" in msg
 
@@ -351,3 +363,25 @@ def test_boards_in_one_camera_only_and_nothing_overwritten(
     write_views(folder, POSES[:4])  # four good pairs, one of them dropped
     msg = _bad(capsys, *argv, "--drop", "left_00.png")
     assert "only 3 views are left after dropping; need 4" in msg and out.read_text() == "the old calibration"
+
+
+def test_calibration_says_which_image_of_a_skipped_pair_lacks_the_board(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import shutil
+
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    folder = tmp_path / "views"
+    shutil.copytree(sample, folder, ignore=shutil.ignore_patterns("*.xml", "*.md"))
+    blank = np.full((480, 640), 128, np.uint8)
+    cv2.imwrite(str(folder / "right02.jpg"), blank)
+    cv2.imwrite(str(folder / "left03.jpg"), blank)
+    cv2.imwrite(str(folder / "right04.jpg"), blank)
+    cv2.imwrite(str(folder / "left04.jpg"), blank)
+    argv = ["calib", "chessboard", str(folder), "--pattern", "9x6", "--square", "0.025"]
+    code, stdout, _ = run(capsys, *argv, "--out", str(tmp_path / "c.yaml"))
+    assert code == 0
+    assert "left02.jpg: board not found in the right image, skipped" in stdout
+    assert "left03.jpg: board not found in the left image, skipped" in stdout
+    assert "left04.jpg: board found in neither image, skipped" in stdout
+    assert "left05.jpg: board found" in stdout

@@ -113,8 +113,8 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
     from app.engine.calibration.files import write_opencv_yaml
     from app.engine.calibration.folder import calibrate_folder
 
-    def progress(name: str, found: bool) -> None:
-        print(f"{name}: {'board found' if found else 'no board in both images, skipped'}")
+    def progress(name: str, missing: str | None) -> None:
+        print(f"{name}: {'board found' if missing is None else missing + ', skipped'}")
 
     drop = [n for item in args.drop for n in item.split(",") if n]
     result = calibrate_folder(args.folder, target, progress, drop, args.drop_outliers)

@@ -48,7 +48,9 @@ def to_disparity(value: str, calibration: Calibration | None, option: str = "dis
     if text.endswith("m"):
         if calibration is None:
             raise UserError(f"{value!r} is in metres; give --calib FILE so metres can become pixels")
-        depth = number(text[:-1], f"{option} {value!r}", POSITIVE, "m", "give pixels (12) or metres (2.5m)")
+        depth = number(
+            text[:-1], f"{option} value {value!r}", POSITIVE, "m", "give pixels (12) or metres (2.5m)"
+        )
         focal, baseline = calibration.focal_px, calibration.baseline_m
         if not (focal > 0 and baseline > 0):  # no depth in metres maps to a disparity then
             raise UserError(
@@ -64,7 +66,7 @@ def to_disparity(value: str, calibration: Calibration | None, option: str = "dis
             )
         return disparity
     hint = "give pixels (12) or metres (2.5m)"
-    return number(text.removesuffix("px"), f"{option} {value!r}", Bounds(), "px", hint)
+    return number(text.removesuffix("px"), f"{option} value", Bounds(), "px", hint)
 
 
 def engine_options(args: argparse.Namespace) -> EngineOptions:

@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     calibration, rig = _calibration(args.calib, left)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)
+    _refuse_swapped(args.left, args.right, left, right)
     engine, reason = build_engine(engine_options(args), "binary")
     print(f"engine: {engine.name} ({reason})")
     result = engine.compute(left, right, request)
@@ -45,6 +46,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 Rectify = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+SWAP_CHECK_MIN_PX = 64  # smaller frames have too few features to tell (and the engine refuses the tiniest)
+
+
+def _refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np.ndarray) -> None:
+    """A pair given the wrong way round is refused before the work: its depth would be noise
+    (the engines search positive disparities only), written as if it were an answer. The
+    feature matches decide (``looks_swapped``: most of them at negative disparity)."""
+    from app.engine.depth.alignment import looks_swapped
+
+    if min(left.shape[:2]) >= SWAP_CHECK_MIN_PX and looks_swapped(left, right):
+        raise UserError(
+            f"{left_name} and {right_name} look swapped: most features sit further right in the right "
+            "image than in the left (negative disparity); give the left camera's image first"
+        )
 
 
 def _calibration(path: str | None, frame: np.ndarray) -> tuple[Calibration | None, Any]:

@@ -245,7 +245,12 @@ def _planes_text(planes: np.ndarray) -> str:
 def format_summary(result: DepthResult, calibration: Calibration | None = None) -> str:
     """A few human-readable lines about a result."""
     info = summary(result)
-    lines = [f"mode {info['mode']}, planes: {info['planes_px']} px"]
+    if result.engine == "sgbm" and result.mode is Mode.CONTINUOUS and len(result.planes):
+        # semi-global matching sweeps no planes: it scores every whole disparity of the range
+        lo, hi = float(result.planes[0]), float(result.planes[-1])
+        lines = [f"mode {info['mode']}, every disparity from {lo:g} to {hi:g} px (semi-global matching)"]
+    else:
+        lines = [f"mode {info['mode']}, planes: {info['planes_px']} px"]
     if "disparity_px" in info:
         d = info["disparity_px"]
         line = (

@@ -63,7 +63,10 @@ def number(value: object, name: str, bounds: Bounds = Bounds(), unit: str = "", 
     except (TypeError, ValueError, OverflowError):
         raise UserError(f"{name} is not a number ({value!r}); {_must(bounds, unit, hint)}") from None
     if not math.isfinite(x):
-        raise UserError(f"{name} is {x}, not a finite number; {_must(bounds, unit, hint)}")
+        # "it must be a finite number" would repeat what was just said: only bounds add to it
+        bounded = bounds.low is not None or bounds.high is not None
+        must = _must(bounds, unit, hint) if bounded else hint
+        raise UserError(f"{name} is {x}, not a finite number" + (f"; {must}" if must else ""))
     if not bounds.contains(x):
         raise _outside(name, x, bounds, unit, hint)
     return x

@@ -133,3 +133,13 @@ def test_the_summary_says_when_nothing_was_answered_or_the_depth_is_unknown() ->
     assert "median depth 2.50 m" in outputs.format_summary(
         result(np.full((4, 4), 4.0, np.float32)), calibration
     )
+
+
+def test_the_summary_of_semi_global_matching_names_no_planes() -> None:
+    d = np.full((4, 4), 20.0, np.float32)
+    planes = np.arange(0, 87, 3, dtype=np.float32)  # the sweep grid a continuous request reports
+    sgbm = DepthResult(d, np.zeros((0, 4, 4), np.float32), planes, Mode.CONTINUOUS, "sgbm")
+    first = outputs.format_summary(sgbm).splitlines()[0]
+    assert first == "mode continuous, every disparity from 0 to 84 px (semi-global matching)"
+    bi3d = DepthResult(d, np.zeros((29, 4, 4), np.float32), planes, Mode.CONTINUOUS, "bi3d")
+    assert outputs.format_summary(bi3d).startswith("mode continuous, planes: 29 from 0 to 84 px")

@@ -58,8 +58,17 @@ class _Views:
         )
 
 
+def _missing(left: bool, right: bool) -> str:
+    """Why a pair gives no view, from where its board was found."""
+    if left and right:
+        return "the board's corners in the two images do not match"
+    if left or right:
+        return f"board not found in the {'right' if left else 'left'} image"
+    return "board found in neither image"
+
+
 def _detect_folder(
-    folder: str | Path, target: Target, on_view: Callable[[str, bool], None] | None
+    folder: str | Path, target: Target, on_view: Callable[[str, str | None], None] | None
 ) -> tuple[_Views, list[str], tuple[int, int], int]:
     """Detect the target in every pair: (usable views, skipped names, image size, pairs)."""
     from app.engine.formats import read_image_rgb
@@ -92,7 +101,7 @@ def _detect_folder(
             views.right.append(matched[2])
             views.params.append(view_parameters(target.full_view(fl), target.inner, size))
         if on_view is not None:
-            on_view(lpath.name, matched is not None)
+            on_view(lpath.name, None if matched is not None else _missing(fl is not None, fr is not None))
     if len(views.names) < MIN_VIEWS or size is None:
         alone = [f"{n} in the {side} image only" for side, n in one_side.items() if n]
         more = f" (found {' and '.join(alone)})" if alone else ""
@@ -106,13 +115,14 @@ def _detect_folder(
 def calibrate_folder(
     folder: str | Path,
     target: Target,
-    on_view: Callable[[str, bool], None] | None = None,
+    on_view: Callable[[str, str | None], None] | None = None,
     drop: Sequence[str] = (),
     drop_outliers: bool = False,
 ) -> ChessboardResult:
     """Detect the target in every pair of ``folder`` and calibrate the rig from the good ones.
 
-    ``on_view(name, found)`` is called after each pair, for progress output. ``drop`` names
+    ``on_view(name, why)`` is called after each pair, for progress output (``why`` the pair
+    was skipped, None when it is used). ``drop`` names
     views (left image names) to leave out; ``drop_outliers`` fits once more without the
     views whose reprojection error stands out.
     """

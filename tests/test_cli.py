@@ -458,3 +458,13 @@ def test_depth_notes_a_video_in_the_other_layout_and_transparent_pixels(capsys, 
     pair = (str(tmp_path / "l.png"), str(tmp_path / "r.png"))
     code, stdout, _ = run(capsys, "depth", *pair, "--engine", "sgbm", "--out", str(out))
     assert code == 0 and "note: l.png: 0." in stdout and "transparent (alpha channel)" in stdout
+
+
+def test_an_unwritable_json_file_is_refused_before_the_benchmark(capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from app.commands import arguments
+    from app.engine.bench import depth as bench_depth
+
+    monkeypatch.setattr(arguments.os, "access", lambda path, mode: False)  # root ignores folder modes
+    monkeypatch.setattr(bench_depth, "run_bench", lambda *a, **k: pytest.fail("the benchmark ran"))
+    msg = _bad(capsys, "bench", "--size", "96x96", "--engines", "sgbm", "--json", str(tmp_path / "b.json"))
+    assert "cannot write into the folder" in msg

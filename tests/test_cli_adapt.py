@@ -26,10 +26,15 @@ def test_adapt_writes_a_model_that_loads_as_weights(capsys, footage: Path, tmp_p
         capsys, "adapt", str(footage), "--out", str(out), "--steps", "2", "--eval-frames", "1"
     )
     assert code == 0, err
-    figures = json.loads(stdout.strip().splitlines()[-2])
-    assert set(figures) == {"before", "after"} and "dense_bad2" in figures["after"]
+    assert "held-back frames, before -> after:" in stdout and "  dense_bad2: " in stdout
+    report = json.loads((tmp_path / "adapted.json").read_text())
+    assert "dense_bad2" in report["report"]["after"]
     _model, info = load_model(out)
-    assert info.training["steps"] == 2 and (tmp_path / "adapted.json").is_file()
+    assert info.training["steps"] == 2
+    # a finished adaptation is replaced only when asked
+    again = ["adapt", str(footage), "--out", str(out), "--steps", "2", "--eval-frames", "1"]
+    assert "already exists" in bad(capsys, *again) and load_model(out)[1].training["steps"] == 2
+    assert run(capsys, *again, "--overwrite")[0] == 0
     code, _, err = run(
         capsys,
         "depth",

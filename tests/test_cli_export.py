@@ -65,6 +65,25 @@ def test_export_tensorrt_without_tensorrt_is_one_line(capsys, monkeypatch) -> No
     assert "TensorRT is not installed (pip install '.[gpu]')" in _one_line_error(code, err)
 
 
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--kind", "binary", "--width", "8"], "give --width 3."),  # 9 GB of weights; failed after 90 s
+        (["--width", "1", "--max-disparity", "100"], "a multiple of 96 px"),
+        (["--max-disparity", "288"], "--max-disparity shapes a random model: give --width too"),
+        (["--kind", "light"], "--kind shapes a random model"),
+        (["--size", "480x640"], "give --tensorrt too"),
+        (["--weights", "w.pt", "--width", "1"], "give one of them"),
+    ],
+)
+def test_export_refuses_flags_it_would_ignore_or_fail_on_before_the_work(  # type: ignore[no-untyped-def]
+    capsys, tmp_path: Path, argv: list[str], needle: str
+) -> None:
+    code, _, err = run(capsys, "export", "--onnx", str(tmp_path / "o"), *argv)
+    assert needle in _one_line_error(code, err)
+    assert not (tmp_path / "o").exists()
+
+
 def test_export_into_a_file_is_one_line(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     blocker = tmp_path / "taken"
     blocker.write_text("")

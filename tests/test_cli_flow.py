@@ -119,6 +119,28 @@ def test_frames_of_different_sizes(capsys, frames, tmp_path: Path) -> None:  # t
     assert "differ in size" in _bad(capsys, "flow", str(frames[0]), str(small), "--out", str(tmp_path))
 
 
+@pytest.mark.parametrize("backend", ["dis", "farneback"])
+def test_frames_too_small_for_flow(capsys, tmp_path: Path, backend: str) -> None:  # type: ignore[no-untyped-def]
+    tiny = [tmp_path / "a.png", tmp_path / "b.png"]
+    for path in tiny:
+        cv2.imwrite(str(path), _texture(8, 8))  # DIS: an OpenCV assertion inside, before
+    msg = _bad(capsys, "flow", *map(str, tiny), "--backend", backend, "--out", str(tmp_path / "o"))
+    assert "the frames are 8x8 px; flow needs at least 16x16 px" in msg
+
+
+def test_the_accelerators_flags_are_named_when_the_cpu_runs(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    argv = ["flow", *map(str, frames), "--backend", "dis", "--grid", "4", "--cost", "--out", str(tmp_path)]
+    code, stdout, _ = run(capsys, *argv)
+    assert code == 0 and "note: --grid 4, --cost apply to nvof only; dis runs without them" in stdout
+    assert not (tmp_path / "cost.png").exists()
+
+
+def test_an_unwritable_output_is_refused_before_the_work(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert "is a file" in _bad(capsys, "flow", *map(str, frames), "--out", str(blocker / "sub"))
+
+
 def test_missing_frame(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert "not found" in _bad(capsys, "flow", str(frames[0]), str(tmp_path / "nope.png"))
 

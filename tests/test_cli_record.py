@@ -135,3 +135,75 @@ def test_recording_a_video_in_the_other_layout_says_so(
     code, stdout, _ = run(capsys, "record", str(tmp_path / "tb.avi"), str(tmp_path / "rec"))
     assert code == 0 and "wrote 2 frames" in stdout
     assert "note: video tb.avi was opened side by side, but its frames look top-bottom" in stdout
+
+
+def _pairs_folder(root: Path, sizes: list[tuple[tuple[int, int], tuple[int, int]]]) -> Path:
+    """left/NNN.png and right/NNN.png (three-digit names: a folder of pairs, not a recording)."""
+    import cv2
+
+    rng = np.random.default_rng(0)
+    for sub in ("left", "right"):
+        (root / sub).mkdir(parents=True)
+    for i, (left, right) in enumerate(sizes):
+        cv2.imwrite(str(root / "left" / f"{i:03d}.png"), rng.integers(0, 255, (*left, 3), dtype=np.uint8))
+        cv2.imwrite(str(root / "right" / f"{i:03d}.png"), rng.integers(0, 255, (*right, 3), dtype=np.uint8))
+    return root
+
+
+def test_a_source_failing_on_its_first_frame_leaves_no_empty_recording(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = _pairs_folder(tmp_path / "pairs", [((40, 60), (30, 60)), ((40, 60), (40, 60))])
+    out = tmp_path / "rec"
+    assert "differ in size" in bad(capsys, "record", str(source), str(out))
+    assert not out.exists()  # a retry is not told "already holds a recording"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad(capsys, "record", str(source), str(empty))
+    assert empty.is_dir() and [p.name for p in empty.iterdir() if not p.name.startswith(".")] == []
+    # a failure after frames were written keeps them, and says so
+    later = _pairs_folder(tmp_path / "later", [((40, 60), (40, 60)), ((40, 60), (30, 60))])
+    line = bad(capsys, "record", str(later), str(tmp_path / "kept"))
+    assert "keeps the 1 frame recorded before it" in line
+    assert (
+        run(capsys, "depth", str(tmp_path / "kept"), "--engine", "sgbm", "--out", str(tmp_path / "d"))[0] == 0
+    )
+
+
+def test_reindex_refuses_a_folder_of_pairs_that_is_not_a_recording(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = _pairs_folder(tmp_path / "pairs", [((40, 60), (40, 60))] * 3)
+    assert "six-digit" in bad(capsys, "record", "--reindex", str(source))
+    assert sorted(p.name for p in source.iterdir()) == ["left", "right"]  # nothing written into it
+    assert run(capsys, "record", str(source), str(tmp_path / "rec"))[0] == 0  # still a source
+
+
+def test_an_unwritable_recording_folder_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.engine.sources import recording_index
+
+    real_open = recording_index.os.open
+
+    def refuse(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(path).endswith(recording_index.LOCK):
+            raise PermissionError(13, "Permission denied")  # root ignores folder modes
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(recording_index.os, "open", refuse)
+    (tmp_path / "ro").mkdir()
+    msg = bad(capsys, "record", SYNTH, str(tmp_path / "ro"), "--frames", "1")
+    assert "cannot write into the recording folder" in msg and "Permission denied" in msg
+
+
+def test_a_note_repeated_by_every_frame_is_printed_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = run(capsys, "depth", SYNTH, "--frames", "3", "--engine", "sgbm", "--out", str(out))
+    notes = [line for line in stdout.splitlines() if line.startswith("note: max disparity auto")]
+    assert code == 0 and len(notes) == 1, stdout
+    for index in range(3):  # each frame's result.json keeps its notes
+        meta = json.loads((out / f"{index:06d}" / "result.json").read_text())
+        assert any(n.startswith("max disparity auto") for n in meta["notes"])

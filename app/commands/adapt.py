@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import threading
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -14,8 +14,13 @@ from app.commands.arguments import real, whole
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.engine.errors import UserError
     from app.engine.training.adapt import AdaptConfig, AdaptProgress, adapt
 
+    out = Path(args.out)
+    if out.is_file() and not Path(args.out + ".partial").exists() and not args.overwrite:
+        # a finished adaptation (minutes of work): replaced only when asked; a partial one resumes
+        raise UserError(f"{out} already exists; choose another --out or pass --overwrite to replace it")
     cfg = AdaptConfig(
         source=args.source,
         out=args.out,
@@ -41,8 +46,10 @@ def run(args: argparse.Namespace) -> int:
             result = adapt(cfg, progress, cancel)
         finally:
             bar.end()
-    figures = {"before": result.before, "after": result.after}
-    print(json.dumps({k: {n: round(v, 4) for n, v in f.items()} for k, f in figures.items()}))
+    print("held-back frames, before -> after:")
+    for name, before in result.before.items():
+        after = result.after.get(name, float("nan"))
+        print(f"  {name}: {before:.4g} -> {after:.4g}")
     took = f"{result.steps} steps, {result.elapsed_s / 60:.1f} min"
     print(f"wrote {result.out} ({took}) and {result.report_path}")
     return 0
@@ -115,6 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("source", help="rectified footage: a recording folder, a video, a folder of pairs")
     p.add_argument("--out", required=True, help="the adapted checkpoint to write (e.g. adapted.pt)")
     p.add_argument("--weights", help="the model to start from (default: the bundled one)")
+    p.add_argument("--overwrite", action="store_true", help="replace an adapted checkpoint already at --out")
     p.add_argument(
         "--steps", type=whole("--steps", 1, 10**6), default=600, help="training steps (default 600)"
     )

@@ -5,6 +5,7 @@ is finite, in range and of the right kind before a command starts, and a bad one
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +75,11 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name, e.g. {path / 'out.json'}")
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"the folder {path.parent} does not exist; create it first")
+    # said before the work (a benchmark's minutes), not when its figures are written
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"cannot write into the folder {path.parent} (permission denied); choose another"
+        )
     return text
 
 

@@ -110,10 +110,13 @@ def run_source(args: argparse.Namespace) -> int:
         engine, reason = build_engine(engine_options(args), "binary")
         print(f"engine: {engine.name} ({reason}); source: {source.describe()}")
         count = 0
+        said: set[str] = set()  # notes printed for an earlier frame (each frame's result.json keeps all)
         for index, pair in enumerate(itertools.chain([first], pairs)):
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
-            print(f"frame {index}: {format_summary(result, calibration)}")
+            lines = format_summary(result, calibration).splitlines()
+            print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
+            said.update(line for line in lines if line.startswith("note: "))
             out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
             extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
             write_result(out, result, request, extra)

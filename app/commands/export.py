@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,9 @@ def run(args: argparse.Namespace) -> int:
         args.usage_error("give --onnx DIR, --tensorrt, or both")
     from app.engine.runtimes.base import RuntimeUnavailable
 
+    _check_flags(args)
+    if args.onnx and args.width is not None and args.weights is None:
+        _check_onnx_size(args.kind or "binary", args.width)
     model, described = _model(args)
     print(f"model: {described}")
     try:
@@ -34,14 +38,58 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flags that would be ignored are refused, before a minute of export."""
+    from app.engine.bi3d.model import SIZE_MULTIPLE
+
+    random_only = [
+        flag for flag, value in (("--kind", args.kind), ("--max-disparity", args.max_disparity)) if value
+    ]
+    if args.width is None and random_only:
+        verb = "shape" if len(random_only) > 1 else "shapes"
+        raise UserError(
+            f"{' and '.join(random_only)} {verb} a random model: give --width too (a checkpoint keeps "
+            "its own kind and range)"
+        )
+    if args.width is not None and args.weights:
+        raise UserError("--width makes a random model and --weights loads one: give one of them")
+    if args.max_disparity is not None and args.max_disparity % SIZE_MULTIPLE:
+        raise UserError(
+            f"--max-disparity {args.max_disparity} px: a model's range is a multiple of {SIZE_MULTIPLE} px "
+            f"(96, 192, 288, ...); give one of those"
+        )
+    if args.size and not args.tensorrt:
+        raise UserError("--size chooses the sizes of TensorRT engines: give --tensorrt too")
+
+
+ONNX_LIMIT_BYTES = 2 << 30  # protobuf's limit on one file, which holds the weights too
+
+
+def _check_onnx_size(kind: str, width: float) -> None:
+    """A random model whose weights alone would pass the ONNX file limit is refused before it is
+    built (the binary kind at --width 8 took 9 GB and failed after a minute and a half). Weights
+    grow with the width squared: estimated from the kind at width 1."""
+    from app.engine.bi3d.factory import build_model
+
+    unit = sum(p.numel() * p.element_size() for p in build_model(kind, 1.0, 192).parameters())
+    weights = unit * width * width
+    if weights >= 0.9 * ONNX_LIMIT_BYTES:
+        widest = (0.9 * ONNX_LIMIT_BYTES / unit) ** 0.5
+        raise UserError(
+            f"the {kind} model at --width {width:g} has about {weights / 1e9:.1f} GB of weights; an ONNX "
+            f"file stops at 2 GB: give --width {math.floor(widest * 100) / 100:g} or less"
+        )
+
+
 def _model(args: argparse.Namespace) -> tuple[SweepModel, str]:
     from app.engine.assets import default_weights
     from app.engine.bi3d.checkpoint import load_model
     from app.engine.bi3d.factory import build_model
 
     if args.width is not None and args.weights is None:
-        return build_model(args.kind, args.width, args.max_disparity), (
-            f"random {args.kind} weights at width {args.width:g} (timing only)"
+        kind, top = args.kind or "binary", args.max_disparity or 192
+        return build_model(kind, args.width, top), (
+            f"random {kind} weights at width {args.width:g}, {top} px (timing only)"
         )
     weights = Path(args.weights) if args.weights else default_weights()
     if weights is None:
@@ -107,13 +155,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--onnx-precision", default="fp32", choices=["fp32", "fp16"], help="fp16: for TensorRT 11")
     p.add_argument("--tensorrt", action="store_true", help="build TensorRT engines for each --size")
     p.add_argument("--weights", help="checkpoint to export (default: the bundled model)")
-    p.add_argument("--kind", default="binary", choices=KINDS, help="with --width: random weights")
+    p.add_argument("--kind", choices=KINDS, help="with --width: the random model's kind (default binary)")
     p.add_argument(
         "--width",
         type=real("--width", 0, 8, low_open=True),
         help="random-initialised model of this width (timing only)",
     )
-    p.add_argument("--max-disparity", type=whole("--max-disparity", 3, 1024, "px"), default=192)
+    p.add_argument(
+        "--max-disparity",
+        type=whole("--max-disparity", 96, 960, "px"),
+        help="with --width: the random model's range, a multiple of 96 px (default 192)",
+    )
     p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable (TensorRT)")
     p.add_argument("--device", default="cuda", choices=list(DEVICES))
     p.add_argument("--precision", default="fp16", choices=["fp32", "fp16"], help="TensorRT precision")

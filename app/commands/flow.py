@@ -24,9 +24,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if len(args.inputs) not in (1, 2):
         raise UserError(f"give FRAME0 FRAME1 or one VIDEO, got {len(args.inputs)} paths")
+    if len(args.inputs) == 2 or args.out:  # a video writes only where --out says
+        from app.engine.outputs import check_writable
+
+        check_writable(Path(args.out or "out"))  # before the work, not after it
     options = FlowOptions(args.preset, args.grid, args.temporal_hints, args.cost, args.gpu)
     backend, reason = create_flow_backend(args.backend, options)
     print(f"backend: {backend.name} ({reason})")
+    unused = _nvof_only(args) if backend.name != "nvof" else []
+    if unused:
+        print(f"note: {', '.join(unused)} apply to nvof only; {backend.name} runs without them")
     try:
         if len(args.inputs) == 2:
             _pair(backend, args)
@@ -35,6 +42,17 @@ def run(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     return 0
+
+
+def _nvof_only(args: argparse.Namespace) -> list[str]:
+    """The accelerator's flags given away from their defaults."""
+    given = {
+        f"--grid {args.grid}": args.grid != 1,
+        "--temporal-hints": args.temporal_hints,
+        "--cost": args.cost,
+        f"--gpu {args.gpu}": args.gpu != 0,
+    }
+    return [flag for flag, on in given.items() if on]
 
 
 def _pair(backend: Any, args: argparse.Namespace) -> None:

@@ -10,6 +10,7 @@ from app.commands.arguments import real, whole
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.engine.errors import UserError
     from app.engine.sources.base import SourceEvent, plural
     from app.engine.sources.recording import Recorder, record
 
@@ -32,6 +33,15 @@ def run(args: argparse.Namespace) -> int:
             record(source, recorder, args.frames, args.seconds)
         except KeyboardInterrupt:  # the usual way to end a live recording; what is written stays
             print("stopped")
+        except UserError as exc:  # one line still, saying what was kept
+            recorder.discard()  # nothing recorded: no empty recording left to block the folder
+            if recorder.frames_written:
+                kept = plural(recorder.frames_written, "frame")
+                raise UserError(f"{exc}; {args.dir} keeps the {kept} recorded before it") from exc
+            raise
+        except BaseException:
+            recorder.discard()
+            raise
         finally:
             recorder.close()
         for note in source.notes:  # e.g. a video recorded in the other layout than it holds

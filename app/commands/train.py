@@ -18,6 +18,8 @@ def run(args: argparse.Namespace) -> int:
 
     for device in {args.device, args.data_device}:
         resolve_device(device)  # "CUDA is not available on this machine" in one line
+    if args.precision == "fp16" and args.device != "cuda":  # as depth says it
+        raise UserError("fp16 needs --device cuda; use bf16 or fp32 on the CPU")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise UserError(f"--out {args.out} is a file; give the run folder (new, or one to resume)")
     if args.threads:
@@ -65,16 +67,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="train a Bi3D model",
         description=(
             "Train on synthetic scenes (default) or a dataset folder (SceneFlow left/right/disparity, "
-            "Middlebury, KITTI 2015). Resumes from OUT/last.pt when present. Runs under torchrun "
-            "with DistributedDataParallel. Writes OUT/last.pt, best.pt, state.pt and log.csv."
+            "Middlebury, KITTI 2015). Resumes from OUT/last.pt when present. Runs as it is on one "
+            "device; under torchrun, one process per GPU (DistributedDataParallel). Writes "
+            "OUT/last.pt, best.pt, state.pt and log.csv. The default 20000 steps take many hours on a CPU: "
+            "give --steps for a short run."
         ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--out", default="runs/train", help="run folder (resumed when it holds last.pt)")
-    p.add_argument("--kind", default="light", choices=["light", "binary", "continuous_2d", "continuous_3d"])
+    p.add_argument(
+        "--kind",
+        default="light",
+        choices=["light", "binary", "continuous_2d", "continuous_3d"],
+        help="the model to train: this project's light model, or a published Bi3D kind",
+    )
     p.add_argument(
         "--width", type=real("--width", 0, 8, low_open=True), default=1.0, help="channel width multiplier"
     )
-    p.add_argument("--max-disparity", type=whole("--max-disparity", 3, 1024, "px"), default=192)
+    p.add_argument(
+        "--max-disparity",
+        type=whole("--max-disparity", 3, 1024, "px"),
+        default=192,
+        help="the model's range (px)",
+    )
     p.add_argument("--data", default="synthetic", help="'synthetic' or a dataset folder")
     p.add_argument("--crop", type=parse_size, default=(192, 384), help="HEIGHTxWIDTH, multiples of 96")
     p.add_argument("--batch", type=whole("--batch", 1, 4096), default=4, help="samples per step and process")
@@ -115,11 +130,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=17,
         help="contiguous planes per sample (continuous kinds)",
     )
-    p.add_argument("--steps", type=whole("--steps", 1), default=20000)
-    p.add_argument("--lr", type=real("--lr", 0, 10, low_open=True), default=1e-3)
-    p.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16"])
+    p.add_argument(
+        "--steps", type=whole("--steps", 1), default=20000, help="optimizer steps of the whole run"
+    )
+    p.add_argument("--lr", type=real("--lr", 0, 10, low_open=True), default=1e-3, help="peak learning rate")
+    p.add_argument(
+        "--precision",
+        default="bf16",
+        choices=["fp32", "bf16", "fp16"],
+        help="autocast precision (fp16: CUDA)",
+    )
     p.add_argument("--no-tf32", action="store_true", help="disable TF32 matmuls on CUDA")
-    p.add_argument("--no-channels-last", action="store_true")
+    p.add_argument("--no-channels-last", action="store_true", help="keep activations channels-first")
     p.add_argument("--init", help="start from this checkpoint (fine-tuning), same kind")
     p.add_argument(
         "--freeze-features",
@@ -127,8 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --init: train everything but the feature network (the per-pixel SegNet of "
         "the checkpoint is kept as it is)",
     )
-    p.add_argument("--seed", type=whole("--seed", 0), default=0)
-    p.add_argument("--device", default="cpu", choices=list(DEVICES))
+    p.add_argument("--seed", type=whole("--seed", 0), default=0, help="data and initialisation seed")
+    p.add_argument("--device", default="cpu", choices=list(DEVICES), help="where the model trains")
     p.add_argument(
         "--data-device",
         default="cpu",
@@ -138,7 +160,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=whole("--workers", 0, 256), default=0, help="data loader processes")
     p.add_argument("--threads", type=whole("--threads", 1, 1024), help="torch CPU threads")
     p.add_argument("--reuse", type=whole("--reuse", 1), default=3, help="times each synthetic scene is shown")
-    p.add_argument("--val-every", type=whole("--val-every", 1), default=1000)
-    p.add_argument("--val-count", type=whole("--val-count", 1), default=8)
-    p.add_argument("--save-every", type=whole("--save-every", 1), default=200)
+    p.add_argument(
+        "--val-every", type=whole("--val-every", 1), default=1000, help="steps between validations"
+    )
+    p.add_argument("--val-count", type=whole("--val-count", 1), default=8, help="validation scenes")
+    p.add_argument(
+        "--save-every", type=whole("--save-every", 1), default=200, help="steps between saves of last.pt"
+    )
     p.set_defaults(func=run)

@@ -123,12 +123,20 @@ def to_gray(frame: np.ndarray) -> np.ndarray:
     return a if a.ndim == 2 else cv2.cvtColor(a, cv2.COLOR_RGB2GRAY)
 
 
+MIN_FLOW_SIDE = 16  # px: DIS needs 12 on a side, and a smaller frame holds no motion worth drawing
+
+
 def check_sizes(size0: tuple[int, int], size1: tuple[int, int]) -> None:
-    """Sizes as (width, height)."""
+    """Sizes as (width, height): equal, and at least ``MIN_FLOW_SIDE`` on each side."""
     if size0 != size1:
         raise UserError(
             f"frames {size0[0]}x{size0[1]} and {size1[0]}x{size1[1]} differ in size; "
             "give two frames of one camera"
+        )
+    if min(size0) < MIN_FLOW_SIDE:
+        raise UserError(
+            f"the frames are {size0[0]}x{size0[1]} px; flow needs at least "
+            f"{MIN_FLOW_SIDE}x{MIN_FLOW_SIDE} px; give larger frames"
         )
 
 

@@ -110,7 +110,7 @@ def find_scenes(path: str | Path) -> list[Scene]:
     """Scenes under ``path`` in any supported dataset layout; a ``UserError`` if none."""
     root = Path(path)
     if not root.is_dir():
-        raise UserError(f"scene folder not found: {root}; give a Middlebury or KITTI folder")
+        raise UserError(f"scene folder not found: {root}; give a Middlebury, KITTI 2015 or SceneFlow folder")
     single = middlebury_scene(root)
     if single is not None:
         return [single]

@@ -21,6 +21,7 @@ recording's clock from its last frame, one frame interval on, instead of repeati
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -69,6 +70,7 @@ class Recorder:
         self.folder = Path(folder)
         self._lock = threading.Lock()
         self._closed = False
+        self._made_folder = not self.folder.exists()  # ``discard`` removes only a folder it made
         # a recording's writer lock before anything is deleted: a live recorder's files stay
         existing = is_recording(self.folder) or looks_like_recording(self.folder)
         self._lock_fd = acquire_writer(self.folder) if existing else None
@@ -129,6 +131,23 @@ class Recorder:
                 # on the old file and a new recorder on a new one both think they hold it
                 os.close(self._lock_fd)
                 self._lock_fd = None
+
+    def discard(self) -> None:
+        """Close, and remove what was set up when no frame was written (a source that failed on its
+        first frame): an empty recording would block the folder ("already holds a recording") and
+        play back as no frames. The folder goes too when this recorder made it. Frames once
+        written are never removed here."""
+        self.close()
+        if self.frames_written:
+            return
+        (self.folder / TIMESTAMPS).unlink(missing_ok=True)
+        (self.folder / SESSION).unlink(missing_ok=True)
+        for sub in ("left", "right", "disparity"):
+            shutil.rmtree(self.folder / sub, ignore_errors=True)
+        if self._made_folder:
+            (self.folder / LOCK).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()
 
     def __enter__(self) -> Self:
         return self

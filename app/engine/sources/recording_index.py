@@ -52,10 +52,16 @@ def looks_like_recording(folder: Path) -> bool:
 
 
 def frames_on_disk(folder: Path) -> list[int]:
-    """Indices with both a left and a right PNG, in order."""
-    left = {p.stem for p in (folder / "left").glob("[0-9]*.png") if p.stem.isdigit()}
-    right = {p.stem for p in (folder / "right").glob("[0-9]*.png") if p.stem.isdigit()}
+    """Indices with both a left and a right PNG named as a recorder names them (``000042.png``),
+    in order: a folder of pairs named otherwise (``000.png``, ``7.png``) is not a recording's,
+    and an index of it would name files that do not exist."""
+    left = {p.stem for p in (folder / "left").glob("[0-9]*.png") if _frame_name(p.stem)}
+    right = {p.stem for p in (folder / "right").glob("[0-9]*.png") if _frame_name(p.stem)}
     return sorted(int(name) for name in left & right)
+
+
+def _frame_name(stem: str) -> bool:
+    return stem.isdigit() and stem == f"{int(stem):06d}"
 
 
 def parse_timestamps(raw: bytes, path: Path) -> list[tuple[int, float]]:
@@ -88,7 +94,10 @@ def rebuild_index(folder: Path) -> tuple[int, list[str]]:
         raise UserError(f"{folder} is not a folder; give the recording's folder")
     indices = frames_on_disk(folder)
     if not indices:
-        raise UserError(f"{folder} holds no left/NNNNNN.png and right/NNNNNN.png pairs; nothing to index")
+        raise UserError(
+            f"{folder} holds no left/NNNNNN.png and right/NNNNNN.png pairs (a recording's six-digit "
+            "names); a folder of pairs named otherwise plays as a source as it is, with nothing to index"
+        )
     notes: list[str] = []
     old = _readable_stamps(folder / TIMESTAMPS)
     guessed = [i for i in indices if i not in old]
@@ -153,7 +162,12 @@ def acquire_writer(folder: Path) -> int | None:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         return None
-    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only folder, or one of another user's
+        raise UserError(
+            f"cannot write into the recording folder {folder} ({exc.strerror or exc}); choose another"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

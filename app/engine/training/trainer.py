@@ -420,6 +420,8 @@ class Trainer:
 
     def run(self) -> dict[str, float]:
         cfg = self.cfg
+        if cfg.data != "synthetic":  # a missing or empty dataset is said before the run folder is made
+            SceneDataset(cfg.data, CropConfig(*cfg.crop), seed=cfg.seed)
         if self.dist.main:
             make_folder(self.out, "run folder")
         val = self._validation_scenes() if self.dist.main else []

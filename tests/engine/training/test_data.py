@@ -115,3 +115,25 @@ def test_train_refuses_a_rooms_share_out_of_range(capsys: pytest.CaptureFixture[
 
     line = bad(capsys, "train", "--out", str(tmp_path / "run"), "--rooms-share", "1.5", "--steps", "1")
     assert "--rooms-share" in line
+
+
+def test_train_refuses_fp16_on_the_cpu_as_depth_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.cli_helpers import bad
+
+    line = bad(capsys, "train", "--out", str(tmp_path / "run"), "--precision", "fp16", "--steps", "1")
+    assert line.endswith("fp16 needs --device cuda; use bf16 or fp32 on the CPU")
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_on_a_missing_dataset_leaves_no_run_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.cli_helpers import bad
+
+    line = bad(
+        capsys, "train", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "run"), "--steps", "1"
+    )
+    assert "scene folder not found" in line and "SceneFlow" in line
+    assert not (tmp_path / "run").exists()  # no log.csv of a run that never began

@@ -865,6 +865,8 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
     add(Case("flow missing frame", ["flow", L, str(fx / "nope.png")], needle="not found"))
     add(Case("flow garbage frames", ["flow", f["garbage.png"], f["garbage.png"]]))
     add(Case("flow mismatched frames", ["flow", L, f["other_size.png"]]))
+    add(Case("flow 10x10 frames", ["flow", L10, R10, "--out", str(work / "fl")], needle="at least 16x16"))
+    add(Case("depth demo pair given right first", ["depth", d1, d0, *o("a")], needle="look swapped"))
     add(Case("calib check missing image", ["calib", "check", L, str(fx / "nope.png")], needle="not found"))
     add(Case("calib check garbage image", ["calib", "check", f["garbage.png"], R]))
     add(Case("calib check mismatched sizes", ["calib", "check", L, f["other_size.png"]], needle="differ"))
@@ -1169,8 +1171,19 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
         (["--max-disparity", "0"], ""),
         (["--kind", "nonsense"], ""),
     ]
+    bad_export += [  # refused before the work (an internal error after 90 s at width 8, before)
+        (["--onnx", str(work / "o8"), "--kind", "binary", "--width", "8"], "or less"),
+        (["--onnx", str(work / "o8"), "--width", "1", "--max-disparity", "100"], "multiple of 96"),
+        (["--onnx", str(work / "o8"), "--size", "480x640"], "--tensorrt"),
+    ]
     for extra, needle in bad_export:
-        add(Case("export " + " ".join(extra), ["export", *extra], needle=needle))
+        add(
+            Case(
+                "export " + " ".join(a.replace(str(work), "WORK") for a in extra),
+                ["export", *extra],
+                needle=needle,
+            )
+        )
     bad_flow = [
         (["--max-magnitude", "nan"], ""),
         (["--max-magnitude", "inf"], ""),

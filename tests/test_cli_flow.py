@@ -81,6 +81,8 @@ def test_video_reports_per_frame_latency(capsys, tmp_path: Path) -> None:  # typ
     assert rows[0] == "frame,latency_ms" and len(rows) == 4
     code, stdout, _ = run(capsys, "flow", str(video), "--backend", "dis", "--max-frames", "1")
     assert code == 0 and "1 frame pairs" in stdout
+    code, stdout, _ = run(capsys, "flow", str(video), "--backend", "dis", "--frames", "2")  # as depth, record
+    assert code == 0 and "2 frame pairs" in stdout
 
 
 def test_bench_adds_flow_latency_per_backend(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

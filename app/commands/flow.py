@@ -188,7 +188,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="clamp for colours and arrows (px)",
     )
     p.add_argument("--arrow-step", type=_at_least(2), default=16, help="arrow grid spacing (px)")
-    p.add_argument("--max-frames", type=_at_least(1), help="video: stop after this many frame pairs")
+    p.add_argument(
+        "--frames",
+        "--max-frames",
+        dest="max_frames",
+        type=_at_least(1),
+        help="video: stop after this many frame pairs (--max-frames: the older name)",
+    )
     p.add_argument("--out", help="output folder (default ./out for a pair; none for a video)")
     p.add_argument("--probe", action="store_true", help="say whether nvof can run here, then exit")
     p.set_defaults(func=run)

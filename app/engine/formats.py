@@ -147,8 +147,9 @@ def read_kitti_png(path: PathLike, scale: float | None = None) -> np.ndarray:
         img = img[..., 0]  # a grey map saved as RGB
     if img.ndim != 2 or img.dtype not in (np.uint8, np.uint16):
         raise UserError(
-            f"{path} is not a disparity map (need a single-channel 8- or 16-bit PNG, got {img.dtype} "
-            f"with shape {img.shape}); a colour-mapped picture cannot be read back as disparity"
+            f"{path} is not a disparity map (need a single-channel PNG: KITTI's 16-bit, or 8-bit with "
+            f"--gt-scale; got {img.dtype} with shape {img.shape}); a colour-mapped picture cannot be read "
+            "back as disparity"
         )
     if scale is None and img.dtype != np.uint16:
         raise UserError(

@@ -154,9 +154,11 @@ def _export(model: SweepModel, precision: str, fingerprint: str) -> dict[str, by
             for key, value in metadata(model, stage.name, precision, fingerprint).items():
                 entry = proto.metadata_props.add()
                 entry.key, entry.value = key, value
-            out[stage.name] = proto.SerializeToString()
             result = stage.module(*args)
-            frame.update(zip(stage.outputs, result if isinstance(result, tuple) else (result,), strict=True))
+            outputs = result if isinstance(result, tuple) else (result,)
+            _declare_output_dims(proto, stage.dynamic, outputs)
+            out[stage.name] = proto.SerializeToString()
+            frame.update(zip(stage.outputs, outputs, strict=True))
             if stage.name == "segnet":
                 frame["lowres"] = frame["logits"]
     return out
@@ -172,6 +174,20 @@ def _example(model: SweepModel, dtype: torch.dtype) -> dict[str, Tensor]:
         "shifts": torch.tensor([0.0, 1.5]),
         "normalized": torch.full((1, 1, h, w), 0.25, dtype=dtype),
     }
+
+
+def _declare_output_dims(proto: Any, dynamic: dict[str, dict[int, str]], outputs: tuple[Tensor, ...]) -> None:
+    """The graph outputs' shapes as the stage declares them: ONNX's inference named some fixed
+    dimensions as if they moved (the feature net's ``left_pad`` channels read ``sweep_width``, the
+    unit vectors' ``Divleft_unit_dim_1``), which tools that read the declared shapes (TensorRT
+    profiles, Netron) take at their word. A dimension not declared dynamic gets its size."""
+    for value, tensor in zip(proto.graph.output, outputs, strict=True):
+        names = dynamic.get(value.name, {})
+        for i, dim in enumerate(value.type.tensor_type.shape.dim):
+            if i in names:
+                dim.dim_param = names[i]
+            else:
+                dim.dim_value = int(tensor.shape[i])
 
 
 def _export_stage(stage: Stage, args: tuple[Tensor, ...]) -> bytes:

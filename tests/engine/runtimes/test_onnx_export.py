@@ -65,6 +65,15 @@ def test_files_per_stage_carry_metadata(kind: str, exported) -> None:  # type: i
     if kind == "binary":
         outputs = [o.name for o in onnx.load(str(folder / "featnet.onnx")).graph.output]
         assert outputs == ["feat_left", "feat_right", "left_hr"]  # FeatNet plus FeatNetHR
+    # every declared output dimension is a size or a name the stage gives it (ONNX's inference
+    # named the light feature net's left_pad channels 'sweep_width', its unit vectors' 'Div...')
+    declared = {"batch", "height", "width", "grid_height", "grid_width", "sweep_width", "half_height"}
+    declared |= {"half_width", "planes", "out_height", "out_width"}
+    for stage in ("featnet", "segnet", "refine"):
+        for value in onnx.load(str(folder / f"{stage}.onnx")).graph.output:
+            dims = value.type.tensor_type.shape.dim
+            assert all(d.dim_value > 0 or d.dim_param in declared for d in dims), (stage, value.name)
+            assert dims[1].dim_value > 0 or dims[1].dim_param == "planes", (stage, value.name)  # channels
 
 
 @pytest.mark.parametrize("kind", ["binary", "light"])

@@ -5,6 +5,7 @@ Heavy work (feature matching, calibration) runs on the session's worker between 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,7 @@ class CalibrationPanel(QWidget):
         self.controller = controller
         self.views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # board points, left, right
         self.params: list[np.ndarray] = []
+        self.frame_keys: list[str] = []  # a digest of each captured view's left image: one frame counts once
         self.image_size: tuple[int, int] | None = None
         self.target_key: tuple[object, ...] | None = None
         self.self_frames: list[tuple[np.ndarray, np.ndarray]] = []
@@ -191,6 +193,7 @@ class CalibrationPanel(QWidget):
         kind = "raw rig, frames are rectified" if rig is not None else "rectified pair"
         mm = calibration.baseline_m * 1000
         self.file_label.setText(f"{name}: f {calibration.focal_px:.1f} px, baseline {mm:.1f} mm ({kind})")
+        self.reset_check()  # measured on frames rectified otherwise (or not at all)
         self.calibrationChanged.emit(calibration, rig)
         self.controller.refresh()
 
@@ -200,6 +203,7 @@ class CalibrationPanel(QWidget):
         self.rig = None
         self.controller.session.set_calibration(None, None)
         self.file_label.setText(NO_CALIBRATION)
+        self.reset_check()
         self.calibrationChanged.emit(None, None)
         self.controller.refresh()
 
@@ -217,6 +221,13 @@ class CalibrationPanel(QWidget):
         self.file_label.setText(f"{SOURCE_CALIBRATION}: f {focal:.1f} px, baseline {mm:.1f} mm")
 
     # ---- check ---------------------------------------------------------------------------
+    def reset_check(self) -> None:
+        """The check's verdict, figures and lines were of other frames (another source, another
+        calibration): they go, not to stand beside a state they contradict."""
+        self.verdict.setText("")
+        self.figures.setText("")
+        self.linesReady.emit(None)
+
     def run_check(self) -> None:
         last = self.controller.last
         if last is None:
@@ -273,6 +284,14 @@ class CalibrationPanel(QWidget):
             return
         raw = last.raw or last.pair
         key = (target.describe(), self.square.value(), self.marker.value())
+        frame = hashlib.sha1(np.ascontiguousarray(raw.left[::4, ::4]).tobytes()).hexdigest()
+        if frame in self.frame_keys and self.target_key == key:
+            number = self.frame_keys.index(frame) + 1
+            self.board_status.setText(
+                f"this frame is view {number} already; move the board (or pick another frame) "
+                "and capture again"
+            )
+            return
 
         def find() -> Any:
             return DESK.find_view(target, raw.left, raw.right)
@@ -283,12 +302,14 @@ class CalibrationPanel(QWidget):
                 self.board_status.setText(f"no {target.describe()} in both views; move it into view")
                 return
             if self.image_size not in (None, size) or self.target_key not in (None, key):
-                self.views, self.params = [], []
+                self.views, self.params, self.frame_keys = [], [], []
             self.image_size, self.target_key = size, key
             self.views.append(matched)
             self.params.append(params)
+            self.frame_keys.append(frame)
             cov = DESK.coverage(self.params)
-            self.board_status.setText(f"{len(self.views)} views (need {MIN_VIEWS}); coverage {cov}")
+            count = f"{len(self.views)} view{'' if len(self.views) == 1 else 's'}"
+            self.board_status.setText(f"{count} (need {MIN_VIEWS}); coverage {cov}")
             self.calibrate_button.setEnabled(len(self.views) >= MIN_VIEWS)
 
         self.controller.run_task(find, done)
@@ -319,6 +340,7 @@ class CalibrationPanel(QWidget):
         keep = [i for i in range(len(self.views)) if i not in set(self.outliers)]
         self.views = [self.views[i] for i in keep]
         self.params = [self.params[i] for i in keep]
+        self.frame_keys = [self.frame_keys[i] for i in keep]
         self.outliers = []
         self.drop_button.setEnabled(False)
         self.calibrate()

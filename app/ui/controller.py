@@ -39,6 +39,8 @@ class MainView(Protocol):
 
     def show_error(self, message: str) -> None: ...
 
+    def clear_error(self, message: str) -> None: ...
+
     def show_status(self, message: str) -> None: ...
 
 
@@ -62,6 +64,7 @@ class Outcome:
     source: FrameSource | None = None  # a newly opened source
     first: StereoPair | None = None  # its only pair, for still sources
     description: str = ""
+    refused: bool = False  # the engine refused the request (a setting): cleared by a later answer
 
 
 class SessionController(QObject):
@@ -104,6 +107,9 @@ class SessionController(QObject):
         self._settle_after = False  # settle the heap once the first result of a source is shown
         self._pending: list[Callable[[], Outcome]] = []  # source openings and tasks, run in order
         self.last: FrameResult | None = None
+        # the error on screen about the settings (the engine refused them), if any: it goes when
+        # a later answer comes, so it does not stand beside that answer (nor hide later news)
+        self._refusal: str | None = None
         self.workDone.connect(self._on_done)
         self.pairGrabbed.connect(self.view.show_pair)
         self._timer = QTimer(self, interval=tick_ms)
@@ -114,7 +120,7 @@ class SessionController(QObject):
         try:
             request = self._request_fn()
         except UserError as exc:  # an impossible combination of controls: say so, keep the old one
-            self.view.show_error(exc.worded(window_words))
+            self.view.show_error(exc.worded(window_words))  # stays: answers still come from the old one
             return
         self._generation += 1
         self._request = request
@@ -244,7 +250,10 @@ class SessionController(QObject):
                 return Outcome(job, ended=True)
             if not self._closing:
                 self.pairGrabbed.emit(pair)
-        result = self.session.process(pair, job.request, job.generation, capture)
+        try:
+            result = self.session.process(pair, job.request, job.generation, capture)
+        except UserError as exc:  # the engine refused the settings (a budget below its fastest answer)
+            return Outcome(job, error=exc.worded(window_words), refused=True)
         result.display = render(result, job.display)
         if job.quick:
             # the mode in the title is the quick one's: say it stands in for the one asked for
@@ -270,6 +279,7 @@ class SessionController(QObject):
         self._busy = False
         if outcome.error:
             self.view.show_error(outcome.error)
+            self._refusal = outcome.error if outcome.refused else None
             if outcome.ended:  # a broken source stops where it is; its last frame stays live
                 self._stop_pulling()
         elif outcome.task is not None:
@@ -283,6 +293,9 @@ class SessionController(QObject):
             if not outcome.job.quick:
                 self._full_ms = outcome.result.timings.get("depth_total") or None
             self.showing_quick = outcome.job.quick
+            if self._refusal is not None and not outcome.job.quick:
+                self.view.clear_error(self._refusal)  # the settings answer again: the refusal is over
+                self._refusal = None
             self._show(outcome.result)
         self._kick()
 

@@ -74,6 +74,7 @@ class MainWindow(QMainWindow):
         self.settings_path = settings_path
         self._open_source = open_source or session.open_source
         self._swap_warned = False  # the swapped-images warning shows once a stream
+        self._flow_drawn = False  # the flow pane shows the last frame's flow
         self._layout_warned = False  # the wrong-layout warning, once a source
         session.set_swap_views(settings.swap_views)
         self.controls = ControlsPanel(settings, session.flow_parameters)
@@ -463,6 +464,21 @@ class MainWindow(QMainWindow):
         self.controls.set_flow_status(vocabulary.word(status))
         if self.session.flow is not None:
             self.extra.setCurrentWidget(self.flow_view)
+        # a held frame is not answered again for flow: the title says the new state at once
+        # (it read "Optical flow is off" beside a method just chosen)
+        self._flow_title(self.session.flow is not None and self._flow_drawn)
+
+    def _flow_title(self, drawn: bool) -> None:
+        if drawn:
+            self.flow_view.set_title("Optical flow (left frame to left frame)")
+        elif self.session.flow is not None:
+            self.flow_view.set_title(
+                "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
+            )
+        else:
+            self.flow_view.set_title(
+                f"Optical flow is off: choose a method ({vocabulary.FLOW.label}, Engine)"
+            )
 
     def _redraw(self) -> None:
         for pane in (self.depth_view, self.baseline_view, self.compare_main):
@@ -501,15 +517,8 @@ class MainWindow(QMainWindow):
         self._show_errors(shown)
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
-            self.flow_view.set_title("Optical flow (left frame to left frame)")
-        elif self.session.flow is not None:
-            self.flow_view.set_title(
-                "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
-            )
-        else:
-            self.flow_view.set_title(
-                f"Optical flow is off: choose a method ({vocabulary.FLOW.label}, Engine)"
-            )
+        self._flow_drawn = shown.flow_rgb is not None
+        self._flow_title(self._flow_drawn)
         self.controls.show_choice(depth)
         self._warn_if_swapped(result)
         self._warn_layout(result)
@@ -544,6 +553,11 @@ class MainWindow(QMainWindow):
         """An error stays on screen until the user dismisses it."""
         self.last_error = message
         self.notices.error(message)
+
+    def clear_error(self, message: str) -> None:
+        """``message`` no longer holds: it goes if it is the error on screen (not another one)."""
+        if self.notices.level == "error" and self.notices.isVisible() and self.last_error == message:
+            self.notices.dismiss()
 
     def show_status(self, message: str) -> None:
         """What just happened, for a few seconds."""

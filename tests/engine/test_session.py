@@ -24,7 +24,9 @@ class _TimedEngine:
             "refine": 3.0,
             "readout": 4.0,
             "subpixel": 5.0,
-            "total": 15.0,
+            "agreement": 7.0,  # a stage the plot names no line for
+            "total": 22.0,
+            "align": 0.5,  # before the engine's total
         }
         return empty_result(left, self.name, request.mode, timings=stages)
 
@@ -35,7 +37,10 @@ def test_the_refine_entry_adds_up_every_stage_after_the_planes() -> None:
     image = np.zeros((96, 128, 3), np.uint8)
     frame = session.process(StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48))
     assert frame.timings["features"] == 1.0 and frame.timings["planes"] == 2.0
-    assert frame.timings["refine"] == 3.0 + 4.0 + 5.0
+    assert frame.timings["refine"] == 3.0 + 4.0 + 5.0 + 7.0  # everything after the planes
+    assert frame.timings["rectify"] >= 0.5  # the engine's alignment counts where the pair is prepared
+    # the plot's depth stages add up to the time the controls show ("took 22 ms"), not less
+    assert sum(frame.timings[s] for s in ("features", "planes", "refine")) == frame.depth.timings["total"]
 
 
 def test_a_new_source_or_calibration_starts_the_engines_frame_to_frame_state_afresh() -> None:

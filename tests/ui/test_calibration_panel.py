@@ -95,7 +95,11 @@ def test_charuco_capture_finds_the_board(qtbot, tmp_path: Path) -> None:  # type
     panel.capture_view()
     qtbot.waitUntil(lambda: len(panel.views) == 1, timeout=20_000)
     obj, pl, pr = panel.views[0]
-    assert len(obj) == len(pl) == len(pr) >= 20 and "1 views" in panel.board_status.text()
+    assert len(obj) == len(pl) == len(pr) >= 20 and "1 view (need" in panel.board_status.text()
+    # the same frame again is not a second view (five presses made "5 views" of one image, and
+    # a confident calibration of two)
+    panel.capture_view()
+    assert len(panel.views) == 1 and "this frame is view 1 already" in panel.board_status.text()
 
 
 def test_self_rectify_button_on_the_hand_held_pair(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -149,3 +153,22 @@ def test_self_rectify_leaves_a_rectified_pair_alone_and_clear_drops_a_calibratio
         panel.clear_button.click()
     assert panel.rig is None and window.session.calibration is None and window.session.rectifier is None
     assert panel.file_label.text() == calibration_panel.NO_CALIBRATION
+
+
+def test_a_check_result_goes_with_the_source_and_the_calibration_it_was_of(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.types import Calibration
+
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))
+    panel = window.calibration
+    with qtbot.waitSignal(panel.linesReady, timeout=20_000):
+        panel.run_check()
+    assert panel.verdict.text()
+    panel.apply(Calibration(focal_px=500.0, baseline_m=0.1), None, "typed")
+    assert panel.verdict.text() == "" and panel.figures.text() == ""
+    with qtbot.waitSignal(panel.linesReady, timeout=20_000):
+        panel.run_check()
+    assert panel.verdict.text()
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[1])))  # another source
+    assert panel.verdict.text() == ""

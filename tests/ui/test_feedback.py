@@ -494,3 +494,5 @@ def test_hovering_the_right_image_does_not_read_the_left_images_disparity(qtbot)
     window._hover("left", 10, 20)
     assert "disparity" in window.readout.text()
     assert window.flow_view.title.full_text.startswith("Optical flow is off")  # not a silent black pane
+    window.controls.flow.setCurrentText("dis")  # the held pair is not answered again: the title follows
+    assert window.flow_view.title.full_text.startswith("Optical flow needs a moving source")

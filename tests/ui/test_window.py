@@ -402,3 +402,36 @@ def test_a_device_that_cannot_run_goes_back_and_its_error_goes_with_the_next_goo
     c["precision"].setCurrentText("fp32")  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: window.notices.level != "error", timeout=30_000)
     assert window.session.options.precision == "fp32"
+
+
+class _BudgetFloorEngine(RecordingEngine):
+    """Refuses budgets under 50 ms, as the Bi3D engine refuses one below its fastest answer."""
+
+    def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+        if request.budget_ms is not None and request.budget_ms < 50:
+            raise UserError(
+                f"the latency budget {request.budget_ms:g} ms is below the fastest answer; use at least 50"
+            )
+        return super().compute(left, right, request)
+
+
+def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = _window(qtbot, lambda spec: FakeSource(1), _BudgetFloorEngine())
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    c = window.controls
+    c.budget_on.setChecked(True)
+    _wait_result(qtbot, window)
+    c.budget.setValue(20)
+    qtbot.waitUntil(lambda: window.notices.level == "error" and window.notices.isVisible(), timeout=5000)
+    assert "below the fastest answer" in window.notices.text.text()
+    c.budget.setValue(200)
+    _wait_result(qtbot, window)
+    assert not window.notices.isVisible()  # it stood beside the new answer and hid later news
+    window.show_status("snapshot saved")
+    assert window.notices.isVisible() and window.notices.level == "info"
+    # another error (not about the settings) stays until dismissed
+    window.show_error("cannot open nope: not found")
+    c.budget.setValue(300)
+    _wait_result(qtbot, window)
+    assert window.notices.level == "error" and "cannot open" in window.notices.text.text()

@@ -80,9 +80,11 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         out.histogram = Session.histogram(result)  # a percentile over every pixel: not on the GUI thread
     for truth in Session.truth_errors(result):
         rgb = _unknown_grey(colorize(truth.error, 0.0, ERROR_MAX_PX, "magma"), truth.error)
+        # the figures first (a narrow pane cuts the title's end); dense: an unknown pixel counts
+        # as wrong, so masking more by confidence raises bad-2, and the title says why
         title = (
-            f"{truth.engine}: |d - truth| 0-{ERROR_MAX_PX:g} px · bad-2 {100 * truth.bad2:.1f} % "
-            f"· EPE {truth.epe:.2f} px"
+            f"{truth.engine}: bad-2 {100 * truth.bad2:.1f} % (unknown counts) · EPE {truth.epe:.2f} px "
+            f"· |d - truth| 0-{ERROR_MAX_PX:g} px"
         )
         out.errors.append((title, rgb))
     if result.flow is not None:

@@ -277,8 +277,11 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
     assert window.error_main.isVisible() and window.error_base.isVisible()
     expected = abs(float(result.depth.disparity[0, 0]) - 6.0)
     assert (
-        "bad-2 100.0 %" in window.error_main.title.full_text
+        "bad-2 100.0 % (unknown counts)" in window.error_main.title.full_text
         and f"EPE {expected:.2f} px" in window.error_main.title.full_text
+    )
+    assert window.error_main.title.full_text.index("bad-2") < window.error_main.title.full_text.index(
+        "|d - truth|"
     )
     assert "sgbm" in window.error_base.title.full_text
     window.compare_main.box.setXRange(10, 60, padding=0)  # zooming one zooms the others

@@ -142,7 +142,7 @@ def choose(
         minimum = costs.predict_ms(size, 1)
         raise UserError(
             f"{setting('budget_ms')} {budget_ms:g} ms is below the fastest answer here "
-            f"(one plane, about {minimum:.0f} ms at {size[1]}x{size[0]}); use at least {np.ceil(minimum):.0f}"
+            f"(one plane, about {minimum:.0f} ms for this frame size); use at least {np.ceil(minimum):.0f} ms"
         )
     return Choice(predicted, None, levels=levels, planes=levels)
 

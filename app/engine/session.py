@@ -431,7 +431,12 @@ class Session:
         frame at the source's rate (a camera's capture thread writes them, frames the depth
         engine skips included; other sources are written as they are read)."""
         self.stop_recording()
-        recorder = Recorder(snapshots.new_folder(self.output_root, "recordings"), self.calibration)
+        describe = getattr(self.source, "describe", None)
+        recorder = Recorder(
+            snapshots.new_folder(self.output_root, "recordings"),
+            self.calibration,
+            source=describe() if callable(describe) else "",  # session.json says what was recorded
+        )
         hook = getattr(self.source, "add_capture_listener", None)
         self._recorder_on_capture = hook is not None
         if hook is not None:

@@ -361,7 +361,9 @@ class MainWindow(QMainWindow):
     def _seek_label_text(self, index: int) -> None:
         _, count, _ = self.session.position()
         if count:
-            stamp = self.session.source.timestamp_of(index)  # type: ignore[union-attr]
+            source = self.session.source
+            # time into the source: a recording's clock (a camera's, or a restarted one) starts anywhere
+            stamp = source.timestamp_of(index) - source.timestamp_of(0)  # type: ignore[union-attr]
             self.seek_label.setText(f" frame {index + 1} / {count} · {stamp:.2f} s ")
 
     def _update_position(self) -> None:

@@ -179,6 +179,9 @@ def test_recording_a_camera_keeps_every_captured_frame(tmp_path: Path) -> None:
         def latest(self) -> StereoPair:
             return self.pair
 
+        def describe(self) -> str:
+            return "a camera"
+
         def read(self) -> StereoPair:
             return self.pair
 
@@ -194,6 +197,10 @@ def test_recording_a_camera_keeps_every_captured_frame(tmp_path: Path) -> None:
     session.grab()  # the engine took one of them
     stopped = session.stop_recording()
     assert stopped is recorder and recorder.frames_written == 7 and not camera.listeners
+    import json as _json
+
+    meta = _json.loads((recorder.folder / "session.json").read_text())
+    assert meta["source"] == "a camera"  # what was recorded, not ""
 
 
 def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -499,3 +506,19 @@ def test_hovering_the_right_image_does_not_read_the_left_images_disparity(qtbot)
     assert window.flow_view.title.full_text.startswith("Optical flow is off")  # not a silent black pane
     window.controls.flow.setCurrentText("dis")  # the held pair is not answered again: the title follows
     assert window.flow_view.title.full_text.startswith("Optical flow needs a moving source")
+
+
+def test_the_seek_label_counts_time_from_the_recordings_first_frame(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from app.cli import main
+
+    rec = tmp_path / "rec"
+    assert main(["record", "synthetic:48x64?frames=5", str(rec)]) == 0
+    stamps = rec / "timestamps.txt"  # a camera's clock: the first frame at 23.8 s
+    lines = [line.split() for line in stamps.read_text().splitlines()]
+    stamps.write_text("".join(f"{i} {float(t) + 23.8!r}\n" for i, t in lines))
+    window = _window(qtbot, None, RecordingEngine())
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        window.open_spec(str(rec))
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controller.seek(2)
+    assert "frame 3 / 5 · 0.20 s" in window.seek_label.text()

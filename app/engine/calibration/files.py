@@ -231,6 +231,16 @@ def _opencv_fields(path: Path) -> tuple[dict[str, np.ndarray], tuple[int, int] |
     return fields, _image_size(fs, path)
 
 
+def _is_image_list(path: Path) -> bool:
+    """An OpenCV file holding only ``imagelist``, a sequence of file names."""
+    fs = _storage(path)
+    try:
+        node = fs.getNode("imagelist")
+        return not node.empty() and node.isSeq()
+    finally:
+        fs.release()
+
+
 def _read_opencv(
     path: Path, second: Path | None, image_size: tuple[int, int] | None
 ) -> tuple[Calibration, StereoRig | None]:
@@ -240,6 +250,11 @@ def _read_opencv(
         more, more_size = _opencv_fields(other)
         fields, size = more | fields, size or more_size
     missing = [_OPENCV_KEYS[k][0] for k in _REQUIRED if k not in fields]
+    if missing and not fields and _is_image_list(path):
+        raise UserError(
+            f"{path} is an image list (the input of OpenCV's stereo_calib sample), not a calibration; "
+            "calibrate its folder with 'bi3d-studio calib chessboard' (or the window's board capture)"
+        )
     if missing:
         hint = (
             "give extrinsics.yml too"

@@ -120,3 +120,10 @@ def test_views_can_be_dropped(result) -> None:  # type: ignore[no-untyped-def]
     assert again.rms_px < result.rms_px
     with pytest.raises(UserError, match=r"--drop left99\.jpg: no such view"):
         calibrate_folder(SAMPLE, ChessboardTarget(PATTERN, SQUARE_M), drop=["left99.jpg"])
+
+
+def test_the_samples_image_list_is_named_as_such_not_as_a_calibration_missing_m1() -> None:
+    from app.engine.calibration.files import load_calibration
+
+    with pytest.raises(UserError, match=r"is an image list .* not a calibration; calibrate its folder"):
+        load_calibration(SAMPLE / "stereo_calib.xml")

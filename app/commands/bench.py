@@ -84,17 +84,40 @@ def register(sub: argparse._SubParsersAction) -> None:
             "with --width (or no bundled model) the published architecture with random weights."
         ),
     )
-    p.add_argument("--engines", type=lambda s: parse_list(s, str), default=["bi3d", "sgbm"])
-    p.add_argument("--modes", type=names("--modes", [m.value for m in Mode]), default=["binary", "quantized"])
-    p.add_argument("--planes", type=numbers("--planes", whole("--planes", 1, 1024)), default=[1, 4, 16])
+    p.add_argument(
+        "--engines",
+        type=lambda s: parse_list(s, str),
+        default=["bi3d", "sgbm"],
+        help="comma-separated: bi3d, sgbm (default both; SGBM is always timed as the baseline)",
+    )
+    p.add_argument(
+        "--modes",
+        type=names("--modes", [m.value for m in Mode]),
+        default=["binary", "quantized"],
+        help="comma-separated: binary, quantized, selective, continuous (default binary,quantized)",
+    )
+    p.add_argument(
+        "--planes",
+        type=numbers("--planes", whole("--planes", 1, 1024)),
+        default=[1, 4, 16],
+        help="plane counts of quantized and selective rows, comma-separated (default 1,4,16); the "
+        "'x sgbm' column divides each row's median by SGBM's at the same size, mode and plane count",
+    )
     p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable")
     p.add_argument(
         "--width",
         type=numbers("--width", real("--width", 0, 8, low_open=True)),
         help="model width(s), e.g. 1.0,0.5",
     )
-    p.add_argument("--repeat", type=whole("--repeat", 1, 10000), default=5)
-    p.add_argument("--warmup", type=whole("--warmup", 0, 1000), default=1)
+    p.add_argument(
+        "--repeat", type=whole("--repeat", 1, 10000), default=5, help="timed calls per row (default 5)"
+    )
+    p.add_argument(
+        "--warmup",
+        type=whole("--warmup", 0, 1000),
+        default=1,
+        help="untimed calls first, at least (default 1)",
+    )
     p.add_argument("--json", type=output_file, help="write records as JSON")
     p.add_argument(
         "--runtimes",

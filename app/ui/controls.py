@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app import vocabulary
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
+from app.ui.log_slider import LogSlider
 from app.ui.range_slider import RangeSlider
 from app.ui.settings import FLOW_VIEWS, Settings
 
@@ -63,6 +64,7 @@ class ControlsPanel(QWidget):
         self.settings = settings
         self._flow_parameters = flow_parameters  # the session's: a backend's own parameters
         self.calibration: Calibration | None = None
+        self._depth_spacing_wanted = False  # depth spacing chosen, shown as disparity while uncalibrated
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self._debounce.timeout.connect(self.requestChanged.emit)
         layout = QVBoxLayout(self)
@@ -96,7 +98,7 @@ class ControlsPanel(QWidget):
         self.levels.valueChanged.connect(lambda v: self._set("levels", int(v)))
         form.addRow("Levels", self.levels)
         self.spacing = _combo(vocabulary.SPACING.choices, s.spacing)
-        self.spacing.currentTextChanged.connect(lambda v: self._set("spacing", v))
+        self.spacing.currentTextChanged.connect(self._on_spacing)
         form.addRow("Spacing", self.spacing)
         self.range = RangeSlider(0, s.max_disparity)
         self.range.set_values(*(round(v) for v in s.range_px))
@@ -143,16 +145,20 @@ class ControlsPanel(QWidget):
         self.budget_on.setToolTip("latency budget: the engine picks what fits in this time")
         self.budget_on.setChecked(s.budget_on)
         self.budget_on.toggled.connect(lambda v: self._set("budget_on", bool(v)))
-        self.budget = QSlider(Qt.Orientation.Horizontal)
-        self.budget.setRange(int(vocabulary.BUDGET.minimum or 1), int(vocabulary.BUDGET.maximum or 3000))
-        self.budget.setValue(round(s.budget_ms))
-        self.budget.valueChanged.connect(lambda v: self._set("budget_ms", float(v)))
-        self.budget.valueChanged.connect(self._show_budget)
+        # logarithmic: the budgets that matter on a CPU (20-400 ms) took an eighth of a linear track
+        self.budget = LogSlider(int(vocabulary.BUDGET.minimum or 1), int(vocabulary.BUDGET.maximum or 3000))
+        self.budget.setToolTip("latency budget, 5 ms to 3 s (equal steps are equal ratios)")
+        self.budget.set_number(s.budget_ms)
+        self.budget.numberChanged.connect(lambda v: self._set("budget_ms", float(v)))
+        self.budget.numberChanged.connect(self._show_budget)
         self.budget_label = QLabel("")
         self.budget_label.setWordWrap(True)
         form.addRow(self.budget_on, self.budget)
         form.addRow("", self.budget_label)
-        self._show_budget(self.budget.value())
+        # as wide as its widest text, so the slider beside it does not move under the cursor
+        self._show_budget(self.budget.maximum_number())
+        self.budget_on.setMinimumWidth(self.budget_on.sizeHint().width())
+        self._show_budget(self.budget.number())
         self._rows: dict[QWidget, QFormLayout] = {
             w: form for w in (self.plane, self.levels, self.spacing, self.range)
         }
@@ -336,6 +342,11 @@ class ControlsPanel(QWidget):
         self._set("max_disparity_auto", bool(on))
         self._update_visibility()
 
+    def _on_spacing(self, spacing: str) -> None:
+        if self.calibration is not None:  # the user's own choice, not the fallback without one
+            self._depth_spacing_wanted = False
+        self._set("spacing", spacing)
+
     def _on_min_confidence(self, value: int) -> None:
         self.min_confidence_label.setText(f"{value / 100:.2f}")
         self._set("min_confidence", value / 100)
@@ -402,6 +413,10 @@ class ControlsPanel(QWidget):
         self.spacing.model().item(1).setEnabled(depth_ok)  # type: ignore[attr-defined]
         if not depth_ok and self.settings.spacing == Spacing.DEPTH.value:
             self.spacing.setCurrentText(Spacing.DISPARITY.value)
+            self._depth_spacing_wanted = True  # given back when a calibration comes (another source)
+        elif depth_ok and self._depth_spacing_wanted:
+            self._depth_spacing_wanted = False
+            self.spacing.setCurrentText(Spacing.DEPTH.value)
         self._update_labels()
 
     def request(self) -> DepthRequest:

@@ -68,3 +68,33 @@ def test_a_bad_file_falls_back_to_defaults_and_says_why(tmp_path: Path) -> None:
     assert settings == Settings() and note is not None and "max_disparity" in note
     path.write_bytes(b"\xff\xfe[")
     assert load_settings(path)[0] == Settings()
+
+
+def test_the_budget_checkbox_keeps_its_width_as_the_value_changes(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.controls import ControlsPanel
+
+    panel = ControlsPanel(Settings(budget_ms=5.0))
+    qtbot.addWidget(panel)
+    width = panel.budget_on.minimumWidth()
+    assert width >= panel.budget_on.sizeHint().width()  # "Budget 5 ms": the slider beside stays put
+    panel.budget.set_number(3000)
+    assert panel.budget_on.text() == "Budget 3000 ms" and panel.budget_on.sizeHint().width() <= width
+
+
+def test_depth_spacing_comes_back_with_a_calibration(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.types import Calibration
+    from app.ui.controls import ControlsPanel
+
+    panel = ControlsPanel(Settings(mode="quantized"))
+    qtbot.addWidget(panel)
+    calibration = Calibration(focal_px=500.0, baseline_m=0.1)
+    panel.set_calibration(calibration)
+    panel.spacing.setCurrentText("depth")
+    panel.set_calibration(None)  # a source without one: shown (and asked) in disparity
+    assert panel.spacing.currentText() == "disparity" and panel.request().spacing.value == "disparity"
+    panel.set_calibration(calibration)  # the next calibrated source: the user's choice again
+    assert panel.spacing.currentText() == "depth" and panel.settings.spacing == "depth"
+    panel.spacing.setCurrentText("disparity")  # chosen by the user: stays
+    panel.set_calibration(None)
+    panel.set_calibration(calibration)
+    assert panel.spacing.currentText() == "disparity"

@@ -49,7 +49,7 @@ def test_every_control_changes_the_request_and_the_view(qtbot) -> None:  # type:
         (lambda: c.mode.setCurrentText("selective"), lambda r: r.mode is Mode.SELECTIVE),
         (lambda: c.range.set_values(10, 30), lambda r: r.range == (10.0, 30.0)),
         (lambda: c.budget_on.setChecked(True), lambda r: r.budget_ms is not None),
-        (lambda: c.budget.setValue(77), lambda r: r.budget_ms == 77.0),
+        (lambda: c.budget.set_number(77), lambda r: r.budget_ms == 77.0),
         (lambda: c.mode.setCurrentText("continuous"), lambda r: r.mode is Mode.CONTINUOUS),
     ]
     for change, check in checks:
@@ -422,16 +422,16 @@ def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) ->
     c = window.controls
     c.budget_on.setChecked(True)
     _wait_result(qtbot, window)
-    c.budget.setValue(20)
+    c.budget.set_number(20)
     qtbot.waitUntil(lambda: window.notices.level == "error" and window.notices.isVisible(), timeout=5000)
     assert "below the fastest answer" in window.notices.text.text()
-    c.budget.setValue(200)
+    c.budget.set_number(200)
     _wait_result(qtbot, window)
     assert not window.notices.isVisible()  # it stood beside the new answer and hid later news
     window.show_status("snapshot saved")
     assert window.notices.isVisible() and window.notices.level == "info"
     # another error (not about the settings) stays until dismissed
     window.show_error("cannot open nope: not found")
-    c.budget.setValue(300)
+    c.budget.set_number(300)
     _wait_result(qtbot, window)
     assert window.notices.level == "error" and "cannot open" in window.notices.text.text()

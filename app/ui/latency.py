@@ -30,6 +30,9 @@ class LatencyPlot(pg.PlotWidget):
         self._y_top = 0.0
         self.history: dict[str, deque[float]] = {s: deque(maxlen=HISTORY) for s in STAGES}
         self.arrivals: deque[float] = deque(maxlen=HISTORY)
+        # the frames of the stream now running: a paused or ended source that plays again (a
+        # seek, a resume) starts its rate afresh instead of counting the time it stood still
+        self.streamed: deque[float] = deque(maxlen=HISTORY)
         self.curves = {
             s: self.plot([], [], name=s, pen=pg.mkPen(c, width=1.5))
             for s, c in zip(STAGES, COLOURS, strict=True)
@@ -46,6 +49,7 @@ class LatencyPlot(pg.PlotWidget):
         for values in self.history.values():
             values.clear()
         self.arrivals.clear()
+        self.streamed.clear()
         self.frames = 0
         self.first_total = None
         self.first_marker.setData([], [])
@@ -56,22 +60,29 @@ class LatencyPlot(pg.PlotWidget):
     def add(self, timings: dict[str, float], still: bool = False) -> None:
         """One frame's stage times; ``still``: a held frame (an image pair, a paused source)
         answered again after a change, where frames per second would measure the user's clicks."""
+        if self.still and not still:
+            self.streamed.clear()
         self.still = still
         self.frames += 1
         now = time.perf_counter()
         self.arrivals.append(now)
+        self.streamed.append(now)
         for stage, values in self.history.items():
             values.append(float(timings.get(stage, 0.0)))
         if self.frames == 1:
             self.first_total = float(sum(timings.get(s, 0.0) for s in STAGES))
             self.first_marker.setData([0], [0])
-            self.first_marker.setToolTip(f"first frame: {self.first_total:.0f} ms (start-up), not scaled")
+            self.first_marker.setToolTip(
+                f"first frame: {self.first_total:.0f} ms (start-up); the axis follows the later frames"
+            )
         if now - self._drawn < REDRAW_S:  # redrawing seven curves every frame costs the GUI thread
             return
         self._drawn = now
         x = np.arange(1 - len(self.arrivals), 1)
-        for stage, curve in self.curves.items():
-            curve.setData(x, np.fromiter(self.history[stage], float))
+        single = len(x) == 1  # one frame is a point, which a line does not draw: marked with dots
+        for (stage, curve), colour in zip(self.curves.items(), COLOURS, strict=False):
+            data = np.fromiter(self.history[stage], float)
+            curve.setData(x, data, symbol="o" if single else None, symbolSize=7, symbolBrush=colour)
         if self.frames == len(self.arrivals):  # the first frame is still in the history
             self.first_marker.setData([x[0]], [0])
         else:
@@ -88,8 +99,13 @@ class LatencyPlot(pg.PlotWidget):
         self.setTitle(f"source ended · {self.rate_text()} while it ran" if running else "source ended")
 
     def y_top(self) -> float:
-        """The y range: the 95th percentile of the stages after the first frame, with room above."""
-        later = [np.fromiter(v, float)[1 if self.frames == len(v) else 0 :] for v in self.history.values()]
+        """The y range: the 95th percentile of the stages after the first frame, with room above;
+        while the first frame is the only one, its own stages (an image pair answered once
+        showed an empty 0-10 ms plot with its 900 ms off the top)."""
+        if len(self.arrivals) == 1:
+            return _nice_ceiling(1.25 * max(v[0] for v in self.history.values())) or 10.0
+        first = 1 if self.frames == len(self.arrivals) else 0
+        later = [np.fromiter(v, float)[first:] for v in self.history.values()]
         values = np.concatenate([v for v in later if v.size]) if any(v.size for v in later) else np.zeros(0)
         return _nice_ceiling(1.25 * float(np.percentile(values, 95))) if values.size else 10.0
 
@@ -101,16 +117,19 @@ class LatencyPlot(pg.PlotWidget):
             return f"held frame: answered in {last:.0f} ms"
         if self.frames < 2:
             return "one frame so far"
+        if len(self.streamed) < 2:
+            return "playing again: measuring the rate"
         fps = self.fps()
         if 0 < fps < 1:
             return f"{fps:.2f} fps (one frame every {1 / fps:.1f} s)"
         return f"{fps:.1f} fps"
 
     def fps(self) -> float:
-        if len(self.arrivals) < 2:
+        """Frames per second of the stream now running (since it last started to play)."""
+        if len(self.streamed) < 2:
             return 0.0
-        span = self.arrivals[-1] - self.arrivals[0]
-        return (len(self.arrivals) - 1) / span if span > 0 else 0.0
+        span = self.streamed[-1] - self.streamed[0]
+        return (len(self.streamed) - 1) / span if span > 0 else 0.0
 
 
 def _nice_ceiling(value: float) -> float:

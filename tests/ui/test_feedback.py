@@ -122,14 +122,37 @@ def test_frames_per_second_come_from_frames_shown(qtbot) -> None:  # type: ignor
     qtbot.addWidget(plot)
     for i in range(5):
         plot.add({"planes": 4000.0 if i == 0 else 20.0})
-    plot.arrivals.clear()
-    plot.arrivals.extend([0.0, 4.0, 8.0, 12.0])  # a frame every 4 s
+    plot.streamed.clear()
+    plot.streamed.extend([0.0, 4.0, 8.0, 12.0])  # a frame every 4 s
     assert abs(plot.fps() - 0.25) < 1e-9 and "0.25 fps" in plot.rate_text()
     assert plot.y_top() < 100  # the 4-s first frame does not pin the axis
     plot.mark_ended()  # the source ended: the rate was, it is not live
     assert plot.plotItem.titleLabel.text.startswith("source ended · 0.25 fps")
     plot.add({"planes": 30.0, "refine": 12.0}, still=True)  # a held pair answered again after a click
     assert plot.rate_text() == "held frame: answered in 42 ms"  # not the clicks' rate
+
+
+def test_a_stream_that_plays_again_counts_its_rate_afresh(qtbot) -> None:  # type: ignore[no-untyped-def]
+    plot = LatencyPlot()
+    qtbot.addWidget(plot)
+    for _ in range(5):
+        plot.add({"planes": 20.0})
+    plot.streamed.clear()
+    plot.streamed.extend([0.0, 0.1, 0.2, 0.3, 0.4])  # 10 fps, then the source ended
+    plot.add({"planes": 20.0}, still=True)  # a control changed on the ended source's last frame
+    plot.add({"planes": 20.0})  # seeked: playing again, a minute later
+    assert plot.rate_text() == "playing again: measuring the rate" and plot.fps() == 0.0
+    plot.add({"planes": 20.0})
+    assert plot.fps() > 1  # the frames since it played again, not the minute it stood still
+
+
+def test_a_single_first_frame_sets_the_axis(qtbot) -> None:  # type: ignore[no-untyped-def]
+    plot = LatencyPlot()
+    qtbot.addWidget(plot)
+    plot.add({"planes": 700.0, "refine": 200.0})  # an image pair answered once
+    assert plot.y_top() == 1000.0  # the 0-10 ms axis it had drew nothing
+    plot.add({"planes": 20.0})
+    assert plot.y_top() == 20.0  # from the second frame on, the first no longer pins it
 
 
 def test_a_still_pair_shows_its_answer_time_not_a_frame_rate(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -1175,6 +1175,7 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
         (["--onnx", str(work / "o8"), "--kind", "binary", "--width", "8"], "or less"),
         (["--onnx", str(work / "o8"), "--width", "1", "--max-disparity", "100"], "multiple of 96"),
         (["--onnx", str(work / "o8"), "--size", "480x640"], "--tensorrt"),
+        (["--onnx", str(work / "o8"), "--device", "cuda"], "--tensorrt"),  # exported on the CPU
     ]
     for extra, needle in bad_export:
         add(
@@ -1328,9 +1329,9 @@ def catalogue(work: Path, env: dict[str, str]) -> list[Case]:
         ("adapt one pair", [f"{L},{R}", "--out", out], "at least 2"),
         ("adapt unrectified footage", [ad["tilted"], "--out", out], "calib check"),
         (
-            "adapt --out in a missing folder",
-            [ad["good"], "--out", str(work / "none" / "a.pt")],
-            "does not exist",
+            "adapt --out in a folder under a file",
+            [ad["good"], "--out", str(Path(L) / "a.pt")],
+            "cannot create the folder",
         ),
         ("adapt --out a folder", [ad["good"], "--out", str(work)], "is a folder"),
         ("adapt --out unwritable", [ad["good"], "--out", "/proc/adapted.pt"], "cannot write"),

@@ -55,7 +55,9 @@ def test_adapt_writes_a_model_that_loads_as_weights(capsys, footage: Path, tmp_p
 def test_bad_inputs_are_one_line(capsys, footage: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pair = f"{footage / 'left' / '000000.png'},{footage / 'right' / '000000.png'}"
     assert "at least 2" in bad(capsys, "adapt", pair, "--out", str(tmp_path / "a.pt"))
-    assert "does not exist" in bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "no" / "a.pt"))
+    (tmp_path / "notes.txt").write_text("a file")
+    under_a_file = str(tmp_path / "notes.txt" / "a.pt")
+    assert "cannot create the folder" in bad(capsys, "adapt", str(footage), "--out", under_a_file)
     assert "is a folder" in bad(capsys, "adapt", str(footage), "--out", str(tmp_path))
     state = tmp_path / "state.pt"
     torch.save({"step": 1, "optimizer": {"state": {}, "param_groups": []}}, state)

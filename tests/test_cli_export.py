@@ -73,6 +73,8 @@ def test_export_tensorrt_without_tensorrt_is_one_line(capsys, monkeypatch) -> No
         (["--max-disparity", "288"], "--max-disparity shapes a random model: give --width too"),
         (["--kind", "light"], "--kind shapes a random model"),
         (["--size", "480x640"], "give --tensorrt too"),
+        (["--device", "cuda"], "--device chooses how TensorRT engines are built"),  # exported on the CPU
+        (["--precision", "fp32", "--max-planes", "8"], "--precision, --max-planes choose how TensorRT"),
         (["--weights", "w.pt", "--width", "1"], "give one of them"),
     ],
 )

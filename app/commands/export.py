@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from app.engine.bi3d.model import SweepModel
 
 KINDS = ("binary", "continuous_2d", "continuous_3d", "light")
+MAX_PLANES = 32  # the SegNet engine's largest plane batch, unless --max-planes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,8 +59,23 @@ def _check_flags(args: argparse.Namespace) -> None:
             f"--max-disparity {args.max_disparity} px: a model's range is a multiple of {SIZE_MULTIPLE} px "
             f"(96, 192, 288, ...); give one of those"
         )
-    if args.size and not args.tensorrt:
-        raise UserError("--size chooses the sizes of TensorRT engines: give --tensorrt too")
+    if not args.tensorrt:
+        trt_only = [
+            flag
+            for flag, value in (
+                ("--size", args.size),
+                ("--device", args.device),
+                ("--precision", args.precision),
+                ("--max-planes", args.max_planes),
+            )
+            if value
+        ]
+        if trt_only:
+            raise UserError(
+                f"{', '.join(trt_only)} {'chooses' if len(trt_only) == 1 else 'choose'} how TensorRT "
+                "engines are built: give --tensorrt too (the ONNX export runs on the CPU; use "
+                "--onnx-precision for its graphs)"
+            )
 
 
 ONNX_LIMIT_BYTES = 2 << 30  # protobuf's limit on one file, which holds the weights too
@@ -126,8 +142,9 @@ def _build_tensorrt(model: SweepModel, args: argparse.Namespace) -> None:
     from app.engine.bi3d.padding import Padder
     from app.engine.runtimes.tensorrt_runtime import open_tensorrt
 
-    device = torch.device(args.device)
-    runtime = open_tensorrt(model, device, args.precision, max_planes=args.max_planes)
+    device = torch.device(args.device or "cuda")
+    precision, max_planes = args.precision or "fp16", args.max_planes or MAX_PLANES
+    runtime = open_tensorrt(model, device, precision, max_planes=max_planes)
     model.to(device).eval()
     for height, width in args.size or [(576, 960)]:
         padded = Padder(height, width, minimum=model.min_size).padded_size
@@ -167,12 +184,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --width: the random model's range, a multiple of 96 px (default 192)",
     )
     p.add_argument("--size", type=parse_size, action="append", help="HEIGHTxWIDTH, repeatable (TensorRT)")
-    p.add_argument("--device", default="cuda", choices=list(DEVICES))
-    p.add_argument("--precision", default="fp16", choices=["fp32", "fp16"], help="TensorRT precision")
+    p.add_argument("--device", choices=list(DEVICES), help="where TensorRT engines are built (default cuda)")
+    p.add_argument("--precision", choices=["fp32", "fp16"], help="TensorRT precision (default fp16)")
     p.add_argument(
         "--max-planes",
         type=whole("--max-planes", 1, 1024),
-        default=32,
-        help="largest plane batch of the SegNet engine",
+        help=f"largest plane batch of the SegNet engine (default {MAX_PLANES})",
     )
     p.set_defaults(func=run, usage_error=p.error)

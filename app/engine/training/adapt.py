@@ -121,13 +121,17 @@ class AdaptCancelled(UserError):
 
 
 def check_output(path: str | Path) -> None:
-    """Refuse, before any work, an output that cannot be written (a folder, a missing or
-    read-only folder, a read-only file)."""
+    """Refuse, before any work, an output that cannot be written (a folder, a read-only folder or
+    file); a missing folder is created, as the other commands' outputs are."""
     target = Path(path)
     if target.is_dir():
         raise UserError(f"--out {target} is a folder; give a file name, e.g. {target / 'adapted.pt'}")
-    if not target.parent.is_dir():
-        raise UserError(f"the folder of --out {target} does not exist; create {target.parent} first")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(
+            f"cannot create the folder of --out {target} ({exc.strerror}); choose a folder you can write to"
+        ) from None
     if target.exists() and not os.access(target, os.W_OK):
         raise UserError(f"--out {target} is read-only; choose another file or make it writable")
     try:

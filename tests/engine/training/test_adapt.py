@@ -150,21 +150,42 @@ def test_unrectified_footage_points_to_the_calibration_check(footage: Path, tmp_
         adapt(AdaptConfig(str(bad), str(tmp_path / "a.pt")))
 
 
-@pytest.mark.parametrize("where", ["missing", "folder", "read-only"])
+@pytest.mark.parametrize("where", ["under a file", "folder", "read-only"])
 def test_an_unwritable_output_is_refused_before_any_work(
     footage: Path, tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outs = {"missing": tmp_path / "nowhere" / "a.pt", "folder": tmp_path, "read-only": tmp_path / "a.pt"}
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    outs = {
+        "under a file": tmp_path / "notes.txt" / "a.pt",
+        "folder": tmp_path,
+        "read-only": tmp_path / "a.pt",
+    }
     out = outs[where]
     if where == "read-only":
         out.write_bytes(b"keep")
         out.chmod(0o444)
         monkeypatch.setattr(adapt_module.os, "access", lambda p, m: False)  # root ignores modes
     monkeypatch.setattr(adapt_module, "prepare", lambda *a, **k: pytest.fail("work started"))
-    with pytest.raises(UserError, match=r"does not exist|is a folder|read-only"):
+    with pytest.raises(UserError, match=r"cannot create the folder|is a folder|read-only"):
         adapt(AdaptConfig(str(footage), str(out)))
     if where == "read-only":
         assert out.read_bytes() == b"keep"
+
+
+def test_a_missing_output_folder_is_created(
+    footage: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Started(Exception):
+        pass
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise Started
+
+    monkeypatch.setattr(adapt_module, "prepare", started)
+    out = tmp_path / "runs" / "rig" / "a.pt"
+    with pytest.raises(Started):
+        adapt(AdaptConfig(str(footage), str(out)))
+    assert out.parent.is_dir() and not out.exists()
 
 
 def test_weights_of_another_kind_are_refused(footage: Path, tmp_path: Path) -> None:

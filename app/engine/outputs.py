@@ -239,6 +239,9 @@ def summary(result: DepthResult) -> dict[str, Any]:
 def _planes_text(planes: np.ndarray) -> str:
     if len(planes) <= 8:
         return ", ".join(f"{p:g}" for p in planes)
+    steps = np.diff(planes)
+    if np.allclose(steps, steps[0]):  # a grid: its step says why the last plane may pass the range
+        return f"{len(planes)} every {steps[0]:g} from {planes[0]:g} to {planes[-1]:g}"
     return f"{len(planes)} from {planes[0]:g} to {planes[-1]:g}"
 
 

@@ -142,4 +142,6 @@ def test_the_summary_of_semi_global_matching_names_no_planes() -> None:
     first = outputs.format_summary(sgbm).splitlines()[0]
     assert first == "mode continuous, every disparity from 0 to 84 px (semi-global matching)"
     bi3d = DepthResult(d, np.zeros((29, 4, 4), np.float32), planes, Mode.CONTINUOUS, "bi3d")
-    assert outputs.format_summary(bi3d).startswith("mode continuous, planes: 29 from 0 to 84 px")
+    assert outputs.format_summary(bi3d).startswith("mode continuous, planes: 29 every 3 from 0 to 84 px")
+    uneven = DepthResult(d, np.zeros((9, 4, 4), np.float32), np.geomspace(2, 90, 9), Mode.QUANTIZED, "bi3d")
+    assert outputs.format_summary(uneven).startswith("mode quantized, planes: 9 from 2 to 90 px")

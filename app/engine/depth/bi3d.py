@@ -53,6 +53,7 @@ from app.engine.depth.exposure import (
     ExposureConfig,
     flat_pair_note,
     identical_pair_note,
+    pair_histogram,
     stretch,
 )
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
@@ -261,11 +262,12 @@ class Bi3DEngine:
         check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
-        flat = flat_pair_note(left, right)
+        counts = pair_histogram(left, right)  # read by both tests below
+        flat = flat_pair_note(left, right, counts)
         same = identical_pair_note(left, right) if flat is None else None
         notes = [*notes, same] if same else notes
         if self.exposure is not None and flat is None:
-            left, right, stretched = stretch(left, right, self.exposure)
+            left, right, stretched = stretch(left, right, self.exposure, counts)
             notes = [*notes, stretched] if stretched else notes
         while True:
             try:

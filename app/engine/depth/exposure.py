@@ -38,9 +38,21 @@ class ExposureConfig:
 DEFAULT_EXPOSURE = ExposureConfig()
 
 
-def levels(left: np.ndarray, right: np.ndarray, config: ExposureConfig = DEFAULT_EXPOSURE) -> tuple[int, int]:
-    """The pair's ``low_percent`` and ``high_percent`` levels (0-255), from one histogram."""
-    counts = _histogram(left) + _histogram(right)
+def pair_histogram(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """The 256 grey-level counts of both images (every channel, every ``ROW_STEP``-th row): what
+    ``levels`` reads, computed once for the flatness test and the stretch of one frame."""
+    return _histogram(left) + _histogram(right)
+
+
+def levels(
+    left: np.ndarray,
+    right: np.ndarray,
+    config: ExposureConfig = DEFAULT_EXPOSURE,
+    counts: np.ndarray | None = None,
+) -> tuple[int, int]:
+    """The pair's ``low_percent`` and ``high_percent`` levels (0-255), from one histogram
+    (``counts``: the pair's ``pair_histogram``, when it is at hand)."""
+    counts = pair_histogram(left, right) if counts is None else counts
     cumulative = np.cumsum(counts) / counts.sum()
     lo = int(np.searchsorted(cumulative, config.low_percent / 100.0))
     hi = int(np.searchsorted(cumulative, config.high_percent / 100.0))
@@ -70,10 +82,13 @@ def stretch_table(lo: int, hi: int, config: ExposureConfig = DEFAULT_EXPOSURE) -
 
 
 def stretch(
-    left: np.ndarray, right: np.ndarray, config: ExposureConfig = DEFAULT_EXPOSURE
+    left: np.ndarray,
+    right: np.ndarray,
+    config: ExposureConfig = DEFAULT_EXPOSURE,
+    counts: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, str | None]:
     """The pair stretched (or as it is, with None) and a note of what was done."""
-    lo, hi = levels(left, right, config)
+    lo, hi = levels(left, right, config, counts)
     if hi > config.max_high:
         return left, right, None
     table, gain = stretch_table(lo, hi, config)
@@ -90,10 +105,10 @@ FLAT_LEVELS = 2  # grey levels: a pair whose 0.05-99.95 % span is no wider has n
 FLATNESS = ExposureConfig(low_percent=0.05, high_percent=99.95)
 
 
-def flat_pair_note(left: np.ndarray, right: np.ndarray) -> str | None:
+def flat_pair_note(left: np.ndarray, right: np.ndarray, counts: np.ndarray | None = None) -> str | None:
     """A note when the pair is flat (a black, blank or saturated frame: no depth can be read
     from it), else None. Texture covering more than about 0.05 % of the pixels counts."""
-    lo, hi = levels(left, right, FLATNESS)
+    lo, hi = levels(left, right, FLATNESS, counts)
     if hi - lo > FLAT_LEVELS:
         return None
     return (

@@ -66,6 +66,22 @@ def test_inference_planes_equal_the_differentiable_volumes(width: int) -> None:
     torch.testing.assert_close(again, got[:, 2:4])
 
 
+def test_a_few_planes_answer_as_a_sweep_does() -> None:
+    # up to FEW_PLANES planes keep the correlation's unit vectors channels-last: the same values
+    # as the channels-first ones of a sweep, whole and fractional shifts, first sweep or later
+    model = _model()
+    x = torch.randn(1, 3, 192, 288)
+    shifts = torch.tensor([0.0, 2.5, 20.0 / 3, 63.7])
+    with torch.inference_mode():
+        few = model.extract(x, x.roll(-6, dims=3))
+        many = type(few)(few.left, few.right, None, few.image, few.guide)
+        got = torch.cat([model.plane_logits(few, shifts[i : i + 1]) for i in range(4)], 1)
+        want = model.plane_logits(many, torch.cat([shifts, shifts / 2]))[:, :4]  # 8 planes
+        assert few.sweep is not None and many.sweep is not None
+        assert few.sweep._channels_last_units and not many.sweep._channels_last_units
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
 def test_segnet_answers_the_columns_kept_as_it_answers_them_cropped() -> None:
     # the decoder's last layers run on the columns that reach the kept ones: the same values,
     # at every width (even and odd grids) and every number of columns kept

@@ -29,6 +29,8 @@ from app.engine.errors import UserError
 from app.engine.session import Session
 from app.engine.types import Calibration
 from app.ui.controller import SessionController
+from app.ui.folders import FolderMemory
+from app.ui.settings import Settings
 from app.vocabulary import window_words
 
 if TYPE_CHECKING:  # types only: the work goes through the session's desk
@@ -69,9 +71,15 @@ class CalibrationPanel(QWidget):
     calibrationChanged = Signal(object, object)  # Calibration | None, StereoRig | None
     linesReady = Signal(object)  # segments to draw on the left view
 
-    def __init__(self, controller: SessionController, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        controller: SessionController,
+        folders: FolderMemory | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.controller = controller
+        self.folders = folders or FolderMemory(Settings())  # the window's: its dialogs start alike
         self.views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # board points, left, right
         self.params: list[np.ndarray] = []
         self.frame_keys: list[str] = []  # a digest of each captured view's left image: one frame counts once
@@ -168,9 +176,13 @@ class CalibrationPanel(QWidget):
     # ---- file ----------------------------------------------------------------------------
     def _pick_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Calibration", "", "Calibration (*.yaml *.yml *.xml *.json *.txt);;All (*)"
+            self,
+            "Calibration",
+            self.folders.start(),
+            "Calibration (*.yaml *.yml *.xml *.json *.txt);;All (*)",
         )
         if path:
+            self.folders.chose(path)
             self.load(Path(path))
 
     def load(self, path: Path) -> None:
@@ -347,8 +359,11 @@ class CalibrationPanel(QWidget):
 
     def _save_and_apply(self, rig: StereoRig, name: str) -> None:
         title = f"Save the {name} (Cancel: use it without saving)"
-        path, _ = QFileDialog.getSaveFileName(self, title, "stereo.yaml", "OpenCV YAML (*.yaml)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, title, self.folders.start("stereo.yaml"), "OpenCV YAML (*.yaml)"
+        )
         if path:
+            self.folders.chose(path)
             DESK.save(path, rig)
         self.apply(rig.rectified(), rig, Path(path).name if path else name)
 

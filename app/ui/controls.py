@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app import vocabulary
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
+from app.ui.folders import FolderMemory
 from app.ui.log_slider import LogSlider
 from app.ui.range_slider import RangeSlider
 from app.ui.settings import FLOW_VIEWS, Settings
@@ -370,9 +371,13 @@ class ControlsPanel(QWidget):
 
     def _browse_weights(self, edit: QLineEdit, name: str) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Bi3D weights", "", "Checkpoints (*.pt *.pth *.tar);;All (*)"
+            self,
+            "Bi3D weights",
+            FolderMemory(self.settings).start(),
+            "Checkpoints (*.pt *.pth *.tar);;All (*)",
         )
         if path:
+            FolderMemory(self.settings).chose(path)
             edit.setText(path)
             self._set_engine(name, path)
 

@@ -38,6 +38,7 @@ from app.ui.calibration_panel import CalibrationPanel
 from app.ui.cloud_view import CloudView
 from app.ui.controller import SessionController
 from app.ui.controls import SWAP_LABEL, ControlsPanel
+from app.ui.folders import FolderMemory
 from app.ui.latency import LatencyPlot
 from app.ui.measure_panel import MeasurePanel
 from app.ui.notices import NoticeBar, RecBadge
@@ -71,6 +72,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.session = session
         self.settings = settings
+        self.folders = FolderMemory(settings)  # where every file dialog of the window starts
         self.settings_path = settings_path
         self._open_source = open_source or session.open_source
         self._swap_warned = False  # the swapped-images warning shows once a stream
@@ -172,7 +174,7 @@ class MainWindow(QMainWindow):
         controls_dock.setObjectName("controls")
         controls_dock.setWidget(scroll)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, controls_dock)
-        self.calibration = CalibrationPanel(self.controller)
+        self.calibration = CalibrationPanel(self.controller, self.folders)
         calibration_dock = QDockWidget("Calibration", self)
         calibration_dock.setObjectName("calibration")
         calibration_dock.setWidget(_scrolling(self.calibration))
@@ -259,7 +261,11 @@ class MainWindow(QMainWindow):
 
     def _pick_pair(self) -> None:
         images = "Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.pfm);;All (*)"
-        files, _ = QFileDialog.getOpenFileNames(self, "Left and right images (or the left one)", "", images)
+        files, _ = QFileDialog.getOpenFileNames(
+            self, "Left and right images (or the left one)", self.folders.start(), images
+        )
+        if files:
+            self.folders.chose(files[0])
         if len(files) == 1:  # the left view: ask for the right one beside it
             right, _ = QFileDialog.getOpenFileName(self, "Right image", str(Path(files[0]).parent), images)
             if right:
@@ -270,15 +276,22 @@ class MainWindow(QMainWindow):
             self.show_error("choose two images, the left and the right view, or the left one alone")
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Folder of pairs, dataset or recording")
+        folder = QFileDialog.getExistingDirectory(
+            self, "Folder of pairs, dataset or recording", self.folders.start()
+        )
         if folder:
+            self.folders.chose(folder, folder=True)
             self.open_spec(folder)
 
     def _pick_video(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Side-by-side stereo video", "", "Video (*.mp4 *.avi *.mkv *.mov);;All (*)"
+            self,
+            "Side-by-side stereo video",
+            self.folders.start(),
+            "Video (*.mp4 *.avi *.mkv *.mov);;All (*)",
         )
         if path:
+            self.folders.chose(path)
             self.open_spec(path)
 
     def _pick_camera(self) -> None:
@@ -625,7 +638,10 @@ class MainWindow(QMainWindow):
         if last is None or last.calibration is None:
             self.show_error("a point cloud needs depth and a calibration: load one in the calibration panel")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Point cloud", "points.ply", "PLY (*.ply)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Point cloud", self.folders.start("points.ply"), "PLY (*.ply)"
+        )
+        self.folders.chose(path)
         if path:
             try:
                 _, count = self.session.export_point_cloud(last, Path(path))
@@ -637,7 +653,8 @@ class MainWindow(QMainWindow):
     # ---- the model ---------------------------------------------------------------------------
     def _pick_model(self) -> None:
         kinds = "Checkpoints (*.pt *.pth *.tar);;All (*)"
-        path, _ = QFileDialog.getOpenFileName(self, "Bi3D model", "", kinds)
+        path, _ = QFileDialog.getOpenFileName(self, "Bi3D model", self.folders.start(), kinds)
+        self.folders.chose(path)
         if path:
             self.load_model(path)
 

@@ -59,6 +59,7 @@ class SettingsBase(BaseModel):
     flow_view: str = "colour"
     flow_max: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0  # flow colour/arrow clamp; 0: auto
     calibration: str = ""
+    last_folder: str = ""  # where the file dialogs start: the folder of the last file chosen
 
     @field_validator("*", mode="before")
     @classmethod

@@ -148,8 +148,8 @@ def test_missing_frame(capsys, frames, tmp_path: Path) -> None:  # type: ignore[
 
 
 def test_wrong_number_of_inputs(capsys, frames) -> None:  # type: ignore[no-untyped-def]
-    assert "FRAME0 FRAME1 or one VIDEO" in _bad(capsys, "flow", *map(str, frames), str(frames[0]))
-    assert "FRAME0 FRAME1 or one VIDEO" in _bad(capsys, "flow")
+    assert "FRAME0 FRAME1, or one VIDEO or SOURCE" in _bad(capsys, "flow", *map(str, frames), str(frames[0]))
+    assert "FRAME0 FRAME1, or one VIDEO or SOURCE" in _bad(capsys, "flow")
 
 
 def test_preset_of_another_backend(capsys, frames) -> None:  # type: ignore[no-untyped-def]
@@ -173,7 +173,25 @@ def test_unreadable_video(capsys, tmp_path: Path) -> None:  # type: ignore[no-un
     text.write_text("not a video")
     assert "not a readable video" in _bad(capsys, "flow", str(text))
     assert "not found" in _bad(capsys, "flow", str(tmp_path / "missing.mp4"))
-    assert "is a folder; flow takes FRAME0 FRAME1" in _bad(capsys, "flow", str(tmp_path))
+    assert "no stereo pairs in" in _bad(capsys, "flow", str(tmp_path))  # a folder, but not of pairs
+
+
+def test_latency_over_the_left_view_of_a_stereo_source(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a folder of pairs (as a recording's cameras are kept) and the endless synthetic scene
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 255, (64, 96, 3), np.uint8)
+    for side in ("left", "right"):
+        (tmp_path / "rig" / side).mkdir(parents=True)
+        for i in range(3):
+            cv2.imwrite(str(tmp_path / "rig" / side / f"{i:06d}.png"), np.roll(base, 2 * i, axis=1))
+    assert main(["flow", str(tmp_path / "rig"), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "2 frame pairs on cpu" in out and (tmp_path / "o" / "latency.csv").read_text().count("\n") == 3
+    assert main(["flow", "synthetic:64x96", "--frames", "2"]) == 0
+    assert "2 frame pairs" in capsys.readouterr().out
+    assert main(["flow", "synthetic:64x96?frames=4"]) == 0  # endless unless told: 100 pairs at most
+    printed = capsys.readouterr().out
+    assert "timing at most 100 frame pairs" in printed and "3 frame pairs" in printed
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
-"""`bi3d-studio flow`: optical flow between two frames, or per-frame latency over a video."""
+"""`bi3d-studio flow`: optical flow between two frames, or per-frame latency over a video or
+the left view of a stereo source."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"nvof: {'available' if probe.available else 'unavailable'} ({probe.code}): {probe.reason}")
         return 0
     if len(args.inputs) not in (1, 2):
-        raise UserError(f"give FRAME0 FRAME1 or one VIDEO, got {len(args.inputs)} paths")
+        raise UserError(f"give FRAME0 FRAME1, or one VIDEO or SOURCE, got {len(args.inputs)} inputs")
     if len(args.inputs) == 2 or args.out:  # a video writes only where --out says
         from app.engine.outputs import check_writable
 
@@ -88,42 +90,47 @@ def _summary(result: Any) -> str:
     )
 
 
-def _video(backend: Any, args: argparse.Namespace) -> None:
-    import os
+LIVE_FRAMES = 100  # frame pairs timed from a live or endless source unless --frames says
 
-    import cv2
+
+def _video(backend: Any, args: argparse.Namespace) -> None:
+    """Per-frame latency over a video file, or over the left view of a stereo source (a
+    recording, a folder of pairs, ``synthetic``, ``camera:N``), consecutive frames."""
+    import contextlib
 
     from app.engine.fileio import make_folder
     from app.engine.formats import atomic_write
+    from app.engine.sources.spec import is_source_spec
 
-    path = Path(args.inputs[0])
-    if path.is_dir():
-        raise UserError(f"{path} is a folder; flow takes FRAME0 FRAME1 (two images) or one VIDEO file")
-    if not path.is_file():
-        raise UserError(f"video not found: {path}; check the path")
-    # FFmpeg's own log lines ("moov atom not found") would break the one-line error contract;
-    # read by OpenCV when it first opens a file, and a value the user set wins
-    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
-    capture = cv2.VideoCapture(str(path))
+    spec = args.inputs[0]
+    path = Path(spec)
+    if path.is_file():
+        frames, what = _video_frames(path), str(path)
+    elif path.is_dir() or is_source_spec(spec):
+        if args.max_frames is None and not path.is_dir():
+            args.max_frames = LIVE_FRAMES
+            print(f"note: timing at most {LIVE_FRAMES} frame pairs of {spec}, which may not end (--frames N)")
+        frames, what = _source_frames(spec), f"{spec} (its left view)"
+    else:
+        raise UserError(
+            f"video not found: {spec}; give FRAME0 FRAME1, a video file, or a stereo source (a recording, "
+            "a folder of pairs, synthetic, camera:N)"
+        )
     latencies: list[float] = []
-    try:
-        ok, frame = capture.read() if capture.isOpened() else (False, None)
-        if not ok or frame is None:
-            raise UserError(f"{path} is not a readable video; use a file OpenCV can decode (MP4, AVI, ...)")
-        previous = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+    with contextlib.closing(frames):
+        previous = next(frames, None)
+        if previous is None:
+            raise UserError(f"{what} has no readable frame; check the source")
         while args.max_frames is None or len(latencies) < args.max_frames:
-            ok, frame = capture.read()
-            if not ok or frame is None:
+            current = next(frames, None)
+            if current is None:
                 break
-            current = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
             result = backend.compute(previous, current)
             latencies.append(result.timings["total"])
             print(f"frame {len(latencies)}: {latencies[-1]:.1f} ms")
             previous = current
-    finally:
-        capture.release()
     if not latencies:
-        raise UserError(f"{path} has a single frame; flow needs at least two")
+        raise UserError(f"{what} has a single frame; flow needs at least two")
     med, p90 = float(np.median(latencies)), float(np.percentile(latencies, 90))
     print(
         f"{len(latencies)} frame pairs on {backend.device}: median {med:.1f} ms, p90 {p90:.1f} ms "
@@ -135,6 +142,36 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
         rows = ["frame,latency_ms", *(f"{i + 1},{ms:.3f}" for i, ms in enumerate(latencies))]
         atomic_write(out / "latency.csv", ("\n".join(rows) + "\n").encode())
         print(f"wrote {out / 'latency.csv'}")
+
+
+def _video_frames(path: Path) -> Generator[np.ndarray, None, None]:
+    """A video file's frames, RGB; a file OpenCV cannot decode is a ``UserError``."""
+    import os
+
+    import cv2
+
+    # FFmpeg's own log lines ("moov atom not found") would break the one-line error contract;
+    # read by OpenCV when it first opens a file, and a value the user set wins
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+    capture = cv2.VideoCapture(str(path))
+    try:
+        ok, frame = capture.read() if capture.isOpened() else (False, None)
+        if not ok or frame is None:
+            raise UserError(f"{path} is not a readable video; use a file OpenCV can decode (MP4, AVI, ...)")
+        while ok and frame is not None:
+            yield cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+            ok, frame = capture.read()
+    finally:
+        capture.release()
+
+
+def _source_frames(spec: str) -> Generator[np.ndarray, None, None]:
+    """The left images of a stereo source's pairs, until it ends."""
+    from app.engine.sources.spec import open_source
+
+    with open_source(spec) as source:
+        while (pair := source.read()) is not None:
+            yield pair.left
 
 
 def flow_specs(text: str) -> list[str]:
@@ -166,16 +203,18 @@ def _at_least(minimum: int) -> Any:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "flow",
-        help="optical flow for two frames, or latency over a video",
+        help="optical flow for two frames, or latency over a video or stereo source",
         description=(
             "FRAME0 FRAME1: writes OUT/flow.flo (Middlebury), flow.png (colour coding with its "
             "legend) and flow_arrows.png. VIDEO: flow between consecutive frames, with per-frame "
-            "latency (OUT/latency.csv when --out is given). The 'nvof' backend needs an NVIDIA "
+            "latency (OUT/latency.csv when --out is given); SOURCE (a recording or folder of pairs, "
+            f"synthetic, camera:N): the same over its left view ({LIVE_FRAMES} frame pairs of a live "
+            "or endless one unless --frames). The 'nvof' backend needs an NVIDIA "
             "GPU with the Optical Flow Accelerator and an OpenCV built with CUDA; 'auto' uses it "
             "when it is there, else 'dis'."
         ),
     )
-    p.add_argument("inputs", nargs="*", metavar="FRAME0 FRAME1 | VIDEO")
+    p.add_argument("inputs", nargs="*", metavar="FRAME0 FRAME1 | VIDEO | SOURCE")
     p.add_argument("--backend", default="auto", choices=list(BACKENDS))
     p.add_argument("--preset", help="dis: ultrafast, fast, medium; nvof: slow, medium, fast")
     p.add_argument("--grid", type=int, default=1, choices=list(NVOF_GRIDS), help="nvof output grid (px)")

@@ -420,6 +420,16 @@ def test_a_pair_given_the_wrong_way_round_is_refused_before_the_work(
     assert not (tmp_path / "o").exists()  # nothing written as if it were depth
 
 
+def test_an_unrectified_pair_is_computed_with_a_note_not_refused_as_swapped(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    handheld = Path(__file__).resolve().parent / "data" / "opencv_handheld"
+    args = [str(handheld / "left.jpg"), str(handheld / "right.jpg"), "--engine", "sgbm"]
+    assert main(["depth", *args, "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "note: the pair does not look rectified" in out and "calib rectify" in out
+    notes = json.loads((tmp_path / "o" / "result.json").read_text())["notes"]
+    assert any("does not look rectified" in n for n in notes)
+
+
 def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: ignore[no-untyped-def]
     msg = _bad(capsys, "eval", str(small_pair[0]), str(small_pair[1]))
     assert "--gt" in msg

@@ -55,9 +55,10 @@ def _refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np
     """A pair given the wrong way round is refused before the work: its depth would be noise
     (the engines search positive disparities only), written as if it were an answer. The
     feature matches decide (``looks_swapped``: most of them at negative disparity)."""
-    from app.engine.depth.alignment import looks_swapped
+    from app.engine.depth.alignment import pair_geometry
 
-    if min(left.shape[:2]) >= SWAP_CHECK_MIN_PX and looks_swapped(left, right):
+    # an unrectified pair is not refused here: its depth says so (``alignment.unrectified_note``)
+    if min(left.shape[:2]) >= SWAP_CHECK_MIN_PX and pair_geometry(left, right).swapped:
         raise UserError(
             f"{left_name} and {right_name} look swapped: most features sit further right in the right "
             "image than in the left (negative disparity); give the left camera's image first"

@@ -24,7 +24,7 @@ from app.engine.assets import demo_scene, resource_path
 from app.engine.calibration.desk import CalibrationDesk
 from app.engine.calibration.files import load_calibration
 from app.engine.calibration.rig import StereoRig
-from app.engine.depth.alignment import SWAPPED_NOTE
+from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_WORDS
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
@@ -322,6 +322,11 @@ class Session:
     def looks_swapped(result: FrameResult) -> bool:
         """Whether the engine found the frame's images the wrong way round (``set_swap_views``)."""
         return SWAPPED_NOTE in result.depth.notes
+
+    @staticmethod
+    def unrectified_note(result: FrameResult) -> str | None:
+        """The engine's note that the frame's pair is not rectified (``alignment.unrectified_note``)."""
+        return next((n for n in result.depth.notes if UNRECTIFIED_WORDS in n), None)
 
     @staticmethod
     def layout_note(result: FrameResult) -> str | None:

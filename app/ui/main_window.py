@@ -76,6 +76,7 @@ class MainWindow(QMainWindow):
         self.settings_path = settings_path
         self._open_source = open_source or session.open_source
         self._swap_warned = False  # the swapped-images warning shows once a stream
+        self._unrectified_warned: str | None = None  # the unrectified-pair warning shown this stream
         self._flow_drawn = False  # the flow pane shows the last frame's flow
         self._layout_warned = False  # the wrong-layout warning, once a source
         session.set_swap_views(settings.swap_views)
@@ -327,6 +328,9 @@ class MainWindow(QMainWindow):
             reset()
         self._hover_at = None
         self._swap_warned = False
+        if self._unrectified_warned is not None:  # it was of the last source
+            self.clear_error(self._unrectified_warned)
+        self._unrectified_warned = None
         self._layout_warned = False
         for pane in (self.left_view, self.depth_view, self.right_view, self.compare_main, self.baseline_view):
             pane.fit()  # a new source is shown whole, whatever the last one was zoomed to
@@ -467,6 +471,22 @@ class MainWindow(QMainWindow):
             f"image, a negative disparity), so the depth is noise: {advice}"
         )
 
+    def _warn_if_unrectified(self, result: FrameResult) -> None:
+        """The engine's note that the pair is not rectified, once a stream, as an error (its depth
+        is noise that looks like an answer); it goes when a frame is rectified again (a
+        calibration loaded)."""
+        note = self.session.unrectified_note(result)
+        if note is None:
+            if self._unrectified_warned is not None:
+                self.clear_error(self._unrectified_warned)
+                self._unrectified_warned = None
+            return
+        if self._unrectified_warned is None:
+            where = "(--calib FILE, or the window's calibration panel)"
+            message = note[0].upper() + note[1:].replace(where, "(the Calibration panel's Load...)")
+            self._unrectified_warned = message
+            self.show_error(message)
+
     def _warn_layout(self, result: FrameResult) -> None:
         """The source's note that its frames look like the other layout, once a source."""
         note = None if self._layout_warned else self.session.layout_note(result)
@@ -536,6 +556,7 @@ class MainWindow(QMainWindow):
         self._flow_title(self._flow_drawn)
         self.controls.show_choice(depth)
         self._warn_if_swapped(result)
+        self._warn_if_unrectified(result)
         self._warn_layout(result)
         if self.measure.isVisible():
             self.measure.set_result(result)

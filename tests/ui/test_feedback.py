@@ -412,6 +412,36 @@ def test_swapped_images_are_called_out_and_the_switch_swaps_them(qtbot) -> None:
     assert window.notices.level != "error" and "look swapped" not in window.notices.text.text()
 
 
+class _UnrectifiedEngine(RecordingEngine):
+    """Answers as the engines do for a pair whose rows disagree: with the note that says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unrectified = True
+
+    def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+        from app.engine.depth.alignment import unrectified_note
+
+        result = super().compute(left, right, request)
+        if self.unrectified:
+            result.notes.append(unrectified_note(11.2))
+        return result
+
+
+def test_an_unrectified_pair_is_called_out_until_it_is_rectified(qtbot) -> None:  # type: ignore[no-untyped-def]
+    engine = _UnrectifiedEngine()
+    window = _window(qtbot, lambda spec: FakeSource(1), engine)
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    text = window.notices.text.text()
+    assert window.notices.level == "error" and "The pair does not look rectified" in text
+    assert "Calibration panel" in text and "--calib" not in text  # the window's way, not the CLI's
+    engine.unrectified = False  # a calibration loaded: the pair is rectified now
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
+        window.controller.refresh()
+    assert not window.notices.isVisible() or "rectified" not in window.notices.text.text()
+
+
 def test_a_video_in_the_other_layout_is_called_out_once_a_source(qtbot) -> None:  # type: ignore[no-untyped-def]
     note = (
         "video rig.avi was opened top-bottom, but its frames look side by side (400 features match "

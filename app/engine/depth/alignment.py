@@ -61,6 +61,12 @@ class AlignConfig:
 
 
 DEFAULT_ALIGN = AlignConfig()
+# matched features this far apart vertically (RMS) that the alignment did not account for: the
+# pair is not rectified (a raw camera pair, a tilted hand-held one, a pair rectified twice), so
+# no row of the right image holds a left pixel's match and the depth is noise
+UNRECTIFIED_PX = 2.0
+SWAP_ROWS_PX = 8.0  # beyond this vertical RMS the side of the matches says nothing of the order
+UNRECTIFIED_WORDS = "does not look rectified"
 SWAPPED_NOTE = (
     "the left and right images look swapped: most features sit further right in the right image than "
     "in the left (negative disparity); give the left camera's image first, or swap the cameras"
@@ -201,18 +207,49 @@ def _robust_plane(points: np.ndarray, dy: np.ndarray, size: tuple[int, int]) -> 
     return coef, sigma
 
 
+@dataclass(frozen=True)
+class PairGeometry:
+    """What a pair's geometry-consistent feature matches say: the images look swapped (most
+    matches at negative disparity, on a pair whose rows agree), and the matches' vertical offsets
+    (RMS px; NaN with fewer than 20 matches)."""
+
+    swapped: bool
+    vertical_rms_px: float
+
+    @property
+    def unrectified(self) -> bool:
+        return self.vertical_rms_px > UNRECTIFIED_PX
+
+
+def unrectified_note(vertical_rms_px: float) -> str:
+    return (
+        f"the pair {UNRECTIFIED_WORDS}: its matched features lie {vertical_rms_px:.1f} px apart "
+        "vertically (RMS), more than the vertical alignment corrects, so this depth is unreliable; "
+        "give the rig's calibration (--calib FILE, or the window's calibration panel), or estimate "
+        "one with 'bi3d-studio calib rectify LEFT RIGHT --out rig.yaml'"
+    )
+
+
+def pair_geometry(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEFAULT_ALIGN) -> PairGeometry:
+    """``PairGeometry`` of an H x W x 3 RGB pair."""
+    return _pair_geometry(*_greys(left, right), config)
+
+
 def looks_swapped(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEFAULT_ALIGN) -> bool:
     """Most geometry-consistent feature matches on the wrong side (negative disparity): the images,
     or the cameras, are the wrong way round."""
-    return _looks_swapped(*_greys(left, right), config)
+    return pair_geometry(left, right, config).swapped
 
 
-def _looks_swapped(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> bool:
-    """``looks_swapped`` of the grey images."""
+def _pair_geometry(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> PairGeometry:
+    """``pair_geometry`` of the grey images."""
     pl, pr = epipolar_inliers(*match_features(gl, gr, "orb", config.features))
     if len(pl) < 20:
-        return False
-    return matches_swapped(pl, pr)
+        return PairGeometry(False, float("nan"))
+    rms = float(np.sqrt(np.mean((pl[:, 1] - pr[:, 1]).astype(np.float64) ** 2)))
+    # on a pair whose rows disagree by far (a tilt turns columns too) the side of the matches
+    # says nothing about the order of the images
+    return PairGeometry(rms <= SWAP_ROWS_PX and matches_swapped(pl, pr), rms)
 
 
 class VerticalAligner:
@@ -234,6 +271,7 @@ class VerticalAligner:
         self._maps: tuple[np.ndarray, np.ndarray] | None = None
         self._thumb: np.ndarray | None = None  # the left image when last measured
         self._swapped = False  # the last measured frame's images look swapped
+        self._unrectified: float | None = None  # vertical RMS px of a pair that is not rectified
         self._stale = False  # new_stream() asked for a reset
 
     def align(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, list[str], float]:
@@ -250,16 +288,27 @@ class VerticalAligner:
         new_view = self._thumb is None or _correlation(thumb, self._thumb) < self.config.same_view
         if self._since is None or self._since >= wait or new_view:
             gr = cv2.cvtColor(right, cv2.COLOR_RGB2GRAY)
-            self._swapped = _looks_swapped(gl, gr, self.config)
+            geometry = _pair_geometry(gl, gr, self.config)
             found = _measure(gl, gr, self.config)
             if found is not None and found.scatter_px <= self.config.max_scatter_px:
                 self.current, self._maps = found, self._remap(found, size)
             elif new_view:  # another scene: what was measured of the last one does not hold
                 self.current, self._maps = None, None
+            # rows apart by more than the alignment found (it measures rigid offsets of a few px)
+            corrected = self.current.rms_px if self.current is not None else 0.0
+            # a swapped pair (its rows agree within a few px) is said to be swapped: its alignment
+            # cannot be measured, and the order is what to fix first
+            unrectified = (
+                geometry.unrectified and not geometry.swapped and corrected < 0.5 * geometry.vertical_rms_px
+            )
+            self._unrectified = geometry.vertical_rms_px if unrectified else None
+            self._swapped = geometry.swapped
             self._since, self._thumb = 0, thumb
         self._since += 1
         maps, current = self._maps, self.current
         notes = [SWAPPED_NOTE] if self._swapped else []
+        if self._unrectified is not None:
+            notes.append(unrectified_note(self._unrectified))
         if maps is None or current is None:
             return right, notes, (time.perf_counter() - t0) * 1000
         return _resample(right, maps), [current.note(), *notes], (time.perf_counter() - t0) * 1000

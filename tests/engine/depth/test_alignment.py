@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import cv2
 import numpy as np
 import pytest
@@ -119,6 +121,27 @@ def test_a_swapped_pair_is_named_in_a_note(demo_dir) -> None:  # type: ignore[no
     assert SWAPPED_NOTE in notes
     swapped = SGBMEngine().compute(right, left, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96))
     assert SWAPPED_NOTE in swapped.notes  # says what to do, not only noise
+
+
+HANDHELD = Path(__file__).resolve().parents[2] / "data" / "opencv_handheld"
+
+
+def test_an_unrectified_pair_is_named_in_a_note_not_called_swapped(demo_dir) -> None:  # type: ignore[no-untyped-def]
+    from app.engine.formats import read_image_rgb
+
+    # OpenCV's hand-held sample: rows 39 px RMS apart, turned by 24 degrees (its own calib check)
+    left, right = (read_image_rgb(HANDHELD / name) for name in ("left.jpg", "right.jpg"))
+    for pair in ((left, right), (right, left)):
+        notes = VerticalAligner().align(*pair)[1]
+        assert SWAPPED_NOTE not in notes and any("does not look rectified" in n for n in notes)
+        assert "calib rectify" in notes[-1]
+    demo = [read_image_rgb(demo_dir / name) for name in ("im0.png", "im1.png")]
+    assert alignment.pair_geometry(*demo).vertical_rms_px < 1.0
+    assert not any("rectified" in n for n in VerticalAligner().align(*demo)[1])
+    # an offset the alignment corrects is not called unrectified, even past UNRECTIFIED_PX
+    moved = cv2.warpAffine(demo[1], np.float32([[1, 0, 0], [0, 1, 4]]), demo[1].shape[1::-1])
+    notes = VerticalAligner().align(demo[0], moved)[1]
+    assert len(notes) == 1 and notes[0].startswith("vertical alignment")
 
 
 @pytest.mark.parametrize("size", [(16, 16), (24, 32), (40, 60), (64, 96)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -263,6 +264,48 @@ def test_a_square_in_millimetres_is_pointed_out_and_a_txt_rig_reads_back(
     pair = [str(sample / name) for name in ("left01.jpg", "right01.jpg")]
     code, stdout, _ = run(capsys, "calib", "check", *pair, "--calib", str(out))
     assert code in (0, 1) and "verdict:" in stdout
+
+
+def test_a_calibration_is_written_only_under_a_name_it_reads_back_as(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    argv = ["calib", "chessboard", str(sample), "--pattern", "9x6", "--square", "0.025"]
+    msg = _bad(capsys, *argv, "--out", str(tmp_path / "c.json"))  # was YAML in a .json: unreadable
+    assert "name it .yaml, .yml or .xml" in msg and not (tmp_path / "c.json").exists()
+
+
+def test_a_baseline_in_millimetres_is_pointed_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    metres = tmp_path / "rig.yaml"
+    code, _, _ = run(
+        capsys,
+        "calib",
+        "chessboard",
+        str(sample),
+        "--pattern",
+        "9x6",
+        "--square",
+        "0.025",
+        "--out",
+        str(metres),
+    )
+    assert code == 0
+    rig = load_calibration(metres)[1]
+    assert rig is not None
+    millimetres = tmp_path / "rig_mm.yaml"
+    mm = dataclasses.replace(rig, T=rig.T * 1000, R1=None, R2=None, P1=None, P2=None, Q=None)
+    write_opencv_yaml(millimetres, mm.with_rectification())
+    pair = [str(sample / name) for name in ("left01.jpg", "right01.jpg")]
+    code, stdout, _ = run(
+        capsys, "calib", "check", *pair, "--calib", str(millimetres), "--pattern", "9x6", "--square", "0.025"
+    )
+    assert "longer than a stereo rig's; if the file gives T in millimetres" in stdout
+    assert "baseline (T) looks written in millimetres" in stdout
+    code, stdout, _ = run(
+        capsys, "calib", "check", *pair, "--calib", str(metres), "--pattern", "9x6", "--square", "0.025"
+    )
+    assert "note:" not in stdout
 
 
 def test_charuco_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -88,6 +88,16 @@ def run_check(args: argparse.Namespace) -> int:
                 f"square size: {measured:.2f} mm measured, {given:.2f} mm given "
                 f"({board.square_error_percent:+.2f} %)"
             )
+            ratio = measured / given if given > 0 else 1.0
+            for factor, unit in ((1000.0, "millimetres"), (0.001, "kilometres")):
+                if 0.8 * factor < ratio < 1.25 * factor:  # a unit slip, not a poor calibration
+                    print(
+                        f"note: the board measures {ratio:.0f} x the square given: the calibration's "
+                        f"baseline (T) looks written in {unit}, not metres"
+                        if factor > 1
+                        else "note: the board measures a thousandth of the square given: --square "
+                        "is in metres (0.025 for 25 mm)"
+                    )
         else:
             print("square size: not checked (give --calib for focal length and baseline)")
     if args.json:
@@ -194,8 +204,25 @@ def run_rectify(args: argparse.Namespace) -> int:
     return 0
 
 
+CALIBRATION_SUFFIXES = (".yaml", ".yml", ".xml", ".txt")  # .txt: YAML inside, read back as such
+
+
+def _calibration_file(text: str) -> str:
+    """--out: a name OpenCV writes as YAML or XML (a .json was written as YAML, which every
+    reader then refused as JSON)."""
+    from pathlib import Path
+
+    if Path(text).suffix.lower() not in CALIBRATION_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"{text}: a calibration is written as OpenCV YAML or XML; name it .yaml, .yml or .xml"
+        )
+    return text
+
+
 def _calibrate_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    p.add_argument(
+        "--out", required=True, type=_calibration_file, help="output calibration (.yaml/.yml, or .xml)"
+    )
     p.add_argument(
         "--drop", action="append", default=[], metavar="VIEW", help="leave out this view (left image name)"
     )
@@ -292,7 +319,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("source", help="source, or the left image of one pair")
     r.add_argument("right", nargs="?", help="right image, when SOURCE is a left image")
-    r.add_argument("--out", required=True, help="output calibration (.yaml/.yml, or .xml)")
+    r.add_argument(
+        "--out", required=True, type=_calibration_file, help="output calibration (.yaml/.yml, or .xml)"
+    )
     r.add_argument("--calib", help="a raw rig's calibration whose intrinsics to keep")
     r.add_argument("--calib2", help="right camera_info of a ROS pair, or extrinsics.yml")
     r.add_argument("--baseline", type=positive_metres, help="baseline in metres (default: the rig's, else 1)")

@@ -482,8 +482,10 @@ class MainWindow(QMainWindow):
                 self._unrectified_warned = None
             return
         if self._unrectified_warned is None:
-            where = "(--calib FILE, or the window's calibration panel)"
-            message = note[0].upper() + note[1:].replace(where, "(the Calibration panel's Load...)")
+            where = "(--calib FILE, or the window's calibration panel; one already given"
+            message = note[0].upper() + note[1:].replace(
+                where, "(the Calibration panel's Load...; one loaded"
+            )
             self._unrectified_warned = message
             self.show_error(message)
 

@@ -13,7 +13,7 @@ import numpy as np
 from app.engine.calibration.charuco import DICTIONARIES, CharucoTarget
 from app.engine.calibration.check import GOOD_RMS_PX, EpipolarReport, check_epipolar
 from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
-from app.engine.calibration.files import load_calibration, load_for_frames, write_opencv_yaml
+from app.engine.calibration.files import baseline_note, load_calibration, load_for_frames, write_opencv_yaml
 from app.engine.calibration.fit import StereoFit, fit_stereo
 from app.engine.calibration.rig import Rectifier, StereoRig
 from app.engine.calibration.selfrect import SelfRectification, rectify_frames
@@ -38,7 +38,7 @@ class CalibrationDesk:
         rig when it has one, and a note when it was rescaled to the frames."""
         if frame_size is None:
             calibration, rig = load_calibration(path)
-            return calibration, rig, None
+            return calibration, rig, baseline_note(calibration, str(path))
         return load_for_frames(path, None, frame_size)
 
     @staticmethod

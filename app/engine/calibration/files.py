@@ -329,7 +329,24 @@ def load_for_frames(
     """`load_calibration` for frames of ``frame_size`` (w, h): a file made for another size
     is rescaled when the aspect ratio agrees (the note says so) and refused otherwise."""
     calibration, rig, size = _load(Path(path), Path(second) if second else None, frame_size)
-    return fit_to_frames(calibration, rig, size, frame_size, str(path))
+    calibration, rig, note = fit_to_frames(calibration, rig, size, frame_size, str(path))
+    units = baseline_note(calibration, str(path))
+    return calibration, rig, "; ".join(n for n in (note, units) if n) or None
+
+
+LONGEST_BASELINE_M = 5.0  # past this a stereo rig's baseline is more likely millimetres
+
+
+def baseline_note(calibration: Calibration, where: str) -> str | None:
+    """A note when the baseline is longer than any stereo rig's (a T written in millimetres
+    reads as metres: every depth 1000 x too far), else None."""
+    b = calibration.baseline_m
+    if b <= LONGEST_BASELINE_M:
+        return None
+    return (
+        f"{where}: the baseline is {b:g} m, longer than a stereo rig's; if the file gives T in "
+        f"millimetres, depths read 1000 x too far: write T in metres ({b / 1000:g} m)"
+    )
 
 
 def _load(

@@ -225,8 +225,9 @@ def unrectified_note(vertical_rms_px: float) -> str:
     return (
         f"the pair {UNRECTIFIED_WORDS}: its matched features lie {vertical_rms_px:.1f} px apart "
         "vertically (RMS), more than the vertical alignment corrects, so this depth is unreliable; "
-        "give the rig's calibration (--calib FILE, or the window's calibration panel), or estimate "
-        "one with 'bi3d-studio calib rectify LEFT RIGHT --out rig.yaml'"
+        "give the rig's calibration (--calib FILE, or the window's calibration panel; one already "
+        "given: check it with 'bi3d-studio calib check'), or estimate one with 'bi3d-studio calib "
+        "rectify LEFT RIGHT --out rig.yaml'"
     )
 
 

@@ -430,6 +430,24 @@ def test_an_unrectified_pair_is_computed_with_a_note_not_refused_as_swapped(caps
     assert any("does not look rectified" in n for n in notes)
 
 
+def test_eval_reads_a_2014_scene_and_says_when_its_range_is_guessed(
+    capsys, demo_dir: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    scene = tmp_path / "Motorcycle-perfect"
+    scene.mkdir()
+    for name in ("im0.png", "im1.png"):
+        shutil.copy(demo_dir / name, scene / name)
+    shutil.copy(demo_dir / "disp0GT.pfm", scene / "disp0.pfm")  # 2014's name; no calib.txt
+    assert main(["eval", str(scene), "--engines", "sgbm"]) == 0
+    out = capsys.readouterr().out
+    assert "note: no calib.txt in Motorcycle-perfect" in out and "Motorcycle-perfect/sgbm" in out
+    (scene / "disp0.pfm").unlink()
+    msg = _bad(capsys, "eval", str(scene), "--engines", "sgbm")
+    assert "disp0GT.pfm or disp0.pfm" in msg and "--gt FILE" in msg
+
+
 def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: ignore[no-untyped-def]
     msg = _bad(capsys, "eval", str(small_pair[0]), str(small_pair[1]))
     assert "--gt" in msg

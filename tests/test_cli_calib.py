@@ -151,7 +151,7 @@ def test_unmatched_left_right_files(capsys: pytest.CaptureFixture[str], tmp_path
         "--out",
         "x.yaml",
     )
-    assert "left_00.png has no right image" in msg
+    assert "left_00.png (no right)" in msg
 
 
 def test_folder_without_boards(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

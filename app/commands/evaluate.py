@@ -44,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
     for name in engines:
         if name not in ENGINES:
             raise UserError(f"unknown engine {name!r}; use one of {', '.join(ENGINES)}")
+    if args.max_disparity is None:
+        guessed = [s.name for s in scenes if s.calib is None and (s.left.parent / "im0.png") == s.left]
+        if guessed:
+            names = ", ".join(guessed[:3]) + (f" and {len(guessed) - 3} more" if len(guessed) > 3 else "")
+            print(f"note: no calib.txt in {names}: searched with --max-disparity auto (its ndisp unknown)")
     rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity)
     print(eval_table(rows))
     if args.json:

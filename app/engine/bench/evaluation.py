@@ -55,7 +55,10 @@ def evaluate_scenes(
     for scene in scenes:
         pair, meta = scene.load()
         if pair.gt_disparity is None:
-            raise UserError(f"scene {scene.name} has no ground truth (disp0GT.pfm or disp_occ_0)")
+            raise UserError(
+                f"scene {scene.name} has no ground truth (disp0GT.pfm or disp0.pfm, KITTI's disp_occ_0); "
+                "for a pair, give it with --gt FILE"
+            )
         top, auto = scene_max_disparity(meta.ndisp if meta else None, max_disparity)
         request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=top, auto_range=auto)
         for engine in built:

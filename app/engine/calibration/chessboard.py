@@ -49,16 +49,26 @@ def find_stereo_pairs(folder: str | Path) -> list[tuple[Path, Path]]:
         for path in files:
             if path.suffix.lower() not in IMAGE_SUFFIXES or (not split and side not in path.name.lower()):
                 continue
+            if path.name.startswith("."):  # hidden: macOS's ._left01.jpg resource forks and the like
+                continue
             sides[side][_SIDE.sub("", path.name.lower())] = path
     left, right = sides["left"], sides["right"]
     if not left and not right:
         raise UserError(
             f"no images named *left*/*right* (or in left/ and right/) in {folder}; check the folder"
         )
-    for mine, other, side in ((left, right, "right"), (right, left, "left")):
-        lonely = sorted(set(mine) - set(other), key=natural_key)
-        if lonely:
-            raise UserError(f"{mine[lonely[0]]} has no {side} image to pair with; add it or remove the file")
+    unpaired = [
+        (mine[k], side)
+        for mine, other, side in ((left, right, "right"), (right, left, "left"))
+        for k in sorted(set(mine) - set(other), key=natural_key)
+    ]
+    if unpaired:  # every one named at once, not the first of them per run
+        listed = ", ".join(f"{path.name} (no {side})" for path, side in unpaired[:6])
+        more = f" and {len(unpaired) - 6} more" if len(unpaired) > 6 else ""
+        raise UserError(
+            f"{len(unpaired)} image(s) in {folder} have no partner to pair with: {listed}{more}; "
+            "add the missing images or remove these files"
+        )
     return [(left[k], right[k]) for k in sorted(left, key=natural_key)]
 
 

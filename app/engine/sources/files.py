@@ -83,7 +83,10 @@ def middlebury_scene(folder: Path) -> Scene | None:
     left, right = folder / "im0.png", folder / "im1.png"
     if not (left.is_file() and right.is_file()):
         return None
-    gt = folder / "disp0GT.pfm"
+    # disp0GT.pfm in the 2005-2006 and training sets, disp0.pfm in 2014's downloaded scenes
+    gt = next(
+        (g for g in (folder / "disp0GT.pfm", folder / "disp0.pfm") if g.is_file()), folder / "disp0GT.pfm"
+    )
     calib = folder / "calib.txt"
     return Scene(folder.name, left, right, gt if gt.is_file() else None, calib if calib.is_file() else None)
 

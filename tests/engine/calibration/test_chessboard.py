@@ -159,8 +159,14 @@ def test_pairs_sort_naturally_and_unmatched_files_fail(tmp_path: Path) -> None:
         "img_left9.png",
         "img_left10.png",
     ]
+    (tmp_path / "._img_left1.png").write_bytes(b"")  # macOS's metadata file beside an image: ignored
+    assert len(find_stereo_pairs(tmp_path)) == 3
     (tmp_path / "img_left11.png").write_bytes(b"")
-    with pytest.raises(UserError, match=r"img_left11.png has no right image"):
+    (tmp_path / "img_right12.png").write_bytes(b"")
+    # every image without a partner is named, not only the first
+    with pytest.raises(
+        UserError, match=r"2 image\(s\).*img_left11.png \(no right\), img_right12.png \(no left\)"
+    ):
         find_stereo_pairs(tmp_path)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from app.engine.calibration.kalibr import is_kalibr, read_kalibr
 from app.engine.calibration.rig import FIELD_SHAPES, StereoRig, calibration_from_projections, shape_text
 from app.engine.calibration.ros import is_camera_info, read_ros_camera_info_pair, read_yaml
 from app.engine.calibration.validate import check_rig, check_values, fit_to_frames
@@ -370,7 +371,11 @@ def _load(
         meta = read_middlebury_calib(path)
         size = (meta.width, meta.height) if meta.width and meta.height else None
         return meta.calibration, None, size
-    if is_camera_info(read_yaml(path)):
+    parsed = read_yaml(path)
+    if parsed is not None and is_kalibr(parsed):
+        chain = check_rig(read_kalibr(parsed, path), str(path))
+        return _checked_rig(chain, path), chain, chain.image_size
+    if is_camera_info(parsed):
         if second is None:
             raise UserError(f"{path} is one camera's ROS camera_info; give the right camera's file as well")
         calibration, rig = read_ros_camera_info_pair(path, second)

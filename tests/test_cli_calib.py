@@ -308,6 +308,34 @@ def test_a_baseline_in_millimetres_is_pointed_out(capsys: pytest.CaptureFixture[
     assert "note:" not in stdout
 
 
+def test_depth_takes_a_ros_camera_info_pair(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from tests.engine.calibration.test_calibration import _ros_yaml
+
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    yaml_rig = tmp_path / "rig.yaml"
+    argv = ["calib", "chessboard", str(sample), "--pattern", "9x6", "--square", "0.025"]
+    assert run(capsys, *argv, "--out", str(yaml_rig))[0] == 0
+    raw = load_calibration(yaml_rig)[1]
+    assert raw is not None
+    rig = raw.with_rectification()
+    assert rig.R1 is not None and rig.R2 is not None and rig.P1 is not None and rig.P2 is not None
+    cam0, cam1 = tmp_path / "cam0.yaml", tmp_path / "cam1.yaml"
+    cam0.write_text(
+        _ros_yaml(rig.K1, rig.D1, rig.R1, rig.P1, "left").replace("1280", "640").replace("720", "480")
+    )
+    cam1.write_text(
+        _ros_yaml(rig.K2, rig.D2, rig.R2, rig.P2, "right").replace("1280", "640").replace("720", "480")
+    )
+    pair = [str(sample / name) for name in ("left01.jpg", "right01.jpg")]
+    common = ["depth", *pair, "--engine", "sgbm", "--mode", "binary", "--planes", "0.7m"]
+    code, stdout, _ = run(
+        capsys, *common, "--calib", str(cam0), "--calib2", str(cam1), "--out", str(tmp_path / "o")
+    )
+    assert code == 0 and "does not look rectified" not in stdout  # rectified by the pair's rig
+    assert "--calib2" in _bad(capsys, *common, "--calib", str(cam0), "--out", str(tmp_path / "p"))
+    assert "give --calib too" in _bad(capsys, *common, "--calib2", str(cam1), "--out", str(tmp_path / "q"))
+
+
 def test_charuco_calibration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from app.engine.calibration.charuco import CharucoTarget
     from tests.engine.calibration.test_charuco import MARKER_M, SQUARE_M, SQUARES, _write

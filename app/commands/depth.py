@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         )
     notes: list[str] = []
     left, right = read_pair_rgb(args.left, args.right, notes)
-    calibration, rig = _calibration(args.calib, left)
+    calibration, rig = _calibration(args.calib, left, args.calib2)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)
     _refuse_swapped(args.left, args.right, left, right)
@@ -65,13 +65,18 @@ def _refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np
         )
 
 
-def _calibration(path: str | None, frame: np.ndarray) -> tuple[Calibration | None, Any]:
-    """--calib for frames like ``frame`` (H x W x 3): range-checked, fitted to their size."""
+def _calibration(
+    path: str | None, frame: np.ndarray, second: str | None = None
+) -> tuple[Calibration | None, Any]:
+    """--calib (and --calib2) for frames like ``frame`` (H x W x 3): range-checked, fitted to their
+    size."""
     if not path:
+        if second:
+            raise UserError("--calib2 is the second file of a calibration: give --calib too")
         return None, None
     from app.engine.calibration.files import load_for_frames
 
-    calibration, rig, note = load_for_frames(path, None, (frame.shape[1], frame.shape[0]))
+    calibration, rig, note = load_for_frames(path, second, (frame.shape[1], frame.shape[0]))
     if note:
         print(f"note: {note}")
     return calibration, rig
@@ -104,7 +109,7 @@ def run_source(args: argparse.Namespace) -> int:
         first = next(pairs, None)
         if first is None:
             raise UserError(f"{source.describe()} gave no frames; check the source")
-        calibration, rig = _calibration(args.calib, first.left)
+        calibration, rig = _calibration(args.calib, first.left, args.calib2)
         calibration = calibration or first.calibration  # --calib wins over the source's own
         rectify = _rectifier(rig)
         request = depth_request(args, calibration)
@@ -157,8 +162,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget-ms", type=argument_type(vocabulary.BUDGET), help=vocabulary.BUDGET.help)
     p.add_argument(
         "--calib",
-        help="calibration for metres: Middlebury calib.txt, OpenCV YAML/XML or stereodemo JSON",
+        help="calibration for metres: OpenCV YAML/XML, a Kalibr camchain, Middlebury calib.txt, "
+        "stereodemo JSON, or the left camera's ROS camera_info (with --calib2)",
     )
+    p.add_argument("--calib2", help="the right camera's ROS camera_info, or OpenCV's extrinsics.yml")
     p.add_argument("--out", default="out", help="output folder (default ./out)")
     add_setting(p, vocabulary.MIN_CONFIDENCE)
     add_engine_args(p, engine=True, auto_range=True)

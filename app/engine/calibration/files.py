@@ -350,6 +350,18 @@ def baseline_note(calibration: Calibration, where: str) -> str | None:
     )
 
 
+def _right_partner(path: Path) -> Path | None:
+    """The right camera's file beside a left one named alike (left.yaml -> right.yaml,
+    cam_left_info.yaml -> cam_right_info.yaml), or None."""
+    name = path.name
+    for left, right in (("left", "right"), ("Left", "Right"), ("LEFT", "RIGHT")):
+        if left in name:
+            partner = path.with_name(name.replace(left, right))
+            if partner.is_file():
+                return partner
+    return None
+
+
 def _load(
     path: Path, second: Path | None, image_size: tuple[int, int] | None
 ) -> tuple[Calibration, StereoRig | None, tuple[int, int] | None]:
@@ -376,8 +388,12 @@ def _load(
         chain = check_rig(read_kalibr(parsed, path), str(path))
         return _checked_rig(chain, path), chain, chain.image_size
     if is_camera_info(parsed):
+        second = second or _right_partner(path)
         if second is None:
-            raise UserError(f"{path} is one camera's ROS camera_info; give the right camera's file as well")
+            raise UserError(
+                f"{path} is one camera's ROS camera_info; give the right camera's file as well (--calib2 "
+                "FILE; found beside it when named as it is with 'right' for 'left')"
+            )
         calibration, rig = read_ros_camera_info_pair(path, second)
     else:
         calibration, rig = _read_opencv(path, second, image_size)

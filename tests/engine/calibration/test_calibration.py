@@ -150,9 +150,13 @@ def test_ros_camera_info_pair(tmp_path: Path) -> None:
     assert back is not None
     np.testing.assert_allclose(back.R, R, atol=1e-9)
     np.testing.assert_allclose(back.T, T, atol=1e-9)
+    # the left file alone: its partner is found beside it, named alike
+    assert load_calibration(left)[0].baseline_m == pytest.approx(cal.baseline_m)
+    lonely = tmp_path / "cam0.yaml"
+    lonely.write_text(left.read_text())
     with pytest.raises(UserError) as exc:
-        load_calibration(left)
-    assert "right camera" in _one_line(exc)
+        load_calibration(lonely)
+    assert "right camera" in _one_line(exc) and "--calib2" in _one_line(exc)
 
 
 def test_ros_message_dump(tmp_path: Path) -> None:

@@ -456,3 +456,21 @@ def test_calibration_says_which_image_of_a_skipped_pair_lacks_the_board(
     assert "left03.jpg: board not found in the left image, skipped" in stdout
     assert "left04.jpg: board found in neither image, skipped" in stdout
     assert "left05.jpg: board found" in stdout
+
+
+def test_a_placeholder_baseline_is_said_to_give_depths_in_baselines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pair = [str(HANDHELD / "left.jpg"), str(HANDHELD / "right.jpg")]
+    out = tmp_path / "self.yaml"
+    assert run(capsys, "calib", "rectify", *pair, "--out", str(out))[0] == 0
+    argv = ["depth", *pair, "--calib", str(out), "--engine", "sgbm", "--out", str(tmp_path / "o")]
+    code, stdout, _ = run(capsys, *argv)
+    assert (
+        code == 0
+        and "no measured baseline (saved as 1 m by 'calib rectify'): depths are in baselines" in stdout
+    )
+    measured = tmp_path / "measured.yaml"
+    assert run(capsys, "calib", "rectify", *pair, "--out", str(measured), "--baseline", "0.12")[0] == 0
+    argv = ["depth", *pair, "--calib", str(measured), "--engine", "sgbm", "--out", str(tmp_path / "p")]
+    assert "no measured baseline" not in run(capsys, *argv)[1]

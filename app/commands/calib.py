@@ -199,7 +199,7 @@ def run_rectify(args: argparse.Namespace) -> int:
     print(f"check of the first rectified frame: {check.verdict} ({check.reason})")
     if not result.baseline_known:
         print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")
-    write_opencv_yaml(args.out, result.rig)
+    write_opencv_yaml(args.out, result.rig, result.baseline_known)
     print(f"wrote {args.out}")
     return 0
 

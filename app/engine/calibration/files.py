@@ -288,8 +288,14 @@ def _checked_rig(rig: StereoRig, path: Path) -> Calibration:
 # --- writing and loading ----------------------------------------------------------------------
 
 
-def write_opencv_yaml(path: str | Path, rig: StereoRig) -> None:
-    """Write M1 D1 M2 D2 R T R1 R2 P1 P2 Q and the image size as OpenCV reads them (atomically).
+BASELINE_UNKNOWN = "baseline_unknown"  # a field of ours: T is a 1 m placeholder (calib rectify)
+
+
+def write_opencv_yaml(path: str | Path, rig: StereoRig, baseline_known: bool = True) -> None:
+    """Write M1 D1 M2 D2 R T R1 R2 P1 P2 Q and the image size as OpenCV reads them (atomically);
+    ``baseline_known`` False: T's length is a placeholder, marked by a ``baseline_unknown: 1``
+    field (OpenCV's readers ignore it) so that depths read from the file are said to be in
+    baselines.
 
     The format follows the suffix: ``.xml`` writes XML, anything else YAML.
     """
@@ -303,7 +309,20 @@ def write_opencv_yaml(path: str | Path, rig: StereoRig) -> None:
     for name, keys in _OPENCV_KEYS.items():
         value = getattr(rig, name)
         fs.write(keys[0], value.reshape(3, 1) if name == "T" else value)
+    if not baseline_known:
+        fs.write(BASELINE_UNKNOWN, 1)
     atomic_write(path, fs.releaseAndGetString().encode())
+
+
+def baseline_unknown(path: str | Path) -> bool:
+    """Whether ``path`` says its baseline is a placeholder (``write_opencv_yaml``)."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return False
+    return (
+        re.search(rf"^\s*{BASELINE_UNKNOWN}\s*:\s*1\b|<{BASELINE_UNKNOWN}>\s*1\s*<", text, re.M) is not None
+    )
 
 
 _OPENCV_HEADS = ("%YAML", "<?xml", "<opencv_storage")  # how OpenCV's (and this app's) YAML and XML begin
@@ -339,8 +358,14 @@ LONGEST_BASELINE_M = 5.0  # past this a stereo rig's baseline is more likely mil
 
 
 def baseline_note(calibration: Calibration, where: str) -> str | None:
-    """A note when the baseline is longer than any stereo rig's (a T written in millimetres
-    reads as metres: every depth 1000 x too far), else None."""
+    """A note when the file ``where`` says its baseline is a placeholder, or when the baseline
+    is longer than any stereo rig's (a T written in millimetres reads as metres: every depth
+    1000 x too far), else None."""
+    if baseline_unknown(where):
+        return (
+            f"{where} has no measured baseline (saved as 1 m by 'calib rectify'): depths are in "
+            "baselines, not metres; give 'calib rectify --baseline METRES' for metres"
+        )
     b = calibration.baseline_m
     if b <= LONGEST_BASELINE_M:
         return None

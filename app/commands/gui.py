@@ -10,7 +10,11 @@ from app.commands.arguments import real
 def run(args: argparse.Namespace) -> int:
     from app.ui.app import run_gui
 
-    return run_gui(args.source, args.screenshot, args.quit_after)
+    if args.calib:  # refused here, in one line, before a window opens
+        from app.engine.calibration.files import load_calibration
+
+        load_calibration(args.calib)
+    return run_gui(args.source, args.screenshot, args.quit_after, args.calib)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("source", nargs="?", help="what to open (default: the bundled demo pair)")
+    p.add_argument(
+        "--calib",
+        help="the rig's calibration, loaded into the calibration panel (as its Load... does): "
+        "OpenCV YAML/XML, a Kalibr camchain, Middlebury calib.txt, stereodemo JSON or a left ROS "
+        "camera_info with its right one beside it",
+    )
     p.add_argument("--screenshot", help="save a PNG of the window once depth is shown")
     p.add_argument(
         "--quit-after",

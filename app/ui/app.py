@@ -66,13 +66,20 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
     return window
 
 
-def run_gui(source: str | None, screenshot: str | None = None, quit_after: float | None = None) -> int:
+def run_gui(
+    source: str | None,
+    screenshot: str | None = None,
+    quit_after: float | None = None,
+    calibration: str | None = None,
+) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     if isinstance(app, QApplication):
         app.setApplicationName("Bi3D Studio")
         app.setDesktopFileName("bi3d-studio")  # matches packaging/bi3d-studio.desktop
         app.setWindowIcon(app_icon())
     window = create_window(source)
+    if calibration:
+        window.calibration.load(Path(calibration))
     window.show()
     shot = {"taken": False}
     if screenshot:

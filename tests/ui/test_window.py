@@ -348,6 +348,30 @@ def test_a_screenshot_run_whose_source_fails_says_so_and_fails(qapp, capsys, tmp
     assert err[-1].startswith("bi3d-studio gui: error: no screenshot saved: ") and "nope.png" in err[-1]
 
 
+def test_gui_calib_loads_the_rig_or_refuses_a_bad_file_in_one_line(
+    qapp, capsys, tmp_path: Path, demo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from app import cli
+    from app.ui import app as app_module
+
+    assert cli.main(["gui", "--calib", str(tmp_path / "nope.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "calibration file not found" in err[0]
+    loaded: list[Path] = []
+    real = app_module.create_window
+
+    def create(source=None, settings_path=None):  # type: ignore[no-untyped-def]
+        window = real(source, tmp_path / "settings.json")
+        original = window.calibration.load
+        window.calibration.load = lambda path: (loaded.append(path), original(path))[1]  # type: ignore[method-assign]
+        QTimer.singleShot(300, window.close)
+        return window
+
+    monkeypatch.setattr(app_module, "create_window", create)
+    assert app_module.run_gui(None, calibration=str(demo_dir / "calib.txt")) == 0
+    assert loaded == [demo_dir / "calib.txt"]
+
+
 def test_a_title_too_long_for_its_pane_ends_in_an_ellipsis(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.ui.views import DepthPane
 

@@ -474,3 +474,14 @@ def test_a_placeholder_baseline_is_said_to_give_depths_in_baselines(
     assert run(capsys, "calib", "rectify", *pair, "--out", str(measured), "--baseline", "0.12")[0] == 0
     argv = ["depth", *pair, "--calib", str(measured), "--engine", "sgbm", "--out", str(tmp_path / "p")]
     assert "no measured baseline" not in run(capsys, *argv)[1]
+
+
+def test_a_pattern_counted_the_other_way_round_is_hinted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    argv = ["calib", "chessboard", str(sample), "--square", "0.025"]
+    code, stdout, _ = run(capsys, *argv, "--pattern", "6x9", "--out", str(tmp_path / "a.yaml"))
+    assert code == 0 and "give --pattern 9x6" in stdout  # found, but mirrored in some views
+    code, stdout, _ = run(capsys, *argv, "--pattern", "9x6", "--out", str(tmp_path / "b.yaml"))
+    assert code == 0 and "give --pattern" not in stdout

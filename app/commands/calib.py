@@ -137,6 +137,14 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
         print(f"dropped: {', '.join(result.dropped)}")
     if result.outliers:
         print(f"outlier views: {', '.join(result.outliers)} (drop them with --drop-outliers)")
+        cols, rows = getattr(target, "inner", (0, 0))
+        if cols != rows and len(result.outliers) >= max(2, 0.2 * len(result.views)):
+            # OpenCV finds a board counted the other way round too, but some views then pair
+            # corners mirrored: several outliers (OpenCV's sample at 6x9: 3 of 13, rms x 2)
+            print(
+                f"note: {len(result.outliers)} of {len(result.views)} views are outliers; if the board "
+                f"has {cols} inner corners down and {rows} across, give --pattern {rows}x{cols}"
+            )
     print(f"rms reprojection error: {result.rms_px:.3f} px")
     print(f"epipolar error: {result.epipolar_rms_px:.3f} px")
     print(f"baseline: {result.baseline_m:.4f} m")

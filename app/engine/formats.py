@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import cv2
@@ -321,8 +322,11 @@ def read_flo(path: PathLike) -> np.ndarray:
 # --- PLY point clouds ------------------------------------------------------------------------
 
 
-def write_ply(path: PathLike, points_xyz: np.ndarray, colors: np.ndarray) -> None:
-    """Write N x 3 float points with N x 3 uint8 RGB colours as binary little-endian PLY."""
+def write_ply(
+    path: PathLike, points_xyz: np.ndarray, colors: np.ndarray, comments: Sequence[str] = ()
+) -> None:
+    """Write N x 3 float points with N x 3 uint8 RGB colours as binary little-endian PLY, with
+    ``comments`` (one line each) in the header."""
     pts = np.asarray(points_xyz, dtype=np.float32).reshape(-1, 3)
     cols = np.asarray(colors, dtype=np.uint8).reshape(-1, 3)
     if len(pts) != len(cols):
@@ -333,6 +337,13 @@ def write_ply(path: PathLike, points_xyz: np.ndarray, colors: np.ndarray) -> Non
         rows[name] = pts[:, i] if i < 3 else cols[:, i - 3]
     props = [f"property {'float' if i < 3 else 'uchar'} {n}" for i, n in enumerate(names)]
     header = "\n".join(
-        ["ply", "format binary_little_endian 1.0", f"element vertex {len(pts)}", *props, "end_header"]
+        [
+            "ply",
+            "format binary_little_endian 1.0",
+            *(f"comment {c}" for c in comments),
+            f"element vertex {len(pts)}",
+            *props,
+            "end_header",
+        ]
     )
     atomic_write(path, (header + "\n").encode("ascii") + rows.tobytes())

@@ -45,13 +45,20 @@ def frame_point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
     return point_cloud(result.depth.disparity, result.calibration, result.pair.left)
 
 
+PLY_COMMENTS = (
+    "units: metres",
+    "frame: the left camera's (OpenCV): x right, y down, z forward along its axis",
+    "written by Bi3D Studio: every pixel with a known depth",
+)
+
+
 def export_point_cloud(result: FrameResult, path: Path) -> int:
     """The frame's points as a binary PLY at ``path``; how many were written."""
     points, colours = frame_point_cloud(result)
     if len(points) == 0:
         raise UserError("no pixel has a known depth in this frame; nothing to export")
     try:
-        write_ply(path, points, colours)
+        write_ply(path, points, colours, PLY_COMMENTS)
     except OSError as exc:
         raise UserError(f"could not write the point cloud to {path} ({exc.strerror})") from exc
     return len(points)

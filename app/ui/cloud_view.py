@@ -17,19 +17,21 @@ from app.vocabulary import window_words
 MAX_POINTS = 150_000  # enough for a 640 x 480 frame at every second pixel; keeps orbiting smooth
 
 
-def cloud_arrays(result: FrameResult, max_depth_m: float) -> tuple[np.ndarray, np.ndarray]:
+def cloud_arrays(result: FrameResult, max_depth_m: float) -> tuple[np.ndarray, np.ndarray, int]:
     """N x 3 positions in the GL view's frame (x right, y forward along the camera's axis, z up:
     pyqtgraph orbits around a z-up world) and N x 4 colours in [0, 1], of the points nearer
-    than ``max_depth_m``."""
+    than ``max_depth_m`` (at most ``MAX_POINTS``, evenly taken), and how many points that is
+    before the thinning."""
     points, colours = Session.point_cloud(result)
     near = points[:, 2] <= max_depth_m
     points, colours = points[near], colours[near]
+    total = len(points)
     if len(points) > MAX_POINTS:
         keep = np.linspace(0, len(points) - 1, MAX_POINTS).astype(np.int64)
         points, colours = points[keep], colours[keep]
     pos = np.stack([points[:, 0], points[:, 2], -points[:, 1]], axis=1).astype(np.float32)
     rgba = np.concatenate([colours.astype(np.float32) / 255.0, np.ones((len(colours), 1), np.float32)], 1)
-    return pos, rgba
+    return pos, rgba, total
 
 
 class CloudView(QWidget):
@@ -76,14 +78,16 @@ class CloudView(QWidget):
             self.message.setText("no depth yet")
             return
         try:
-            self.positions, self.colours = cloud_arrays(self.result, self.max_depth_m())
+            self.positions, self.colours, total = cloud_arrays(self.result, self.max_depth_m())
         except UserError as exc:
             self.message.setText(exc.worded(window_words))
             self.positions, self.colours = np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32)
             return
+        shown = len(self.positions)
+        thinned = f", {shown} shown" if shown < total else ""
         self.message.setText(
-            f"{len(self.positions)} points nearer than {self.max_depth_m():.1f} m · "
-            "drag to orbit, wheel to zoom"
+            f"{total} points nearer than {self.max_depth_m():.1f} m{thinned} · drag to orbit, wheel to "
+            "zoom · File > Export point cloud (PLY) writes every point"
         )
         self._ensure_view()
         if self.scatter is not None and self.view is not None:
@@ -103,7 +107,9 @@ class CloudView(QWidget):
 
             view = gl.GLViewWidget()
             view.setCameraPosition(distance=6.0, elevation=10, azimuth=-90)
-            scatter = gl.GLScatterPlotItem()
+            # opaque: depth-tested points in their own colours (pyqtgraph's default, additive
+            # blending, summed 150 000 overlapping points of the demo to a white blob)
+            scatter = gl.GLScatterPlotItem(glOptions="opaque")
             view.addItem(scatter)
         except Exception as exc:  # no OpenGL here (a remote desktop, a bare server)
             self.message.setText(f"the 3D view needs OpenGL, which is not available here ({exc})")

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
     QFileDialog,
-    QGridLayout,
     QHBoxLayout,
     QInputDialog,
     QLabel,
@@ -21,6 +20,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QScrollArea,
     QSlider,
+    QSplitter,
     QStackedWidget,
     QTabWidget,
     QToolBar,
@@ -43,7 +43,7 @@ from app.ui.latency import LatencyPlot
 from app.ui.measure_panel import MeasurePanel
 from app.ui.notices import NoticeBar, RecBadge
 from app.ui.render import ERROR_MAX_PX, DisplaySpec, Rendered, render
-from app.ui.settings import Settings, engine_values, save_settings
+from app.ui.settings import Settings, engine_values, save_settings, settings_dir
 from app.ui.views import DepthPane, ImagePane, link_views
 
 SourceOpener = Callable[[str], FrameSource]
@@ -115,14 +115,18 @@ class MainWindow(QMainWindow):
         outer.setSpacing(2)
         self.notices = NoticeBar()
         outer.addWidget(self.notices)
-        grid = QGridLayout()
         self.top = self._build_top()
         self.top.setCurrentIndex(1 if self.settings.compare else 0)
-        grid.addWidget(self.top, 0, 0)
-        grid.addWidget(self.extra, 1, 0)
-        grid.setRowStretch(0, 2)
-        grid.setRowStretch(1, 1)
-        outer.addLayout(grid, 1)
+        # the images above, the tabs (right image, errors, flow, 3D) below: the line between them
+        # drags (a fixed 2:1 left the 3D view 115 px tall on a 1366 x 768 screen)
+        self.central_split = QSplitter(Qt.Orientation.Vertical)
+        self.central_split.setObjectName("central")
+        self.central_split.setChildrenCollapsible(False)
+        self.central_split.addWidget(self.top)
+        self.central_split.addWidget(self.extra)
+        self.central_split.setStretchFactor(0, 2)
+        self.central_split.setStretchFactor(1, 1)
+        outer.addWidget(self.central_split, 1)
         self.setCentralWidget(central)
         self.readout = QLabel("")
         self.engine_label = QLabel("")
@@ -744,20 +748,29 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.StandardButton.Yes
 
     # ---- lifecycle -------------------------------------------------------------------------
+    def _layout_store(self) -> QSettings:
+        """The window's layout (geometry, docks, the central split), beside its settings file (in
+        ``BI3D_STUDIO_CONFIG_DIR`` when set: it was Qt's own place, shared by every config dir)."""
+        folder = self.settings_path.parent if self.settings_path is not None else settings_dir()
+        return QSettings(str(folder / "layout.ini"), QSettings.Format.IniFormat)
+
     def _restore_layout(self) -> None:
-        q = QSettings("Bi3D Studio", "bi3d-studio")
-        geometry, state = q.value("geometry"), q.value("windowState")
+        q = self._layout_store()
+        geometry, state, split = q.value("geometry"), q.value("windowState"), q.value("centralSplit")
         if geometry is not None:
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+        if split is not None:
+            self.central_split.restoreState(split)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.adapt_runner.shutdown()  # a running adaptation keeps its progress for a later run
         self.controller.shutdown()
-        q = QSettings("Bi3D Studio", "bi3d-studio")
+        q = self._layout_store()
         q.setValue("geometry", self.saveGeometry())
         q.setValue("windowState", self.saveState())
+        q.setValue("centralSplit", self.central_split.saveState())
         try:
             save_settings(self.settings, self.settings_path)
         except (OSError, UserError) as exc:  # never block closing on a settings problem

@@ -272,6 +272,8 @@ def test_ply_header_and_body(tmp_path: Path) -> None:
     ]
     body = raw[end:]
     assert len(body) == 2 * 15
+    formats.write_ply(path, pts, cols, ["units: metres"])
+    assert b"format binary_little_endian 1.0\ncomment units: metres\nelement vertex 2\n" in path.read_bytes()
     assert struct.unpack("<fffBBB", body[15:]) == (-1.5, 0.0, 7.25, 1, 2, 3)
 
 

@@ -272,8 +272,9 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     assert "fill rate 100.0 %" in text and "plane-fit RMS 0.0 mm" in text and f"{z:.3f} m" in text
 
 
-def test_the_3d_view_builds_from_depth_and_calibration(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_3d_view_builds_from_depth_and_calibration(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from app.engine.types import Calibration
+    from app.ui import cloud_view
 
     window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
     window.open_spec("pair")
@@ -286,6 +287,17 @@ def test_the_3d_view_builds_from_depth_and_calibration(qtbot) -> None:  # type: 
     cloud = window.cloud_view
     d = float(window.controller.last.depth.disparity[0, 0])  # type: ignore[union-attr]
     assert len(cloud.positions) == 120 * 200 and np.allclose(cloud.positions[:, 1], 500.0 * 0.1 / d)
+    assert cloud.message.text().startswith(f"{120 * 200} points nearer than 5.0 m ·")  # not thinned
+    if cloud.scatter is not None:  # OpenGL here: points in their own colours, not summed to white
+        from pyqtgraph.opengl.GLGraphicsItem import GLOptions
+
+        assert cloud.scatter._GLGraphicsItem__glOpts == GLOptions["opaque"]
+    monkeypatch.setattr(cloud_view, "MAX_POINTS", 1000)
+    cloud.max_depth.setValue(49)
+    assert (
+        len(cloud.positions) == 1000
+        and f"{120 * 200} points nearer than 4.9 m, 1000 shown" in cloud.message.text()
+    )
     cloud.max_depth.setValue(1)  # 0.1 m: nothing that near
     assert len(cloud.positions) == 0 and "0 points" in cloud.message.text()
 

@@ -61,3 +61,22 @@ def test_the_dialogs_of_the_window_share_the_folder(
     window.calibration._pick_file()  # the calibration panel's dialog starts where the pair was
     window._pick_model()
     assert starts == ["", str(rig), str(rig)] and window.settings.last_folder == str(rig)
+
+
+def test_the_layout_is_kept_beside_the_settings_with_the_central_split(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def window() -> MainWindow:
+        w = MainWindow(
+            Session(EngineOptions(engine="sgbm")), Settings(), lambda spec: FakeSource(1), tmp_path / "s.json"
+        )
+        qtbot.addWidget(w)
+        w.resize(1000, 700)
+        w.show()
+        return w
+
+    first = window()
+    first.central_split.setSizes([200, 400])  # the 3D view made tall
+    sizes = first.central_split.sizes()
+    first.close()
+    assert (tmp_path / "layout.ini").is_file()  # in the config folder, not Qt's own place
+    second = window()
+    assert second.central_split.sizes() == sizes

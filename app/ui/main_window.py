@@ -32,7 +32,7 @@ from app import vocabulary
 from app.engine.errors import UserError
 from app.engine.session import AdaptResult, FrameSource, Session, left_first
 from app.engine.types import FrameResult, StereoPair
-from app.ui import work
+from app.ui import wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
 from app.ui.cloud_view import CloudView
@@ -94,6 +94,7 @@ class MainWindow(QMainWindow):
         self._engine_error = ""  # the engine settings' last error, gone when they next apply
         self._reverting = False
         self._restore_layout()
+        self._wheel_guard = wheel_guard.install(self)  # the wheel scrolls panels, not their fields
 
     # ---- construction ---------------------------------------------------------------------
     def _build_views(self) -> None:
@@ -373,11 +374,20 @@ class MainWindow(QMainWindow):
         self.seek_bar.setMinimumWidth(200)
         self.seek_bar.setEnabled(False)
         self.seek_bar.sliderReleased.connect(lambda: self.controller.seek(self.seek_bar.value()))
+        # a click on the groove, the keys and the wheel move the handle too: they seek as well (the
+        # label named a frame that was not shown); a drag seeks once, where it is released
+        self.seek_bar.actionTriggered.connect(self._seek_action)
         self.seek_bar.valueChanged.connect(self._seek_label_text)
         self.seek_label = QLabel("")
         bar.addWidget(self.seek_bar)
         bar.addWidget(self.seek_label)
         self.addToolBar(bar)
+
+    def _seek_action(self, action: int) -> None:
+        if action in (QSlider.SliderAction.SliderMove.value, QSlider.SliderAction.SliderNoAction.value):
+            return
+        # the action is announced before the handle moves: seek to where it lands
+        QTimer.singleShot(0, lambda: self.controller.seek(self.seek_bar.value()))
 
     def _seek_label_text(self, index: int) -> None:
         _, count, _ = self.session.position()

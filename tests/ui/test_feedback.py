@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QSlider
 
 from app.engine.depth.engines import EngineOptions
 from app.engine.session import Session
@@ -353,6 +354,11 @@ def test_seeking_a_folder_after_it_ended(qtbot, tmp_path: Path) -> None:  # type
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         window.controller.seek(2)
     assert blocker.args[0].pair.timestamp == 2.0 and "frame 3 / 5" in window.seek_label.text()
+    # a click on the groove (a page step) seeks too, not only a drag of the handle
+    window.seek_bar.setPageStep(2)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.seek_bar.triggerAction(QSlider.SliderAction.SliderPageStepAdd)
+    assert blocker.args[0].pair.timestamp == 4.0 and "frame 5 / 5" in window.seek_label.text()
 
 
 def test_a_source_that_cannot_seek_says_so(qtbot) -> None:  # type: ignore[no-untyped-def]

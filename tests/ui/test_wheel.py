@@ -1,0 +1,49 @@
+"""The wheel scrolls the controls panel; a field changes by the wheel only once clicked."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication, QScrollArea
+
+from app.engine.depth.engines import EngineOptions
+from app.engine.session import Session
+from app.ui.main_window import MainWindow
+from app.ui.settings import Settings
+from tests.ui.conftest import FakeSource
+
+
+def _wheel(widget, down: bool = True) -> None:  # type: ignore[no-untyped-def]
+    centre = QPointF(widget.rect().center())
+    event = QWheelEvent(
+        centre,
+        QPointF(widget.mapToGlobal(centre.toPoint())),
+        QPoint(0, 0),
+        QPoint(0, -120 if down else 120),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_scrolls_the_panel_not_the_setting_under_it(qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = MainWindow(Session(EngineOptions(engine="sgbm")), Settings(), lambda spec: FakeSource(1))
+    qtbot.addWidget(window)
+    window.resize(1000, 500)  # short: the controls scroll
+    window.show()
+    qtbot.wait(50)
+    combo = window.controls.mode
+    area = combo.parentWidget()
+    while not isinstance(area, QScrollArea):
+        area = area.parentWidget()
+    bar = area.verticalScrollBar()
+    assert bar.maximum() > 0
+    before_text, before_scroll = combo.currentText(), bar.value()
+    _wheel(combo)
+    assert combo.currentText() == before_text and bar.value() > before_scroll
+    combo.setFocus()  # clicked: now the wheel is the field's
+    qtbot.waitUntil(combo.hasFocus, timeout=2000)
+    _wheel(combo, down=False)  # "continuous" is the last mode: up, to the one before
+    assert combo.currentText() != before_text

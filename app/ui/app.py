@@ -59,10 +59,15 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
     window.resize(*window_size())
     if problem is None:
         window.apply_engine()  # again, now that engine-build progress can reach the status bar
-    for message in (warning, problem):
-        if message:
-            window.show_status(message)
     window.open_spec(source or session.demo_spec())
+    # a settings file that was not read stays on screen until dismissed (as a status, the next
+    # one, "opened ...", replaced it at once); a migrated one is news
+    ignored = warning if warning and warning.startswith("ignored") else None
+    errors = [m for m in (ignored, problem) if m]
+    if errors:
+        window.show_error("; ".join(errors))
+    if warning and ignored is None:
+        window.show_status(warning)
     return window
 
 

@@ -40,8 +40,9 @@ class NoticeBar(QWidget):
         self.hide()
 
     def info(self, message: str) -> None:
-        if self.level == "error" and self.isVisible():
-            return  # an error on screen is not pushed away by routine news
+        # an error on screen (or shown before the window is) is not pushed away by routine news
+        if self.level == "error" and not self.isHidden():
+            return
         self._show(message, "info")
         self._timer.start()
 

@@ -10,6 +10,7 @@ older versions (no ``version`` key) are read as they were and migrated, with a n
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -155,7 +156,14 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
         note = _migrate(data)
         return Settings.from_dict(data), (f"{path}: {note}" if note else None)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, UserError) as exc:
-        return Settings(), f"ignored {path}: {exc}; using defaults"
+        # the defaults are saved over it on exit: the user's file is kept beside it first
+        kept = path.with_name(path.name + ".bad")
+        try:
+            shutil.copyfile(path, kept)
+            where = f" (kept as {kept})"
+        except OSError:
+            where = ""
+        return Settings(), f"ignored {path}: {exc}; using defaults{where}"
 
 
 def _migrate(data: dict[str, Any]) -> str | None:

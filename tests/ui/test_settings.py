@@ -66,8 +66,23 @@ def test_a_bad_file_falls_back_to_defaults_and_says_why(tmp_path: Path) -> None:
     path.write_text('{"version": 2, "max_disparity": "lots"}')
     settings, note = load_settings(path)
     assert settings == Settings() and note is not None and "max_disparity" in note
+    assert (tmp_path / "settings.json.bad").read_text() == '{"version": 2, "max_disparity": "lots"}'
+    assert f"kept as {tmp_path / 'settings.json.bad'}" in note  # the defaults are saved over it on exit
     path.write_bytes(b"\xff\xfe[")
     assert load_settings(path)[0] == Settings()
+
+
+def test_a_window_opened_on_a_bad_settings_file_says_so_until_dismissed(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from app.ui.app import create_window
+
+    path = tmp_path / "settings.json"
+    path.write_text('{"version": 2, "mode": "quantized", "colormap": ')
+    window = create_window("synthetic:96x128?frames=2", path)
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20000):
+        pass
+    text = window.notices.text.text()
+    assert window.notices.level == "error" and "ignored" in text and "settings.json.bad" in text
 
 
 def test_the_budget_checkbox_keeps_its_width_as_the_value_changes(qtbot) -> None:  # type: ignore[no-untyped-def]

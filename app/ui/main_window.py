@@ -369,6 +369,7 @@ class MainWindow(QMainWindow):
         self.loop_action.setToolTip("start a finite source again when it ends")
         for action in (self.pause_action, self.step_action, self.loop_action):
             bar.addAction(action)
+            self.addAction(action)  # its key works with the toolbar hidden too (Space, Right)
         self.seek_bar = QSlider(Qt.Orientation.Horizontal)
         self.seek_bar.setToolTip("seek: drag to a frame (files, datasets, recordings, videos)")
         self.seek_bar.setMinimumWidth(200)
@@ -597,9 +598,12 @@ class MainWindow(QMainWindow):
             if error is not None:
                 pane.set_title(error[0])
                 pane.show_rgb(error[1], (0.0, ERROR_MAX_PX))
-            else:
-                pane.set_title("no ground truth for this source" if not shown.errors else "")
+            elif not shown.errors:
+                pane.set_title("no ground truth for this source")
                 pane.clear_image()  # not the last source's errors
+            else:  # the main engine's errors on the left; this pane waits for SGBM's
+                pane.set_title('SGBM\'s errors: tick "SGBM side by side" (Engine) to compare')
+                pane.clear_image()
 
     def show_error(self, message: str) -> None:
         """An error stays on screen until the user dismisses it."""

@@ -86,6 +86,8 @@ def test_pause_holds_the_frame_and_step_moves_on(qtbot) -> None:  # type: ignore
     window = _window(qtbot, lambda spec: source, RecordingEngine())
     window.open_spec("live")
     _shown(qtbot, window)
+    # the keys belong to the window, not only to the playback toolbar (which can be hidden)
+    assert {window.pause_action, window.step_action} <= set(window.actions())
     window.pause_action.setChecked(True)
     qtbot.wait(200)
     reads = source.reads
@@ -330,6 +332,9 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
     window.compare_main.box.setXRange(10, 60, padding=0)  # zooming one zooms the others
     lo, hi = window.baseline_view.box.viewRange()[0]
     assert (lo + hi) / 2 == pytest.approx(35, abs=0.5) and hi - lo < 100  # same place, zoomed in
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controls.compare.setChecked(False)
+    assert 'tick "SGBM side by side"' in window.error_base.title.full_text  # not an empty pane
 
 
 def _pairs_folder(root: Path, count: int = 5) -> Path:

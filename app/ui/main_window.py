@@ -185,7 +185,7 @@ class MainWindow(QMainWindow):
         calibration_dock.setObjectName("calibration")
         calibration_dock.setWidget(_scrolling(self.calibration))
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, calibration_dock)
-        self.measure = MeasurePanel(self.depth_view)
+        self.measure = MeasurePanel(self.compare_main if self.settings.compare else self.depth_view)
         measure_dock = QDockWidget("Measure", self)
         measure_dock.setObjectName("measure")
         measure_dock.setWidget(_scrolling(self.measure))
@@ -452,6 +452,7 @@ class MainWindow(QMainWindow):
     def _apply_compare(self, on: bool) -> None:
         self.session.set_compare(on)
         self.top.setCurrentIndex(1 if on else 0)
+        self.measure.set_pane(self.compare_main if on else self.depth_view)  # measure where depth is shown
         if on:
             self.extra.setCurrentWidget(self.compare_tab)
         self.controller.refresh()

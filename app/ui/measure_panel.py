@@ -51,6 +51,23 @@ class MeasurePanel(QWidget):
         pane.box.addItem(self.line)
         pane.clicked.connect(self._clicked)
 
+    def set_pane(self, pane: DepthPane) -> None:
+        """Measure on ``pane`` from now on (the main engine's pane of the compare view, or the
+        depth view): the marks, the line and the rectangle move there with the clicks."""
+        if pane is self.pane:
+            return
+        old = self.pane
+        old.clicked.disconnect(self._clicked)
+        for item in (self.marks, self.line, self.roi):
+            if item in old.box.addedItems:
+                old.box.removeItem(item)
+        self.pane = pane
+        pane.box.addItem(self.marks)
+        pane.box.addItem(self.line)
+        if self.tool.currentText() == "region":
+            pane.box.addItem(self.roi)
+        pane.clicked.connect(self._clicked)
+
     # ---- inputs ---------------------------------------------------------------------------
     def set_result(self, result: FrameResult) -> None:
         """A new frame: the histogram and the current measurement follow it."""

@@ -273,6 +273,16 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     panel.tool.setCurrentText("region")
     text = panel.figures.text()
     assert "fill rate 100.0 %" in text and "plane-fit RMS 0.0 mm" in text and f"{z:.3f} m" in text
+    # SGBM side by side: the rectangle and the clicks move to the pane that shows the depth
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controls.compare.setChecked(True)
+    assert panel.pane is window.compare_main and panel.roi in window.compare_main.box.addedItems
+    assert panel.roi not in window.depth_view.box.addedItems
+    panel.tool.setCurrentText("distance")
+    window.compare_main.clicked.emit(10, 10)
+    window.compare_main.clicked.emit(110, 10)
+    z = 500.0 * 0.1 / float(panel.result.depth.disparity[10, 10])  # type: ignore[union-attr]  # the newer answer's
+    assert f"distance {100 * z / 500.0:.3f} m" in panel.figures.text()
 
 
 def test_the_3d_view_builds_from_depth_and_calibration(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -375,9 +375,10 @@ class Session:
         return str(getattr(backend, "status", backend.name))
 
     # ---- what the user keeps ---------------------------------------------------------------
-    def snapshot(self, result: FrameResult) -> Path:
-        """The frame's depth files in a new folder under ``output_root/snapshots``."""
-        return snapshots.write_snapshot(result, self.output_root)
+    def snapshot(self, result: FrameResult, source: str = "", view: dict[str, Any] | None = None) -> Path:
+        """The frame's depth files, its pair and SGBM's answer when comparing, in a new folder
+        under ``output_root/snapshots`` (``snapshots.write_snapshot``)."""
+        return snapshots.write_snapshot(result, self.output_root, source, view)
 
     def export_point_cloud(self, result: FrameResult, path: Path | None = None) -> tuple[Path, int]:
         """The frame's points as PLY (default: a new file under ``output_root/pointclouds``)."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from app.engine.errors import UserError
-from app.engine.formats import write_ply
+from app.engine.formats import write_color_png, write_ply
 from app.engine.outputs import write_result
 from app.engine.pointcloud import point_cloud
 from app.engine.types import FrameResult
@@ -24,17 +24,32 @@ def new_folder(root: Path, kind: str) -> Path:
     return folder
 
 
-def write_snapshot(result: FrameResult, root: Path) -> Path:
-    """Colour PNG, PFM, 16-bit PNG and JSON (request, calibration, timings) in a new folder."""
+def write_snapshot(
+    result: FrameResult, root: Path, source: str = "", view: dict[str, Any] | None = None
+) -> Path:
+    """What is needed to show or redo a frame's answer, in a new folder: the depth (colour PNG,
+    PFM, 16-bit PNG, result.npz), the pair as it was matched (``left.png``, ``right.png``, after
+    rectification), SGBM's answer beside it when comparing (``sgbm/``), and ``result.json``
+    (request, calibration, timings, the source and the frame's time in it, ``view``: how the
+    window showed it)."""
     folder = new_folder(root, "snapshots")
     cal = result.calibration
     extra: dict[str, Any] = {
         "calibration": None if cal is None else dataclasses.asdict(cal),
         "stage_timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
-        "frame": result.index,
+        "source": source,
+        "source_time_s": round(float(result.pair.timestamp), 6),
+        "answer_number": result.index,  # answers the window computed this session, this one's
+        "files": {"left": "left.png", "right": "right.png", "sgbm": "sgbm/" if result.baseline else None},
     }
+    if view:
+        extra["view"] = view
     try:
         write_result(folder, result.depth, result.request, extra)
+        write_color_png(folder / "left.png", result.pair.left)
+        write_color_png(folder / "right.png", result.pair.right)
+        if result.baseline is not None:
+            write_result(folder / "sgbm", result.baseline, result.request, {"source": source})
     except OSError as exc:
         raise UserError(f"could not write the snapshot to {folder} ({exc.strerror})") from exc
     return folder

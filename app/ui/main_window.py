@@ -636,11 +636,13 @@ class MainWindow(QMainWindow):
             self.show_error("nothing to save yet: open a source first")
             return
         try:
-            folder = self.session.snapshot(self.controller.last)
+            s = self.settings
+            view = {"colormap": s.colormap, "min_confidence": s.min_confidence, "swap_views": s.swap_views}
+            folder = self.session.snapshot(self.controller.last, s.source, view)
         except UserError as exc:
             self.show_error(exc.worded(vocabulary.window_words))
             return
-        self.show_status(f"snapshot saved in {folder}")
+        self.show_status(f"snapshot saved in {folder} (depth, the pair, result.json)")
 
     def toggle_recording(self, on: bool) -> None:
         if not on:

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 
 from app.engine.depth.engines import EngineOptions
-from app.engine.formats import read_kitti_png, read_pfm
+from app.engine.formats import read_image_rgb, read_kitti_png, read_pfm
 from app.engine.session import Session
 from app.engine.types import StereoPair
 from app.ui import work
@@ -70,6 +70,15 @@ def test_snapshot_and_point_cloud(qtbot, demo_dir: Path, tmp_path: Path) -> None
     assert meta["calibration"]["baseline_m"] == 0.193001 and "stage_timings_ms" in meta
     np.testing.assert_array_equal(read_pfm(folder / "disparity.pfm"), last.depth.disparity)
     assert read_kitti_png(folder / "disparity.png").shape == last.depth.disparity.shape
+    # the pair as it was matched, and where it came from: enough to show or redo the answer
+    np.testing.assert_array_equal(read_image_rgb(folder / "left.png"), last.pair.left)
+    np.testing.assert_array_equal(read_image_rgb(folder / "right.png"), last.pair.right)
+    assert "source_time_s" in meta and meta["files"]["sgbm"] is None
+    window.snapshot()  # the window's: with its source and how it showed the depth
+    newest = max((tmp_path / "snapshots").iterdir())
+    meta = json.loads((newest / "result.json").read_text())
+    assert meta["source"] == window.settings.source and meta["view"]["colormap"] == window.settings.colormap
+    assert "the pair" in window.notices.text.text()
     _, count = window.session.export_point_cloud(last, tmp_path / "cloud.ply")
     assert count == int(np.isfinite(last.depth.disparity).sum())
     header = (tmp_path / "cloud.ply").read_bytes()[:600].decode("ascii", "replace")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -675,7 +676,11 @@ class MainWindow(QMainWindow):
             return
         folder = Path(recorder.folder)
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
-        self.rec_badge.update_counts(recorder.frames_written, size)
+        try:
+            free: int | None = shutil.disk_usage(folder).free
+        except OSError:
+            free = None
+        self.rec_badge.update_counts(recorder.frames_written, size, free)
 
     def export_ply(self) -> None:
         last = self.controller.last

@@ -84,11 +84,18 @@ class RecBadge(QLabel):
         self.update_counts(0, 0)
         self.show()
 
-    def update_counts(self, frames: int, size_bytes: int) -> None:
-        elapsed = int(time.monotonic() - self._started)
-        self.setText(
-            f"● REC {frames} frames · {size_bytes / 1e6:.1f} MB · {elapsed // 60}:{elapsed % 60:02d}"
-        )
+    def update_counts(self, frames: int, size_bytes: int, free_bytes: int | None = None) -> None:
+        """The counts so far; with ``free_bytes`` (the disk's), how long it lasts at this rate
+        when that is under an hour (a camera at full rate fills gigabytes a minute)."""
+        seconds = time.monotonic() - self._started
+        elapsed = int(seconds)
+        text = f"● REC {frames} frames · {size_bytes / 1e6:.1f} MB · {elapsed // 60}:{elapsed % 60:02d}"
+        rate = size_bytes / seconds if seconds >= 2 else 0.0
+        if rate > 0:
+            text += f" · {rate / 1e6:.0f} MB/s"
+            if free_bytes is not None and free_bytes / rate < 3600:
+                text += f" · disk full in {max(0, int(free_bytes / rate / 60))} min"
+        self.setText(text)
 
     def stop(self) -> None:
         self.hide()

@@ -54,7 +54,7 @@ SWAP_CHECK_MIN_PX = 64  # smaller frames have too few features to tell (and the 
 def _refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np.ndarray) -> None:
     """A pair given the wrong way round is refused before the work: its depth would be noise
     (the engines search positive disparities only), written as if it were an answer. The
-    feature matches decide (``looks_swapped``: most of them at negative disparity)."""
+    feature matches decide (``pair_geometry``: most of them at negative disparity)."""
     from app.engine.depth.alignment import pair_geometry
 
     # an unrectified pair is not refused here: its depth says so (``alignment.unrectified_note``)

@@ -236,12 +236,6 @@ def pair_geometry(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEF
     return _pair_geometry(*_greys(left, right), config)
 
 
-def looks_swapped(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEFAULT_ALIGN) -> bool:
-    """Most geometry-consistent feature matches on the wrong side (negative disparity): the images,
-    or the cameras, are the wrong way round."""
-    return pair_geometry(left, right, config).swapped
-
-
 def _pair_geometry(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> PairGeometry:
     """``pair_geometry`` of the grey images."""
     pl, pr = epipolar_inliers(*match_features(gl, gr, "orb", config.features))

@@ -24,8 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Open the desktop application on SOURCE (default: the bundled demo pair). SOURCE is a "
             "folder, a video, 'LEFT,RIGHT' images, 'camera:0,1', 'camera:0' (side by side) or "
-            "'synthetic'. --screenshot FILE saves the window once the first depth is shown; "
-            "--quit-after SECONDS closes it."
+            "'synthetic'. --screenshot FILE saves the window once the first depth is shown and "
+            "closes it; --quit-after SECONDS closes the window after that long (with --screenshot: the "
+            "longest wait for the shot)."
         ),
     )
     p.add_argument("source", nargs="?", help="what to open (default: the bundled demo pair)")
@@ -39,6 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--quit-after",
         type=real("--quit-after", 0, None, "s", low_open=True),
-        help="close after this many seconds",
+        help="close after this many seconds (with --screenshot: the longest wait for depth)",
     )
     p.set_defaults(func=run)

@@ -95,8 +95,7 @@ def run_gui(
             shot["taken"] = True
             window.grab().save(screenshot)
             print(f"wrote {screenshot}")
-            if quit_after is None:
-                window.close()
+            window.close()  # with --quit-after too: that is the longest wait for the shot
 
         def failed() -> None:  # the source did not open: nothing will be shown, do not wait
             if not shot["taken"] and window.last_error and window.session.source is None:

@@ -46,7 +46,12 @@ def _window(qtbot, holder: list[StereoPair]) -> MainWindow:  # type: ignore[no-u
 
 def _show(qtbot, window: MainWindow, holder: list[StereoPair], pair: StereoPair) -> None:  # type: ignore[no-untyped-def]
     holder[:] = [pair]
-    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+    opened: list[bool] = []
+    window.controller.sourceChanged.connect(lambda _d: opened.append(True))
+    # the first depth of *this* source: a refresh of the last one may still be on its way
+    with qtbot.waitSignal(
+        window.controller.resultShown, timeout=20_000, check_params_cb=lambda _r: bool(opened)
+    ):
         window.open_spec("still")
 
 

@@ -348,6 +348,20 @@ def test_a_screenshot_run_whose_source_fails_says_so_and_fails(qapp, capsys, tmp
     assert err[-1].startswith("bi3d-studio gui: error: no screenshot saved: ") and "nope.png" in err[-1]
 
 
+def test_a_screenshot_run_closes_once_the_shot_is_saved_quit_after_being_the_longest_wait(
+    qapp, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from app.ui import app as app_module
+
+    real = app_module.create_window
+    monkeypatch.setattr(app_module, "create_window", lambda source=None: real(source, tmp_path / "s.json"))
+    shot = tmp_path / "shot.png"
+    t0 = time.monotonic()
+    assert app_module.run_gui(None, str(shot), quit_after=120) == 0
+    assert shot.exists() and time.monotonic() - t0 < 100  # it waited the full 120 s before
+    assert f"wrote {shot}" in capsys.readouterr().out
+
+
 def test_gui_calib_loads_the_rig_or_refuses_a_bad_file_in_one_line(
     qapp, capsys, tmp_path: Path, demo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]

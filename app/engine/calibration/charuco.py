@@ -70,7 +70,7 @@ class CharucoTarget:
         cols, rows = self.squares
         return f"{cols}x{rows}-square ChArUco board ({self.dictionary_name})"
 
-    def hint(self) -> str:
+    def hint(self, gray: np.ndarray | None = None) -> str:
         return "check --squares (squares, COLSxROWS), --dictionary and --legacy"
 
     def corners_m(self) -> np.ndarray:

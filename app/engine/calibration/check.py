@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from app.engine.calibration.chessboard import detect_corners
+from app.engine.calibration.chessboard import detect_corners, pattern_hint
 from app.engine.epipolar import (  # noqa: F401 (the check's matching, re-exported for its users)
     DETECTORS,
     MAX_FEATURES,
@@ -158,11 +158,11 @@ def check_board(
     cols, rows = pattern
     corners = []
     for name, img in (("left", left), ("right", right)):
-        found = detect_corners(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY), pattern)
+        gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+        found = detect_corners(gray, pattern)
         if found is None:
-            raise UserError(
-                f"no {cols}x{rows} chessboard found in the {name} image; check --pattern (inner corners)"
-            )
+            hint = pattern_hint(pattern, gray, "it")
+            raise UserError(f"no {cols}x{rows} chessboard found in the {name} image; {hint}")
         corners.append(found.astype(np.float64))
     cl, cr = corners
     epipolar = float(np.sqrt(np.mean((cl[:, 1] - cr[:, 1]) ** 2)))

@@ -111,6 +111,35 @@ def detect_corners(gray: np.ndarray, pattern: tuple[int, int]) -> np.ndarray | N
     return board_order(gray, np.asarray(corners, np.float32).reshape(-1, 2), pattern)
 
 
+GUESS_SIDES = range(3, 16)  # inner corners per side of the boards `guess_pattern` looks for
+GUESS_WIDTH = 800  # px: images are reduced to this width first (OpenCV's detector slows with size)
+
+
+def guess_pattern(gray: np.ndarray) -> tuple[int, int] | None:
+    """The largest chessboard (inner corners, cols >= rows, 3 to 15 a side) OpenCV finds in an
+    H x W uint8 image, or None: a hint for a --pattern found in no image (a few seconds; OpenCV's
+    detector also finds a smaller board inside a larger one, hence the largest first)."""
+    scale = min(1.0, GUESS_WIDTH / gray.shape[1])
+    small = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else gray
+    flags = cv2.CALIB_CB_FAST_CHECK | cv2.CALIB_CB_ADAPTIVE_THRESH | cv2.CALIB_CB_NORMALIZE_IMAGE
+    sizes = sorted(
+        ((c, r) for c in GUESS_SIDES for r in GUESS_SIDES if r <= c), key=lambda p: (-p[0] * p[1], -p[0])
+    )
+    for cols, rows in sizes:
+        if cv2.findChessboardCorners(small, (cols, rows), flags=flags)[0]:
+            return cols, rows
+    return None
+
+
+def pattern_hint(pattern: tuple[int, int], gray: np.ndarray | None, where: str) -> str:
+    """What to check when a board of ``pattern`` is not found; given the image (named ``where``)
+    it was not found in, the board OpenCV does find there."""
+    found = guess_pattern(gray) if gray is not None else None
+    if found is not None and set(found) != set(pattern):
+        return f"a {found[0]}x{found[1]} board was found in {where}: try --pattern {found[0]}x{found[1]}"
+    return "check --pattern (inner corners, COLSxROWS)"
+
+
 def is_symmetric(pattern: tuple[int, int]) -> bool:
     """True when a half turn maps the board onto itself: cols + rows inner corners even."""
     return (pattern[0] + pattern[1]) % 2 == 0
@@ -223,8 +252,8 @@ class ChessboardTarget:
     def describe(self) -> str:
         return f"{self.inner[0]}x{self.inner[1]} chessboard"
 
-    def hint(self) -> str:
-        return "check --pattern (inner corners, COLSxROWS)"
+    def hint(self, gray: np.ndarray | None = None) -> str:
+        return pattern_hint(self.inner, gray, "the first left image")
 
     def detect(self, gray: np.ndarray) -> Detection | None:
         pts = detect_corners(gray, self.inner)

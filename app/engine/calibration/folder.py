@@ -77,11 +77,13 @@ def _detect_folder(
     views = _Views()
     skipped: list[str] = []
     one_side = {"left": 0, "right": 0}
+    first: np.ndarray | None = None  # the first left image, for a hint when no image holds the target
     pairs = find_stereo_pairs(folder)
     for lpath, rpath in pairs:
         found = []
         for path in (lpath, rpath):
             gray = cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY)
+            first = gray if first is None else first
             h, w = gray.shape
             size = size or (w, h)
             if size != (w, h):
@@ -105,9 +107,10 @@ def _detect_folder(
     if len(views.names) < MIN_VIEWS or size is None:
         alone = [f"{n} in the {side} image only" for side, n in one_side.items() if n]
         more = f" (found {' and '.join(alone)})" if alone else ""
+        hint = target.hint(first if not views.names and not more else None)  # none found: which board
         raise UserError(
             f"a {target.describe()} was found in both images of {len(views.names)} of {len(pairs)} pairs "
-            f"in {folder}{more}; need {MIN_VIEWS}; {target.hint()}"
+            f"in {folder}{more}; need {MIN_VIEWS}; {hint}"
         )
     return views, skipped, size, len(pairs)
 

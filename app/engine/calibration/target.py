@@ -29,8 +29,8 @@ class Target(Protocol):
         """'9x6 chessboard', for messages."""
         ...
 
-    def hint(self) -> str:
-        """What to check when the target is not found."""
+    def hint(self, gray: np.ndarray | None = None) -> str:
+        """What to check when the target is not found (``gray``: an image it was not found in)."""
         ...
 
     def detect(self, gray: np.ndarray) -> Detection | None:

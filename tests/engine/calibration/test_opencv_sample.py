@@ -127,3 +127,29 @@ def test_the_samples_image_list_is_named_as_such_not_as_a_calibration_missing_m1
 
     with pytest.raises(UserError, match=r"is an image list .* not a calibration; calibrate its folder"):
         load_calibration(SAMPLE / "stereo_calib.xml")
+
+
+def test_a_pattern_found_in_no_image_names_the_board_opencv_does_find(tmp_path: Path) -> None:
+    """A wrong --pattern (8x5 on the 9x6 sample) is answered with the board that is there; a
+    folder with no board at all keeps the plain hint."""
+    for name in ("left01.jpg", "right01.jpg", "left02.jpg", "right02.jpg"):
+        (tmp_path / name).write_bytes((SAMPLE / name).read_bytes())
+    found = r"0 of 2 pairs.*a 9x6 board was found in the first left image: try --pattern 9x6$"
+    with pytest.raises(UserError, match=found):
+        calibrate_folder(tmp_path, ChessboardTarget((8, 5), SQUARE_M))
+    blank = tmp_path / "blank"
+    blank.mkdir()
+    for name in ("left01.png", "right01.png"):
+        cv2.imwrite(str(blank / name), np.full((240, 320), 128, np.uint8))
+    with pytest.raises(UserError, match=r"check --pattern \(inner corners, COLSxROWS\)$"):
+        calibrate_folder(blank, ChessboardTarget((8, 5), SQUARE_M))
+
+
+def test_calib_check_with_a_wrong_pattern_names_the_board_found() -> None:
+    from app.engine.calibration.check import check_board
+
+    names = ("left01.jpg", "right01.jpg")
+    left, right = (cv2.cvtColor(cv2.imread(str(SAMPLE / n)), cv2.COLOR_BGR2RGB) for n in names)
+    found = r"^no 8x5 chessboard found in the left image; a 9x6 board was found in it: try --pattern 9x6$"
+    with pytest.raises(UserError, match=found):
+        check_board(left, right, (8, 5), SQUARE_M)

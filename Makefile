@@ -2,7 +2,9 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-TORCH_CPU := torch==2.13.0
+# PyTorch's CPU index: PyPI's Linux torch is the multi-GB CUDA build. Where that index cannot be
+# reached, pip takes the same version from the machine's own wheels or index (this project's CI).
+TORCH_CPU := torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu --retries 1
 PYINSTALLER := pyinstaller>=6.10,<7
 STAMP := $(VENV)/.installed
 
@@ -43,7 +45,7 @@ test: lint typecheck unit smoke-wheel
 
 # The wheel as a user gets it: sdist, wheel, fresh venv (CPU torch first), run from outside the repo.
 smoke-wheel: setup
-	PYTHON=$(PYTHON) BUILD_PYTHON=$(BIN)/python TORCH_CPU=$(TORCH_CPU) bash packaging/smoke.sh wheel
+	PYTHON=$(PYTHON) BUILD_PYTHON=$(BIN)/python TORCH_CPU="$(TORCH_CPU)" bash packaging/smoke.sh wheel
 
 # The one-folder desktop bundle dist/bi3d-studio/ (see packaging/README.md), then its smoke test.
 package: setup

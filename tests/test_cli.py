@@ -443,6 +443,21 @@ def test_eval_reads_a_2014_scene_and_says_when_its_range_is_guessed(
     assert main(["eval", str(scene), "--engines", "sgbm"]) == 0
     out = capsys.readouterr().out
     assert "note: no calib.txt in Motorcycle-perfect" in out and "Motorcycle-perfect/sgbm" in out
+    pair = [
+        str(scene / "im0.png"),
+        str(scene / "im1.png"),
+        "--gt",
+        str(scene / "disp0.pfm"),
+        "--engines",
+        "sgbm",
+    ]
+    assert main(["eval", *pair]) == 0
+    assert "note: no calib.txt in im0" in capsys.readouterr().out
+    shutil.copy(demo_dir / "calib.txt", scene / "calib.txt")  # the pair's calib.txt beside it is read
+    assert main(["eval", *pair]) == 0
+    out = capsys.readouterr().out
+    assert "no calib.txt" not in out and "im0/sgbm" in out
+    (scene / "calib.txt").unlink()
     (scene / "disp0.pfm").unlink()
     msg = _bad(capsys, "eval", str(scene), "--engines", "sgbm")
     assert "disp0GT.pfm or disp0.pfm" in msg and "--gt FILE" in msg

@@ -26,11 +26,14 @@ def run(args: argparse.Namespace) -> int:
     if args.right is not None:
         if args.gt is None:
             raise UserError("evaluating a pair needs --gt FILE (PFM or KITTI PNG)")
-        scenes = [
-            Scene(
-                Path(args.path).stem, Path(args.path), Path(args.right), Path(args.gt), gt_scale=args.gt_scale
-            )
-        ]
+        left = Path(args.path)
+        # a Middlebury scene's own im0/im1 pair: its calib.txt beside them (ndisp, as the folder form)
+        beside = left.parent / "calib.txt"
+        middlebury = (
+            left.name == "im0.png" and Path(args.right) == left.parent / "im1.png" and beside.is_file()
+        )
+        calib = beside if middlebury else None
+        scenes = [Scene(left.stem, left, Path(args.right), Path(args.gt), calib, gt_scale=args.gt_scale)]
     elif Path(args.path).is_dir() and not (
         is_recording(Path(args.path)) or looks_like_recording(Path(args.path))
     ):

@@ -39,3 +39,20 @@ def test_glibc_takes_the_settings_once(monkeypatch) -> None:  # type: ignore[no-
     big = bytearray(80 << 20)  # above glibc's largest mmap threshold: served from the heap now
     big[-1] = 1
     assert sum(big[-4:]) == 1
+
+
+def test_openmp_idle_threads_spin_briefly_unless_the_user_says_otherwise() -> None:
+    """`import app` sets GOMP_SPINCOUNT before torch loads libgomp; a value already set stays."""
+    import os
+    import subprocess
+    import sys
+
+    import app
+
+    code = "import app, os, torch; print(os.environ['GOMP_SPINCOUNT'])"
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == app.OPENMP_SPINCOUNT == "10000"
+    env["GOMP_SPINCOUNT"] = "300000"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "300000"

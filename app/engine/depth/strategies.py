@@ -69,7 +69,7 @@ class Choice:
 
     def describe(self) -> str:
         if self.strategy is None:
-            return f"quantized, {self.levels} planes"
+            return f"quantized, {self.levels} plane{'' if self.levels == 1 else 's'}"
         sub = {"colour": "colour", "grey": "grey", "off": "no"}[self.strategy.subpixel]
         radius = self.strategy.radius
         reach = "" if radius is None or self.strategy.subpixel == "off" else f" (+-{radius} px)"

@@ -94,7 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="record a source to a folder",
         description=(
             "Record SOURCE (a folder, a video, LEFT,RIGHT, camera:0,1, camera:0, synthetic; see "
-            "app/engine/sources/spec.py) into DIR: lossless PNG pairs, timestamps, calibration and ground "
+            "'Sources' in the README) into DIR: lossless PNG pairs, timestamps, calibration and ground "
             "truth when the source has it. DIR plays back as a source. Stops when the source ends, "
             "after --frames or --seconds (of the source's time), or on Ctrl-C."
         ),

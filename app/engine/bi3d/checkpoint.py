@@ -151,6 +151,8 @@ def _imports_code(path: Path) -> bool:
                 raw = archive.read(name)
         else:
             raw = path.read_bytes()
+            if not raw.startswith(b"\x80"):  # torch.save: protocol 2+; a text's 'c' reads as GLOBAL
+                return False
         return any(not name.startswith(_SAFE_GLOBALS) for name in _pickle_globals(raw))
     except Exception:
         return False  # not a pickle at all: corrupt rather than unsafe

@@ -143,3 +143,12 @@ def test_half_precision_storage(tmp_path: Path) -> None:
     for key, value in model.state_dict().items():
         want = value.half().float() if value.is_floating_point() else value
         assert torch.equal(loaded.state_dict()[key], want), key
+
+
+def test_a_text_file_given_as_weights_is_unreadable_not_code(tmp_path: Path, demo_dir: Path) -> None:
+    """Middlebury's calib.txt starts 'cam0=': pickle's protocol-0 GLOBAL opcode is 'c', but torch
+    writes protocol 2+ (and zip archives): the file is named unreadable, not dangerous."""
+    path = tmp_path / "calib.txt"
+    path.write_bytes((demo_dir / "calib.txt").read_bytes())
+    with pytest.raises(UserError, match="is not a readable PyTorch checkpoint"):
+        read_checkpoint(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import cv2
@@ -470,10 +471,12 @@ def test_a_placeholder_baseline_is_said_to_give_depths_in_baselines(
         code == 0
         and "no measured baseline (saved as 1 m by 'calib rectify'): depths are in baselines" in stdout
     )
+    assert re.search(r"median depth [0-9.]+ baselines", stdout) and " m\n" not in stdout
     measured = tmp_path / "measured.yaml"
     assert run(capsys, "calib", "rectify", *pair, "--out", str(measured), "--baseline", "0.12")[0] == 0
     argv = ["depth", *pair, "--calib", str(measured), "--engine", "sgbm", "--out", str(tmp_path / "p")]
-    assert "no measured baseline" not in run(capsys, *argv)[1]
+    stdout = run(capsys, *argv)[1]
+    assert "no measured baseline" not in stdout and re.search(r"median depth [0-9.]+ m$", stdout, re.M)
 
 
 def test_a_pattern_counted_the_other_way_round_is_hinted(

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"engine: {engine.name} ({reason})")
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
-    print(format_summary(result, calibration))
+    print(format_summary(result, calibration, _depth_unit(args.calib)))
     written = write_result(Path(args.out), result, request, {"engine_reason": reason})
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
@@ -63,6 +63,13 @@ def _refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np
             f"{left_name} and {right_name} look swapped: most features sit further right in the right "
             "image than in the left (negative disparity); give the left camera's image first"
         )
+
+
+def _depth_unit(path: str | None) -> str:
+    """'baselines' where --calib's baseline is 'calib rectify''s placeholder, else 'm'."""
+    from app.engine.calibration.files import baseline_unknown
+
+    return "baselines" if path and baseline_unknown(path) else "m"
 
 
 def _calibration(
@@ -120,7 +127,7 @@ def run_source(args: argparse.Namespace) -> int:
         for index, pair in enumerate(itertools.chain([first], pairs)):
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
-            lines = format_summary(result, calibration).splitlines()
+            lines = format_summary(result, calibration, _depth_unit(args.calib)).splitlines()
             print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
             said.update(line for line in lines if line.startswith("note: "))
             out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)

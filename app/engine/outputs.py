@@ -245,8 +245,9 @@ def _planes_text(planes: np.ndarray) -> str:
     return f"{len(planes)} from {planes[0]:g} to {planes[-1]:g}"
 
 
-def format_summary(result: DepthResult, calibration: Calibration | None = None) -> str:
-    """A few human-readable lines about a result."""
+def format_summary(result: DepthResult, calibration: Calibration | None = None, unit: str = "m") -> str:
+    """A few human-readable lines about a result; ``unit`` of depths ('baselines' where the
+    calibration's baseline is a placeholder of 1)."""
     info = summary(result)
     if result.engine == "sgbm" and result.mode is Mode.CONTINUOUS and len(result.planes):
         # semi-global matching sweeps no planes: it scores every whole disparity of the range
@@ -263,7 +264,7 @@ def format_summary(result: DepthResult, calibration: Calibration | None = None) 
         if calibration is not None:
             z = calibration.depth_m(np.array([d["median"]]))[0]
             line += (
-                f"; median depth {z:.2f} m"
+                f"; median depth {z:.2f} {unit}"
                 if np.isfinite(z) and z > 0
                 else "; median depth unknown (median disparity not positive)"
             )

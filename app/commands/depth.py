@@ -119,6 +119,7 @@ def run_source(args: argparse.Namespace) -> int:
         calibration, rig = _calibration(args.calib, first.left, args.calib2)
         calibration = calibration or first.calibration  # --calib wins over the source's own
         rectify = _rectifier(rig)
+        unit = _depth_unit(args.calib)  # read once, not with every frame
         request = depth_request(args, calibration)
         engine, reason = build_engine(engine_options(args), "binary")
         print(f"engine: {engine.name} ({reason}); source: {source.describe()}")
@@ -127,7 +128,7 @@ def run_source(args: argparse.Namespace) -> int:
         for index, pair in enumerate(itertools.chain([first], pairs)):
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
-            lines = format_summary(result, calibration, _depth_unit(args.calib)).splitlines()
+            lines = format_summary(result, calibration, unit).splitlines()
             print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
             said.update(line for line in lines if line.startswith("note: "))
             out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)

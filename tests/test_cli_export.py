@@ -136,3 +136,32 @@ def test_bench_report_compares_runtimes(capsys, tmp_path: Path) -> None:  # type
     assert by_runtime["onnxruntime"]["max_dp_vs_torch"] < 1e-4 and by_runtime["onnxruntime"]["size_mb"] > 0
     assert by_runtime["torch"]["best_batch"] in (1, 2, 4) and by_runtime["torch"]["joules_per_frame"] is None
     assert np.isfinite(by_runtime["opencv"]["bad2"])
+
+
+def test_bench_report_scores_the_continuous_answer_and_not_random_weights(capsys) -> None:  # type: ignore[no-untyped-def]
+    """A 16-level quantized answer is off by up to half a 12 px step: the review saw 100 % bad-2
+    in the accuracy column, unexplained. The bundled model's continuous answer is what is scored;
+    random weights (--width) get none."""
+    args = [
+        "--modes",
+        "binary",
+        "--size",
+        "120x160",
+        "--max-disparity",
+        "48",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+    ]
+    code, stdout, _ = run(capsys, "bench", *args, "--report")
+    assert code == 0 and "continuous answer on the demo pair" in stdout
+    rows = [
+        line.split() for line in stdout.split("PLASTER")[1].splitlines() if line.startswith(("bi3d", "sgbm"))
+    ]
+    bad2 = {row[0]: float(row[-5]) for row in rows}
+    assert bad2["bi3d"] < 40 and bad2["bi3d"] < bad2["sgbm"] + 10  # a quantized answer scores 70-100 % here
+    code, stdout, _ = run(capsys, "bench", *args, "--width", "0.25", "--report")
+    assert code == 0 and "timed only: no accuracy" in stdout
+    bi3d = next(line for line in stdout.split("PLASTER")[1].splitlines() if line.startswith("bi3d"))
+    assert bi3d.split()[-5:-3] == ["n/a", "n/a"]

@@ -51,7 +51,12 @@ def run(args: argparse.Namespace) -> int:
             args.max_disparity,
             args.repeat,
         )
-        print("\nPLASTER: latency above; throughput, accuracy (demo pair), size on disk, energy")
+        print(
+            "\nPLASTER: latency above; throughput, accuracy (continuous answer on the demo pair, "
+            f"0-{args.max_disparity} px), size on disk, energy"
+        )
+        if not trained:
+            print("note: random weights (--width) are timed only: no accuracy")
         print(plaster_table(plaster_rows))
     flow_records = []
     if args.flow_backends:

@@ -1,6 +1,7 @@
 """PLASTER figures per runtime and precision, as NVIDIA's inference whitepaper frames them:
-latency (from the bench records), throughput at batch 1 and the best batch, accuracy on the
-demo pair, model size on disk, energy per frame where ``nvidia-smi`` reports power. (The
+latency (from the bench records), throughput at batch 1 and the best batch, accuracy of the
+continuous answer on the demo pair (none for random weights: ``--width`` times an untrained
+network), model size on disk, energy per frame where ``nvidia-smi`` reports power. (The
 whitepaper's programmability and rate of learning are not measurements.) SGBM runs as the
 baseline in the same table.
 """
@@ -40,8 +41,8 @@ class PlasterRow:
     fps_batch1: float
     best_fps: float
     best_batch: int
-    bad2: float  # dense bad-2 fraction on the demo pair (quantized readout), vs ground truth
-    epe: float
+    bad2: float | None  # dense bad-2 fraction of the continuous answer on the demo pair; None: random weights
+    epe: float | None
     max_dp_vs_torch: float | None  # largest probability difference to torch fp32, same weights
     size_mb: float | None
     joules_per_frame: float | None
@@ -67,7 +68,8 @@ def run_plaster(
     from app.engine.depth.engines import build_engine
 
     rows = []
-    accuracy = DepthRequest(mode=Mode.QUANTIZED, levels=levels, max_disparity=max_disparity)
+    # the probabilities compared across runtimes: a quantized sweep of ``levels`` planes
+    probe = DepthRequest(mode=Mode.QUANTIZED, levels=levels, max_disparity=max_disparity)
     for height, width in sizes:
         left, right = bench_images(height, width)
         gt = bench_ground_truth(height, width)
@@ -78,7 +80,7 @@ def run_plaster(
                         options, engine=name, width=model_width, runtime=runtime, precision=precision
                     )
                     engine, _ = build_engine(opts, "binary")
-                    rows.append(_row(engine, name, model_width, left, right, gt, accuracy, repeat))
+                    rows.append(_row(engine, name, model_width, left, right, gt, probe, repeat))
     return rows
 
 
@@ -89,26 +91,30 @@ def _row(
     left: np.ndarray,
     right: np.ndarray,
     gt: np.ndarray,
-    accuracy: DepthRequest,
+    probe: DepthRequest,
     repeat: int,
 ) -> PlasterRow:
+    """``model_width`` is set only for random weights (timing): their accuracy is not reported.
+    Accuracy is the continuous answer's (a quantized one is off by up to half a level step:
+    16 levels over 192 px score 70-100 % bad-2 whatever the network)."""
     from app.engine.bench.depth import bench_request, time_engine
     from app.engine.metrics import evaluate
 
-    result = engine.compute(left, right, accuracy)
-    dense = evaluate(result.disparity, gt)["dense"]
+    bad2 = epe = None
+    if model_width is None:
+        dense = evaluate(engine.compute(left, right, continuous_request(probe)).disparity, gt)["dense"]
+        bad2, epe = dense.bad2, dense.epe
+    result = engine.compute(left, right, probe)
     dp, size_mb, joules = None, None, None
     if isinstance(engine, Bi3DEngine):
         reference = Bi3DEngine(
             engine.model, engine.device.type, subpixel=engine.subpixel, plane_check=engine.plane_check
         )
-        dp = float(
-            np.abs(reference.compute(left, right, accuracy).probabilities - result.probabilities).max()
-        )
+        dp = float(np.abs(reference.compute(left, right, probe).probabilities - result.probabilities).max())
         fps, joules = throughput(engine, left, right, repeat)
         size_mb = size_on_disk_mb(engine)
     else:
-        request = bench_request("binary", 1, accuracy.max_disparity)
+        request = bench_request("binary", 1, probe.max_disparity)
         times, _, _ = time_engine(engine, left, right, request, 1, repeat)
         fps = {1: 1000.0 / float(np.median(times))}
     best = max(fps, key=lambda b: fps[b])
@@ -123,12 +129,17 @@ def _row(
         fps_batch1=fps[1],
         best_fps=fps[best],
         best_batch=best,
-        bad2=dense.bad2,
-        epe=dense.epe,
+        bad2=bad2,
+        epe=epe,
         max_dp_vs_torch=dp,
         size_mb=size_mb,
         joules_per_frame=joules,
     )
+
+
+def continuous_request(probe: DepthRequest) -> DepthRequest:
+    """The default continuous answer over the probe's range, the one scored for accuracy."""
+    return DepthRequest(mode=Mode.CONTINUOUS, max_disparity=probe.max_disparity)
 
 
 class PowerSampler:
@@ -238,10 +249,13 @@ def plaster_table(rows: list[PlasterRow]) -> str:
     lines = [head]
     for r in rows:
         dp = "" if r.max_dp_vs_torch is None else f"{r.max_dp_vs_torch:.1e}"
+        bad2 = "n/a" if r.bad2 is None else f"{100 * r.bad2:.1f}"
+        epe = "n/a" if r.epe is None else f"{r.epe:.2f}"
         lines.append(
             f"{r.engine:<6} {r.runtime:<11} {r.precision:<4} "
             f"{'' if r.model_width is None else f'{r.model_width:g}':>5} {f'{r.height}x{r.width}':>9} "
-            f"{r.fps_batch1:>7.2f} {r.best_fps:>9.2f} {r.best_batch:>5} {100 * r.bad2:>6.1f} {r.epe:>6.2f} "
+            f"{r.fps_batch1:>7.2f} {r.best_fps:>9.2f} {r.best_batch:>5} "
+            f"{bad2:>6} {epe:>6} "
             f"{dp:>13} {'' if r.size_mb is None else f'{r.size_mb:.1f}':>7} "
             f"{'n/a' if r.joules_per_frame is None else f'{r.joules_per_frame:.3f}':>8}"
         )

@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 
 from app.commands.arguments import real
+from app.engine.errors import UserError
 
 
 def run(args: argparse.Namespace) -> int:
     from app.ui.app import run_gui
 
+    if args.calib2 and not args.calib:
+        raise UserError("--calib2 is the second file of a calibration: give --calib too")
     if args.calib:  # refused here, in one line, before a window opens
         from app.engine.calibration.files import load_calibration
 
-        load_calibration(args.calib)
-    return run_gui(args.source, args.screenshot, args.quit_after, args.calib)
+        load_calibration(args.calib, args.calib2)
+    return run_gui(args.source, args.screenshot, args.quit_after, args.calib, args.calib2)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,8 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--calib",
         help="the rig's calibration, loaded into the calibration panel (as its Load... does): "
         "OpenCV YAML/XML, a Kalibr camchain, Middlebury calib.txt, stereodemo JSON or a left ROS "
-        "camera_info with its right one beside it",
+        "camera_info (its right one found beside it, or given with --calib2)",
     )
+    p.add_argument("--calib2", help="the right camera's ROS camera_info, or OpenCV's extrinsics.yml")
     p.add_argument("--screenshot", help="save a PNG of the window once depth is shown")
     p.add_argument(
         "--quit-after",

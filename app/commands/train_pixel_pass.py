@@ -51,21 +51,44 @@ def register(sub: argparse._SubParsersAction) -> None:
             "model), state.pt and log.csv."
         ),
     )
-    p.add_argument("--out", default="runs/pixel_pass", help="run folder (resumed when it holds last.pt)")
+    p.add_argument(
+        "--out",
+        default="runs/pixel_pass",
+        help="run folder, resumed when it holds last.pt (default: runs/pixel_pass)",
+    )
     p.add_argument("--weights", help="the light model to complete (default: the bundled one)")
-    p.add_argument("--steps", type=whole("--steps", 1), default=2500)
-    p.add_argument("--batch", type=whole("--batch", 1, 4096), default=4)
-    p.add_argument("--crop", type=parse_size, default=(192, 384), help="HEIGHTxWIDTH, multiples of 96")
-    p.add_argument("--lr", type=real("--lr", 0, 10, low_open=True), default=3e-4)
-    p.add_argument("--coarse-step", type=whole("--coarse-step", 6, 192, "px"), default=24)
+    p.add_argument("--steps", type=whole("--steps", 1), default=2500, help="training steps (default: 2500)")
+    p.add_argument("--batch", type=whole("--batch", 1, 4096), default=4, help="crops a step (default: 4)")
+    p.add_argument(
+        "--crop", type=parse_size, default=(192, 384), help="HEIGHTxWIDTH, multiples of 96 (default: 192x384)"
+    )
+    p.add_argument(
+        "--lr", type=real("--lr", 0, 10, low_open=True), default=3e-4, help="learning rate (default: 3e-4)"
+    )
+    p.add_argument(
+        "--coarse-step",
+        type=whole("--coarse-step", 6, 192, "px"),
+        default=24,
+        help="the coarse sweep's plane step in px (default: 24)",
+    )
     p.add_argument(
         "--gt-weight",
         type=real("--gt-weight", 0, 100),
         default=0.3,
-        help="weight of the ground-truth loss next to the uniform sweep's answers",
+        help="weight of the ground-truth loss next to the uniform sweep's answers (default: 0.3)",
     )
-    p.add_argument("--rooms-share", type=real("--rooms-share", 0, 1), default=0.3)
-    p.add_argument("--seed", type=whole("--seed", 0), default=0)
+    p.add_argument(
+        "--rooms-share",
+        type=real("--rooms-share", 0, 1),
+        default=0.3,
+        help="share of room renders among the synthetic scenes (default: 0.3)",
+    )
+    p.add_argument("--seed", type=whole("--seed", 0), default=0, help="random seed (default: 0)")
     p.add_argument("--threads", type=whole("--threads", 1, 1024), help="torch CPU threads")
-    p.add_argument("--save-every", type=whole("--save-every", 1), default=100)
+    p.add_argument(
+        "--save-every",
+        type=whole("--save-every", 1),
+        default=100,
+        help="steps between checkpoints (default: 100)",
+    )
     p.set_defaults(func=run)

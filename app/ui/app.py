@@ -76,6 +76,7 @@ def run_gui(
     screenshot: str | None = None,
     quit_after: float | None = None,
     calibration: str | None = None,
+    calibration2: str | None = None,
 ) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     if isinstance(app, QApplication):
@@ -84,7 +85,7 @@ def run_gui(
         app.setWindowIcon(app_icon())
     window = create_window(source)
     if calibration:
-        window.calibration.load(Path(calibration))
+        window.calibration.load(Path(calibration), Path(calibration2) if calibration2 else None)
     window.show()
     shot = {"taken": False}
     if screenshot:

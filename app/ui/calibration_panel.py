@@ -185,12 +185,14 @@ class CalibrationPanel(QWidget):
             self.folders.chose(path)
             self.load(Path(path))
 
-    def load(self, path: Path) -> None:
+    def load(self, path: Path, second: Path | None = None) -> None:
+        """A calibration file (and its second half: a ROS pair's right camera_info, OpenCV's
+        extrinsics.yml), as Load... and ``gui --calib/--calib2`` give it."""
         last = self.controller.last
         frame = (last.raw or last.pair).left if last is not None else None
         try:
             size = None if frame is None else (frame.shape[1], frame.shape[0])
-            calibration, rig, note = DESK.load(path, size)
+            calibration, rig, note = DESK.load(path, size, second)
         except UserError as exc:
             self.controller.view.show_error(exc.worded(window_words))
             return

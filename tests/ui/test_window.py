@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -377,13 +378,45 @@ def test_gui_calib_loads_the_rig_or_refuses_a_bad_file_in_one_line(
     def create(source=None, settings_path=None):  # type: ignore[no-untyped-def]
         window = real(source, tmp_path / "settings.json")
         original = window.calibration.load
-        window.calibration.load = lambda path: (loaded.append(path), original(path))[1]  # type: ignore[method-assign]
+        window.calibration.load = lambda *paths: (loaded.append(paths), original(*paths))[1]  # type: ignore[method-assign]
         QTimer.singleShot(300, window.close)
         return window
 
     monkeypatch.setattr(app_module, "create_window", create)
     assert app_module.run_gui(None, calibration=str(demo_dir / "calib.txt")) == 0
-    assert loaded == [demo_dir / "calib.txt"]
+    assert loaded == [(demo_dir / "calib.txt", None)]
+
+
+def test_gui_calib2_takes_a_ros_camera_info_pair(
+    qapp, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """`depth --calib cam0.yaml --calib2 cam1.yaml` worked; the window had no --calib2 and the
+    left file alone is refused (its partner is not named alike)."""
+    from app import cli
+    from app.ui import app as app_module
+    from tests.engine.calibration.test_calibration import D1, D2, K1, K2, _ros_yaml, rig
+
+    full = rig().with_rectification()
+    assert full.R1 is not None and full.R2 is not None and full.P1 is not None and full.P2 is not None
+    cam0, cam1 = tmp_path / "cam0.yaml", tmp_path / "cam1.yaml"
+    cam0.write_text(_ros_yaml(K1, D1, full.R1, full.P1, "stereo/left"))
+    cam1.write_text(_ros_yaml(K2, D2, full.R2, full.P2, "stereo/right"))
+    assert cli.main(["gui", "--calib2", str(cam1)]) == 2
+    assert "give --calib too" in capsys.readouterr().err
+    assert cli.main(["gui", "--calib", str(cam0)]) == 2
+    assert "--calib2" in capsys.readouterr().err
+    labels: list[str] = []
+    real = app_module.create_window
+
+    def create(source=None, settings_path=None):  # type: ignore[no-untyped-def]
+        window = real(source, tmp_path / "settings.json")
+        QTimer.singleShot(300, lambda: (labels.append(window.calibration.file_label.text()), window.close()))
+        return window
+
+    monkeypatch.setattr(app_module, "create_window", create)
+    monkeypatch.setattr(sys, "argv", ["bi3d-studio"])
+    assert cli.main(["gui", "--calib", str(cam0), "--calib2", str(cam1)]) == 0
+    assert labels and labels[0].startswith("cam0.yaml: f ") and "raw rig" in labels[0]
 
 
 def test_a_title_too_long_for_its_pane_ends_in_an_ellipsis(qtbot) -> None:  # type: ignore[no-untyped-def]

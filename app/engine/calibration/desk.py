@@ -32,14 +32,15 @@ class CalibrationDesk:
 
     @staticmethod
     def load(
-        path: Path, frame_size: tuple[int, int] | None
+        path: Path, frame_size: tuple[int, int] | None, second: Path | None = None
     ) -> tuple[Calibration, StereoRig | None, str | None]:
         """A calibration file for frames of ``frame_size`` (w, h; None: as the file says), the raw
-        rig when it has one, and a note when it was rescaled to the frames."""
+        rig when it has one, and a note when it was rescaled to the frames. ``second`` is the
+        right camera's ROS camera_info or OpenCV's extrinsics.yml (``--calib2``)."""
         if frame_size is None:
-            calibration, rig = load_calibration(path)
+            calibration, rig = load_calibration(path, second)
             return calibration, rig, baseline_note(calibration, str(path))
-        return load_for_frames(path, None, frame_size)
+        return load_for_frames(path, second, frame_size)
 
     @staticmethod
     def save(path: str | Path, rig: StereoRig) -> None:

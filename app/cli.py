@@ -8,25 +8,31 @@ full report, with exit status 1; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import errno
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from app import __version__
-from app.commands import COMMANDS
-from app.commands.common import EXIT_USAGE, Parser
 from app.engine.allocator import tune_allocator
-from app.engine.errors import UserError
-from app.vocabulary import cli_words
+from app.engine.errors import Terminated, UserError
 
 EXIT_FAILURE = 1
+# as ``app.commands.common``'s: the commands (and torch with them) load in ``main``, not here
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from app.commands import COMMANDS
+    from app.commands.common import Parser
+
     parser = Parser(prog="bi3d-studio", description="Stereo depth with Bi3D and an SGBM baseline.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
@@ -39,6 +45,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line's entry point: ``_run`` with Ctrl-C said in one line wherever it lands
+    (the libraries load for 1-2 s before a command runs; a traceback came out of that)."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("bi3d-studio: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(argv: Sequence[str] | None) -> int:
     tune_allocator()
     os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # FFmpeg's lines beside our one-line errors
     parser = build_parser()
@@ -51,12 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.debug = debug
     try:
-        return int(args.func(args))
+        with terminate_as_interrupt(args.command != "gui"):  # the window closes itself on SIGTERM
+            return int(args.func(args))
     except UserError as exc:
         print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stdout = open(os.devnull, "w")  # keeps interpreter shutdown from failing again
         return 0
@@ -81,6 +96,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _unexpected(args.command, exc)
 
 
+@contextlib.contextmanager
+def terminate_as_interrupt(enabled: bool = True) -> Iterator[None]:
+    """SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``) in the main thread while the block
+    runs: a recording stopped by a service manager closes and says what it kept, as on Ctrl-C."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only (tests call main() from others)
+        return
+
+    def handler(_signum: int, _frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _unexpected(command: str, exc: BaseException) -> int:
     """One line on stderr naming the failure and the report file; the report holds the traceback."""
     where = _where(exc)
@@ -98,6 +131,8 @@ def _unexpected(command: str, exc: BaseException) -> int:
 def one_line(exc: BaseException) -> str:
     """An error's text on one line (a library's message may span several); the settings a
     ``UserError`` names are worded as flags."""
+    from app.vocabulary import cli_words
+
     text = exc.worded(cli_words) if isinstance(exc, UserError) else str(exc)
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 

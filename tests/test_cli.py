@@ -511,3 +511,17 @@ def test_an_unwritable_json_file_is_refused_before_the_benchmark(capsys, tmp_pat
     monkeypatch.setattr(bench_depth, "run_bench", lambda *a, **k: pytest.fail("the benchmark ran"))
     msg = _bad(capsys, "bench", "--size", "96x96", "--engines", "sgbm", "--json", str(tmp_path / "b.json"))
     assert "cannot write into the folder" in msg
+
+
+def test_ctrl_c_while_the_libraries_load_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands (and torch) load for 1-2 s before one runs: Ctrl-C there printed a traceback."""
+    from app import cli
+
+    def loading() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", loading)
+    assert cli.main(["depth", "a.png", "b.png"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["bi3d-studio: interrupted"]

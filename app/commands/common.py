@@ -14,6 +14,7 @@ from app.engine.types import Calibration, DepthRequest
 from app.engine.validation import POSITIVE, Bounds, number
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 MAX_SIDE = 20000  # px: larger sizes are typing mistakes, and would not fit in memory anyway
 
 

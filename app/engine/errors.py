@@ -36,6 +36,12 @@ class Interrupted(Exception):
     """Raised inside an engine when the caller asked it to stop (a newer frame, a closing window)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a service manager, ``docker stop``, ``kill``) raised where Ctrl-C would be, so a
+    command closes what it writes and says what it kept, as after Ctrl-C (Python's default ends
+    the process at once, silently)."""
+
+
 class UserError(Exception):
     """Bad input: the message is one line saying what is wrong and what to do.
 

@@ -255,6 +255,7 @@ def test_disk_full_during_depth_keeps_the_earlier_set(capsys, tiny, tmp_path, mo
     _full_disk_after(monkeypatch, files)
     line = bad(capsys, "depth", *tiny, *SGBM, "--mode", "quantized", "--levels", "4", "--out", str(out))
     assert "the disk is full" in line
+    assert f"could not write {out}{os.sep}" in line and ".result." not in line  # not the staging folder
     assert _snapshot(out) == before  # the binary set, whole: no quantized file beside it, none lost
 
 
@@ -293,3 +294,17 @@ def test_disk_full_while_recording_keeps_every_committed_frame(capsys, tmp_path,
     monkeypatch.undo()
     source = open_recording(tmp_path / "rec")
     assert source.frame_count == 3 and [p.timestamp for p in source] == [0.0, 0.1, 0.2]
+
+
+def test_a_file_size_limit_is_not_called_a_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ulimit -f` (or a FAT32 disk's 4 GB) fails a write with EFBIG: it was 'the disk is full'."""
+
+    class TooBig(io.BufferedWriter):
+        def write(self, data) -> int:  # type: ignore[no-untyped-def, override]
+            raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(fileio.os, "fdopen", lambda fd, *a, **k: TooBig(io.FileIO(fd, "w")))
+    with pytest.raises(fileio.UserError) as exc:
+        fileio.atomic_write(tmp_path / "big.bin", b"x")
+    assert "larger than this system lets a file be" in str(exc.value) and "disk is full" not in str(exc.value)
+    assert not list(tmp_path.iterdir())

@@ -46,7 +46,7 @@ class Frame(NamedTuple):
 
 @dataclass(frozen=True)
 class SourceEvent:
-    kind: str  # "lost", "recovered", "error" or "ended"
+    kind: str  # "lost", "recovered", "error", "skipped" (a damaged frame of a sequence) or "ended"
     message: str
     time: float = field(default_factory=time.monotonic)
 

@@ -26,6 +26,9 @@ from app.engine.types import Calibration, StereoPair
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".ppm", ".pgm", ".webp"})
 
 
+MAX_SKIPPED_IN_A_ROW = 10  # damaged frames skipped one after another before the source gives up
+
+
 @dataclass(frozen=True)
 class Scene:
     """One stereo pair on disk; files are read on ``load``."""
@@ -276,12 +279,44 @@ class SceneSource(StereoSource):
     def timestamp_of(self, index: int) -> float:
         return self._timestamps[index] if self._timestamps is not None else float(index)
 
+    def _load(self, index: int, notes: list[str]) -> StereoPair:
+        """Scene ``index``'s pair; ground truth that cannot be read is left out with a note (the
+        images are what depth needs), images that cannot be read are a ``UserError``."""
+        scene = self.scenes[index]
+        try:
+            return scene.load(notes)[0]
+        except UserError as exc:
+            if scene.gt is None:
+                raise
+            pair = dataclasses.replace(scene, gt=None).load(notes)[0]  # the images alone
+            notes.append(f"frame {index} ({scene.name}) played without its ground truth: {exc}")
+            return pair
+
     def _next(self) -> Frame | None:
         index = self.frame_number + 1
-        if index >= len(self.scenes):
-            return None
         notes: list[str] = []
-        pair, _ = self.scenes[index].load(notes)
+        skipped_in_a_row = 0
+        while True:
+            if index >= len(self.scenes):
+                self.notes = notes  # frames skipped at the end are still said
+                return None
+            try:
+                pair = self._load(index, notes)
+                break
+            except UserError as exc:  # one damaged frame of many: the others still play
+                scene = self.scenes[index]
+                if len(self.scenes) == 1 or not (scene.left.parent.is_dir() and scene.right.parent.is_dir()):
+                    raise  # the folder itself went (deleted, unmounted): nothing further will play
+                skipped_in_a_row += 1
+                if skipped_in_a_row > MAX_SKIPPED_IN_A_ROW:
+                    raise UserError(
+                        f"{skipped_in_a_row} frames in a row could not be read (the last: {exc}); "
+                        "check the source's files"
+                    ) from exc
+                note = f"frame {index} ({self.scenes[index].name}) skipped: {exc}"
+                notes.append(note)
+                self._emit("skipped", note)
+                index += 1
         self.notes = notes  # this frame's: the next frame's files are judged afresh
         stamp = self._timestamps[index] if self._timestamps is not None else float(index)
         calibration = pair.calibration or self._calibration

@@ -21,6 +21,7 @@ from app.engine.sources.spec import (
     scenes_from_source,
 )
 from app.engine.types import StereoPair
+from tests.folders import pairs_folder
 
 H, W = 24, 32
 
@@ -395,3 +396,27 @@ def test_a_recorder_on_the_synthetic_clock_gets_the_frames_a_slow_reader_skips()
         read += 1
         time.sleep(0.05)  # a slow consumer: about 2 of every 3 frames are skipped
     assert read < 20 and got == [i / 50 for i in range(30)]
+
+
+def test_damaged_frames_are_skipped_but_a_run_of_them_or_a_removed_folder_stops_the_source(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from app.engine.sources.files import MAX_SKIPPED_IN_A_ROW
+
+    events: list[SourceEvent] = []
+    with open_source(str(pairs_folder(tmp_path / "a", 4, damaged={1})), on_event=events.append) as source:
+        assert [source.frame_number for _ in source] == [0, 2, 3]
+    assert [e.kind for e in events if e.kind == "skipped"] == ["skipped"] and "frame 1" in events[0].message
+    bad_run = set(range(1, MAX_SKIPPED_IN_A_ROW + 2))
+    with open_source(str(pairs_folder(tmp_path / "b", MAX_SKIPPED_IN_A_ROW + 3, damaged=bad_run))) as source:
+        with pytest.raises(UserError, match="frames in a row could not be read"):
+            list(source)
+    folder = pairs_folder(tmp_path / "c", 4)
+    with open_source(str(folder)) as source:
+        frames = iter(source)
+        next(frames)
+        shutil.rmtree(folder)
+        with pytest.raises(UserError):  # said, not skipped through to a silent end
+            next(frames)

@@ -10,6 +10,7 @@ import pytest
 
 from app.engine.sources.spec import open_source
 from tests.cli_helpers import bad, run
+from tests.folders import pairs_folder
 
 SYNTH = "synthetic:48x80?frames=4&seed=2"
 
@@ -137,34 +138,33 @@ def test_recording_a_video_in_the_other_layout_says_so(
     assert "note: video tb.avi was opened side by side, but its frames look top-bottom" in stdout
 
 
-def _pairs_folder(root: Path, sizes: list[tuple[tuple[int, int], tuple[int, int]]]) -> Path:
-    """left/NNN.png and right/NNN.png (three-digit names: a folder of pairs, not a recording)."""
-    import cv2
-
-    rng = np.random.default_rng(0)
-    for sub in ("left", "right"):
-        (root / sub).mkdir(parents=True)
-    for i, (left, right) in enumerate(sizes):
-        cv2.imwrite(str(root / "left" / f"{i:03d}.png"), rng.integers(0, 255, (*left, 3), dtype=np.uint8))
-        cv2.imwrite(str(root / "right" / f"{i:03d}.png"), rng.integers(0, 255, (*right, 3), dtype=np.uint8))
-    return root
-
-
 def test_a_source_failing_on_its_first_frame_leaves_no_empty_recording(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    source = _pairs_folder(tmp_path / "pairs", [((40, 60), (30, 60)), ((40, 60), (40, 60))])
+    one = pairs_folder(tmp_path / "one", 1, size=(40, 60), right_sizes={0: (30, 60)})
     out = tmp_path / "rec"
-    assert "differ in size" in bad(capsys, "record", str(source), str(out))
+    assert "differ in size" in bad(capsys, "record", str(one), str(out))
     assert not out.exists()  # a retry is not told "already holds a recording"
+    # every frame of many damaged: each is named, then one error; nothing left behind
+    every = pairs_folder(tmp_path / "every", 2, size=(40, 60), right_sizes={0: (30, 60), 1: (30, 60)})
+    code, _, err = run(capsys, "record", str(every), str(out))
+    *skips, line = err.strip().splitlines()
+    assert code == 2 and len(skips) == 2 and all("skipped" in s for s in skips)
+    assert "no frame of" in line and "nothing recorded" in line and not out.exists()
     empty = tmp_path / "empty"
     empty.mkdir()
-    bad(capsys, "record", str(source), str(empty))
+    bad(capsys, "record", str(one), str(empty))
     assert empty.is_dir() and [p.name for p in empty.iterdir() if not p.name.startswith(".")] == []
-    # a failure after frames were written keeps them, and says so
-    later = _pairs_folder(tmp_path / "later", [((40, 60), (40, 60)), ((40, 60), (30, 60))])
-    line = bad(capsys, "record", str(later), str(tmp_path / "kept"))
-    assert "keeps the 1 frame recorded before it" in line
+
+
+def test_a_damaged_frame_of_many_is_skipped_and_said_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = pairs_folder(tmp_path / "pairs", 3, size=(40, 60), right_sizes={0: (30, 60), 2: (30, 60)})
+    code, out, err = run(capsys, "record", str(source), str(tmp_path / "kept"))
+    assert code == 0 and "wrote 1 frame to" in out
+    assert err.count("frame 0 (000) skipped") == 1 and err.count("frame 2 (002) skipped") == 1
+    assert "skipped" not in out  # said once, as it happened, not again at the end
     assert (
         run(capsys, "depth", str(tmp_path / "kept"), "--engine", "sgbm", "--out", str(tmp_path / "d"))[0] == 0
     )
@@ -173,7 +173,7 @@ def test_a_source_failing_on_its_first_frame_leaves_no_empty_recording(
 def test_reindex_refuses_a_folder_of_pairs_that_is_not_a_recording(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    source = _pairs_folder(tmp_path / "pairs", [((40, 60), (40, 60))] * 3)
+    source = pairs_folder(tmp_path / "pairs", 3, size=(40, 60))
     assert "six-digit" in bad(capsys, "record", "--reindex", str(source))
     assert sorted(p.name for p in source.iterdir()) == ["left", "right"]  # nothing written into it
     assert run(capsys, "record", str(source), str(tmp_path / "rec"))[0] == 0  # still a source
@@ -207,3 +207,185 @@ def test_a_note_repeated_by_every_frame_is_printed_once(
     for index in range(3):  # each frame's result.json keeps its notes
         meta = json.loads((out / f"{index:06d}" / "result.json").read_text())
         assert any(n.startswith("max disparity auto") for n in meta["notes"])
+
+
+def test_ctrl_c_before_the_first_frame_leaves_no_empty_recording(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty recording blocked the folder ('already holds a recording') and played as no frames."""
+    from app.engine.sources import recording
+
+    def interrupted(*_args: object, **_kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recording, "record", interrupted)
+    code, _, err = run(capsys, "record", SYNTH, str(tmp_path / "rec"))
+    assert code == 130 and "stopped before the first frame: nothing recorded" in err
+    assert not (tmp_path / "rec").exists()
+    monkeypatch.undo()
+    assert run(capsys, "record", SYNTH, str(tmp_path / "rec"), "--frames", "1")[0] == 0
+
+
+def test_sigterm_stops_a_recording_as_ctrl_c_does(tmp_path: Path) -> None:
+    """A service manager's SIGTERM ended the process silently; now the recording is closed, what
+    it kept is said, and it plays back."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rec = tmp_path / "rec"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "record", "synthetic:24x32?fps=1000", str(rec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (rec / "timestamps.txt").exists():
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "terminated (SIGTERM)" in out and "wrote " in out and "Traceback" not in err
+    written = int(out.split("wrote ")[1].split()[0])
+    with open_source(str(rec)) as played:
+        assert sum(1 for _ in played) == written > 0
+
+
+def test_overwrite_keeps_the_old_recording_until_the_new_one_has_a_frame(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`record BAD DIR --overwrite` deleted DIR's recording, then failed on BAD's first pair."""
+    from app.engine.sources import recording
+    from app.engine.sources.recording import Recorder
+    from app.engine.sources.recording_index import REPLACED
+
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", SYNTH, str(rec), "--frames", "3")[0] == 0
+    broken = pairs_folder(tmp_path / "pairs", 1, size=(40, 60), right_sizes={0: (30, 60)})
+    line = bad(capsys, "record", str(broken), str(rec), "--overwrite")
+    assert "differ in size" in line and f"{rec} keeps the recording it held before" in line
+
+    def frames() -> int:
+        with open_source(str(rec)) as played:
+            return sum(1 for _ in played)
+
+    assert frames() == 3 and not (rec / REPLACED).exists()
+
+    def interrupted(*_args: object, **_kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recording, "record", interrupted)
+    code, _, err = run(capsys, "record", SYNTH, str(rec), "--overwrite")
+    assert code == 130 and "keeps the recording it held before" in err and frames() == 3
+    monkeypatch.undo()
+    # killed before its first frame (no discard ran): the next reader puts the old one back
+    Recorder(rec, overwrite=True).close()
+    assert (rec / REPLACED).is_dir() and frames() == 3 and not (rec / REPLACED).exists()
+    # a replacement with frames drops the old one
+    code, _, _ = run(capsys, "record", SYNTH, str(rec), "--frames", "2", "--overwrite")
+    assert code == 0 and frames() == 2 and not (rec / REPLACED).exists()
+
+
+class _Camera:
+    """A fake device at ``fps`` (cv2.VideoCapture's interface) showing a noisy 48 x 64 view."""
+
+    def __init__(self, _index: int, fps: float = 200.0) -> None:
+        import time
+
+        self.interval, self.next = 1.0 / fps, time.monotonic()
+        self.rng = np.random.default_rng(_index)
+
+    def isOpened(self) -> bool:
+        return True
+
+    def read(self) -> tuple[bool, np.ndarray]:
+        import time
+
+        self.next += self.interval
+        time.sleep(max(0.0, self.next - time.monotonic()))
+        return True, self.rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
+
+    def set(self, *_args: object) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+def test_a_camera_recording_keeps_every_frame_the_camera_delivered(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`record camera:0,1` wrote the newest pair after each write: at 1280 x 720 and 30 fps on 2
+    cores, 51 of 121 frames, said as 'wrote 51 frames'. Now every pair the capture thread delivers
+    is queued and written; with the queue full, the dropped ones are counted and said."""
+    import functools
+    import time
+
+    from app.engine.formats import write_color_png
+    from app.engine.sources import recording, spec
+    from app.engine.sources.capture import CameraSettings, CameraSource
+
+    monkeypatch.setattr(spec, "open_source", functools.partial(spec.open_source, camera_factory=_Camera))
+    code, out, _ = run(capsys, "record", "camera:0,1", str(tmp_path / "rec"), "--frames", "40")
+    assert code == 0 and "wrote 40 frames" in out and "dropped" not in out
+    with open_source(str(tmp_path / "rec")) as played:
+        stamps = [pair.timestamp for pair in played]
+    assert len(stamps) == 40 and max(np.diff(stamps)) < 0.05  # consecutive frames at 200 fps, none skipped
+
+    def slow_png(path: Path, rgb: np.ndarray) -> None:
+        time.sleep(0.02)
+        write_color_png(path, rgb)
+
+    monkeypatch.setattr(recording, "write_color_png", slow_png)
+    source = CameraSource(CameraSettings((0, 1)), factory=_Camera)
+    recorder = recording.Recorder(tmp_path / "slow")
+    pair_bytes = 2 * 48 * 64 * 3
+    with source:
+        writer = recording.record_live(source, recorder, frames=30)
+        recorder_small = recording.Recorder(tmp_path / "small")
+        writer_small = recording.QueuedWriter(recorder_small, frames=None, max_bytes=3 * pair_bytes)
+        source.add_capture_listener(writer_small.offer)
+        time.sleep(0.5)
+        source.remove_capture_listener(writer_small.offer)
+        writer_small.close()
+    recorder.close()
+    recorder_small.close()
+    assert writer.dropped == 0 and recorder.frames_written == 30  # a queue absorbs a slow disk
+    assert (
+        writer_small.dropped > 0
+        and recorder_small.frames_written + writer_small.dropped == writer_small.captured
+    )
+    note = recording.dropped_note(writer_small, "cameras 0 + 1")
+    assert note.startswith(
+        f"{writer_small.dropped} of the {writer_small.captured} frames cameras 0 + 1 delivered"
+    )
+    assert "pairs of 64 x 48 px" in note and "smaller camera mode" in note
+
+
+def test_a_damaged_frame_of_a_recording_is_skipped_and_said(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One truncated PNG stopped `depth REC --frames N` (and a re-recording) at that frame: the
+    frames after it were out of reach. A truncated ground truth stopped depth, which needs none."""
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", "synthetic:48x80?frames=6&seed=2", str(rec))[0] == 0
+    left3 = rec / "left" / "000003.png"
+    left3.write_bytes(left3.read_bytes()[: left3.stat().st_size // 2])
+    gt2 = rec / "disparity" / "000002.pfm"
+    gt2.write_bytes(gt2.read_bytes()[:100])
+    out = tmp_path / "d"
+    code, stdout, _ = run(capsys, "depth", str(rec), "--engine", "sgbm", "--frames", "6", "--out", str(out))
+    assert code == 0, stdout
+    assert sorted(p.name for p in out.iterdir()) == [f"{i:06d}" for i in range(5)]  # 5 good frames of 6
+    assert "frame 3 (000003) skipped: " in stdout and "truncated" in stdout
+    assert "frame 2 (000002) played without its ground truth" in stdout
+    code, stdout, err = run(capsys, "record", str(rec), str(tmp_path / "again"))
+    assert code == 0 and "wrote 5 frames" in stdout
+    assert "bi3d-studio record: frame 3 (000003) skipped: " in err
+    single = tmp_path / "one"
+    assert run(capsys, "record", "synthetic:48x80?frames=1&seed=2", str(single))[0] == 0
+    (single / "left" / "000000.png").write_bytes(b"not a png")
+    assert "not a readable image" in bad(capsys, "depth", str(single), "--engine", "sgbm", "--out", str(out))

@@ -10,9 +10,10 @@ from app.commands.arguments import real, whole
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.engine.errors import UserError
+    from app.commands.common import EXIT_INTERRUPTED
+    from app.engine.errors import Terminated, UserError
     from app.engine.sources.base import SourceEvent, plural
-    from app.engine.sources.recording import Recorder, record
+    from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, record, record_live
 
     if args.reindex:
         return _reindex(args)
@@ -20,8 +21,11 @@ def run(args: argparse.Namespace) -> int:
         args.usage_error("give SOURCE DIR (or --reindex DIR)")
     _refuse_overlap(args.source, Path(args.dir))
 
+    said: set[str] = set()
+
     def report(event: SourceEvent) -> None:  # a camera lost and found again, said as it happens
         if event.kind != "ended":
+            said.add(event.message)
             print(f"bi3d-studio record: {event.message}", file=sys.stderr)
 
     from app.engine.sources.spec import open_source
@@ -29,15 +33,31 @@ def run(args: argparse.Namespace) -> int:
     with open_source(args.source, on_event=report) as source:
         recorder = Recorder(args.dir, overwrite=args.overwrite, source=source.describe())
         print(f"recording {source.describe()} to {args.dir}")
+        live: list[QueuedWriter] = []  # a camera's writer, for its counts (also after Ctrl-C)
         try:
-            record(source, recorder, args.frames, args.seconds)
-        except KeyboardInterrupt:  # the usual way to end a live recording; what is written stays
-            print("stopped")
+            if source.live and hasattr(source, "add_capture_listener"):  # every frame, not the newest
+                record_live(source, recorder, args.frames, args.seconds, started=live.append)
+            else:
+                record(source, recorder, args.frames, args.seconds)
+            if not recorder.frames_written:  # every frame skipped as damaged: no empty recording
+                raise UserError(
+                    f"no frame of {source.describe()} could be read (each is named above): nothing recorded"
+                )
+        except KeyboardInterrupt as exc:  # the usual way to end a live recording; what is written stays
+            how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "stopped"
+            if not recorder.frames_written:  # an empty recording would block the folder
+                recorder.discard()
+                kept = f"; {args.dir} keeps the recording it held before" if recorder.restored else ""
+                print(f"{how} before the first frame: nothing recorded{kept}", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            print(how)
         except UserError as exc:  # one line still, saying what was kept
             recorder.discard()  # nothing recorded: no empty recording left to block the folder
             if recorder.frames_written:
                 kept = plural(recorder.frames_written, "frame")
                 raise UserError(f"{exc}; {args.dir} keeps the {kept} recorded before it") from exc
+            if recorder.restored:
+                raise UserError(f"{exc}; {args.dir} keeps the recording it held before") from exc
             raise
         except BaseException:
             recorder.discard()
@@ -45,7 +65,10 @@ def run(args: argparse.Namespace) -> int:
         finally:
             recorder.close()
         for note in source.notes:  # e.g. a video recorded in the other layout than it holds
-            print(f"note: {note}")
+            if note not in said:  # a skipped frame was said as it happened
+                print(f"note: {note}")
+        if live and live[0].dropped:
+            print(f"note: {dropped_note(live[0], source.describe())}")
     print(f"wrote {plural(recorder.frames_written, 'frame')} to {args.dir}")
     return 0
 

@@ -21,13 +21,17 @@ recording's clock from its last frame, one frame interval on, instead of repeati
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import json
 import os
 import shutil
+import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -43,17 +47,50 @@ from app.engine.sources.recording_index import (
     SESSION,
     TIMESTAMPS,
     acquire_writer,
+    drop_set_aside,
     looks_like_recording,
     missing_index_error,
     parse_timestamps,
     read_session,
     reindex_hint,
     remove_leftovers,
+    restore_set_aside,
+    set_aside,
+    writer_lock,
 )
 from app.engine.types import Calibration, StereoPair
 from app.engine.validation import POSITIVE, number
 
 DEFAULT_INTERVAL_S = 0.1  # the step of a restarted clock before two frames have shown the real one
+QUEUE_BYTES = (
+    512 << 20
+)  # a live recording's frames waiting to be written (about 3 s of 2 x 1280 x 720 at 30 fps)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block has run (in the main thread; others get no signals),
+    then act as they would have: a frame's index line and its count are one step."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[signal.Signals] = []
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {
+        kind: signal.signal(kind, lambda signum, _frame: held.append(signal.Signals(signum)))
+        for kind in kinds
+    }
+    try:
+        yield
+    finally:
+        for kind, handler in previous.items():
+            signal.signal(kind, handler)
+        if held:
+            handler = previous[held[0]]
+            if callable(handler):
+                handler(held[0], None)  # raises KeyboardInterrupt or Terminated
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), held[0])
 
 
 class Recorder:
@@ -70,6 +107,8 @@ class Recorder:
         self.folder = Path(folder)
         self._lock = threading.Lock()
         self._closed = False
+        self.restored = False  # ``discard`` put back the recording --overwrite was replacing
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bi3d-record-png")
         self._made_folder = not self.folder.exists()  # ``discard`` removes only a folder it made
         # a recording's writer lock before anything is deleted: a live recorder's files stay
         existing = is_recording(self.folder) or looks_like_recording(self.folder)
@@ -100,16 +139,23 @@ class Recorder:
                 raise UserError(f"the recording in {self.folder} is closed; start a new one")
             index = self.frames_written
             name = f"{index:06d}"
-            write_color_png(self.folder / "left" / f"{name}.png", pair.left)
-            write_color_png(self.folder / "right" / f"{name}.png", pair.right)
+            # the two PNGs encode at once (OpenCV lets go of the GIL): half the time a pair on 2+ cores
+            right = self._pool.submit(write_color_png, self.folder / "right" / f"{name}.png", pair.right)
+            try:
+                write_color_png(self.folder / "left" / f"{name}.png", pair.left)
+            finally:
+                right.result()  # its error (a full disk) is raised here, after the left one's
             if pair.gt_disparity is not None:
                 (self.folder / "disparity").mkdir(exist_ok=True)
                 write_pfm(self.folder / "disparity" / f"{name}.pfm", pair.gt_disparity)
             if self._calibration is None and pair.calibration is not None:
                 self._calibration = pair.calibration
                 self._write_session()
-            self._commit(f"{name} {self._stamp(float(pair.timestamp))!r}\n")
-            self.frames_written += 1
+            with signals_held():  # a Ctrl-C between the index line and the count lost count of a frame
+                self._commit(f"{name} {self._stamp(float(pair.timestamp))!r}\n")
+                self.frames_written += 1
+            if self.frames_written == 1:  # the recording --overwrite replaces is no longer needed
+                drop_set_aside(self.folder)
             return index
 
     def _stamp(self, timestamp: float) -> float:
@@ -126,6 +172,7 @@ class Recorder:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self._pool.shutdown(wait=True)
             if self._lock_fd is not None:
                 # the lock file stays (empty, hidden): unlinking it would let a process waiting
                 # on the old file and a new recorder on a new one both think they hold it
@@ -137,8 +184,13 @@ class Recorder:
         first frame): an empty recording would block the folder ("already holds a recording") and
         play back as no frames. The folder goes too when this recorder made it. Frames once
         written are never removed here."""
-        self.close()
         if self.frames_written:
+            self.close()
+            return
+        if self._lock_fd is not None or not self._closed:  # still ours: put back what --overwrite set aside
+            self.restored = restore_set_aside(self.folder)
+        self.close()
+        if self.restored:
             return
         (self.folder / TIMESTAMPS).unlink(missing_ok=True)
         (self.folder / SESSION).unlink(missing_ok=True)
@@ -174,13 +226,11 @@ class Recorder:
 
 def _prepare(folder: Path, overwrite: bool) -> None:
     """Refuse to overwrite a recording (unless told to) or to mix into a folder of other files."""
+    restore_set_aside(folder)  # a recording an interrupted --overwrite run had set aside
     if is_recording(folder):
         if not overwrite:
             raise UserError(f"{folder} already holds a recording; choose a new folder or pass --overwrite")
-        (folder / TIMESTAMPS).unlink(missing_ok=True)  # first the log: no frame is listed any more
-        for sub in ("left", "right", "disparity"):
-            shutil.rmtree(folder / sub, ignore_errors=True)
-        (folder / SESSION).unlink()
+        set_aside(folder)  # deleted once the new recording has its first frame, else put back
     elif looks_like_recording(folder):
         raise UserError(f"{folder} holds a recording with a damaged index; {reindex_hint(folder)}")
     elif folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
@@ -206,6 +256,9 @@ def read_timestamps(folder: Path) -> list[tuple[int, float]]:
 
 def open_recording(folder: Path) -> SceneSource:
     """A recording as a source: its committed frames with their timestamps and calibration."""
+    with writer_lock(folder) as locked, contextlib.suppress(OSError):  # read-only: play as it is
+        if locked:
+            restore_set_aside(folder)  # an --overwrite run killed before its first frame
     meta, problem = read_session(folder)
     if meta is None:
         raise missing_index_error(folder, problem or f"{folder / SESSION} is missing")
@@ -260,3 +313,137 @@ def record(
             break
         recorder.write(pair)
     return recorder.frames_written
+
+
+class QueuedWriter:
+    """A live source's recorder: its capture thread hands every pair to ``offer``, which queues
+    it (up to ``max_bytes``), and a writer thread encodes and writes them, so the camera is never
+    held up by PNG encoding or the disk. A pair that finds the queue full is dropped and counted
+    (``dropped``, said when the recording ends), never lost unsaid. ``frames`` and ``seconds``
+    (of the source's time) end the recording as ``record``'s do; ``done`` is then set."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        frames: int | None = None,
+        seconds: float | None = None,
+        max_bytes: int = QUEUE_BYTES,
+    ) -> None:
+        self.recorder = recorder
+        self.frames = frames
+        self.seconds = seconds
+        self.max_bytes = max_bytes
+        self.captured = 0  # pairs offered while recording (the source's frames in the span)
+        self.shape: tuple[int, ...] | None = None  # a captured image's, for the note on dropped pairs
+        self.dropped = 0
+        self.done = False
+        self.error: BaseException | None = None
+        self._queue: collections.deque[tuple[StereoPair, int]] = collections.deque()
+        self._bytes = 0
+        self._first_stamp: float | None = None
+        self._closing = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="bi3d-record", daemon=True)
+        self._thread.start()
+
+    def offer(self, pair: StereoPair) -> None:
+        """Queue one captured pair (called on the capture thread; never blocks on the disk)."""
+        with self._cond:
+            if self._closing or self.done or self.error is not None:
+                return
+            if self._first_stamp is None:
+                self._first_stamp = float(pair.timestamp)
+            if self.seconds is not None and float(pair.timestamp) - self._first_stamp >= self.seconds:
+                self.done = True
+                self._cond.notify_all()
+                return
+            self.captured += 1
+            self.shape = pair.left.shape
+            size = pair.left.nbytes + pair.right.nbytes
+            size += 0 if pair.gt_disparity is None else pair.gt_disparity.nbytes
+            if self._queue and self._bytes + size > self.max_bytes:
+                self.dropped += 1
+                return
+            self._queue.append((pair, size))
+            self._bytes += size
+            if self.frames is not None and self.captured - self.dropped >= self.frames:
+                self.done = True
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                pair, size = self._queue[0]
+            try:
+                self.recorder.write(pair)
+            except BaseException as exc:  # a full disk: the recording keeps what it has, and says so
+                with self._cond:
+                    self.error = exc
+                    self.dropped += len(self._queue)  # what was waiting is lost with the disk
+                    self._queue.clear()
+                    self._bytes = 0
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._queue.popleft()
+                self._bytes -= size
+                self._cond.notify_all()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the recording to end (``done`` or an error); True if it has."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.done or self.error is not None, timeout)
+            return self.done or self.error is not None
+
+    @property
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    def close(self) -> None:
+        """Take no more pairs and write the ones queued (their files are the recording's)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join()
+
+
+def record_live(
+    source: StereoSource,
+    recorder: Recorder,
+    frames: int | None = None,
+    seconds: float | None = None,
+    started: Callable[[QueuedWriter], object] | None = None,
+) -> QueuedWriter:
+    """``record`` for a live source (a camera): every pair its capture thread delivers, through a
+    ``QueuedWriter``; reading the source only keeps it running and notices its end. Returns the
+    writer (its ``captured`` and ``dropped`` counts); a write error is raised after the frames
+    queued before it are accounted for."""
+    writer = QueuedWriter(recorder, frames, seconds)
+    if started is not None:  # the caller keeps the counts when Ctrl-C ends the recording
+        started(writer)
+    source.add_capture_listener(writer.offer)  # type: ignore[attr-defined]
+    try:
+        while not writer.wait(0.0):
+            if source.read() is None:  # closed or ended
+                break
+    finally:
+        source.remove_capture_listener(writer.offer)  # type: ignore[attr-defined]
+        writer.close()
+    if writer.error is not None:
+        raise writer.error
+    return writer
+
+
+def dropped_note(writer: QueuedWriter, source: str) -> str:
+    """What a live recording could not keep, and what to change."""
+    size = "" if writer.shape is None else f" of {writer.shape[1]} x {writer.shape[0]} px"
+    return (
+        f"{writer.dropped} of the {plural(writer.captured, 'frame')} {source} delivered were dropped: "
+        f"writing lossless PNG pairs{size} could not keep up on this machine; record a smaller camera "
+        "mode or a lower frame rate, or onto a faster disk"
+    )

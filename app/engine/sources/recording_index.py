@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ SESSION = "session.json"
 TIMESTAMPS = "timestamps.txt"
 LOCK = ".recording.lock"
 SUBFOLDERS = ("left", "right", "disparity")
+REPLACED = ".replaced"  # a recording --overwrite replaces, kept until the new one has a frame
 STALE_TMP_S = 600.0  # without file locks (not POSIX): leftovers older than this are a dead writer's
 
 
@@ -48,7 +50,49 @@ def read_session(folder: Path) -> tuple[dict[str, Any] | None, str]:
 
 def looks_like_recording(folder: Path) -> bool:
     """Whether a folder was meant to be a recording, even with a damaged or missing index."""
-    return (folder / SESSION).exists() or (folder / TIMESTAMPS).exists()
+    return (folder / SESSION).exists() or (folder / TIMESTAMPS).exists() or (folder / REPLACED).is_dir()
+
+
+def set_aside(folder: Path) -> None:
+    """Move a recording's files into ``folder/.replaced`` (``--overwrite``): the new recording
+    starts empty beside them, and they are deleted only once it has its first frame
+    (``drop_set_aside``), or moved back when it ends without one (``restore_set_aside``).
+    The index goes first, so at no moment is a frame listed whose files are elsewhere."""
+    aside = folder / REPLACED
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    for name in (TIMESTAMPS, SESSION, *SUBFOLDERS):
+        if (folder / name).exists():
+            os.replace(folder / name, aside / name)
+
+
+def drop_set_aside(folder: Path) -> None:
+    shutil.rmtree(folder / REPLACED, ignore_errors=True)
+
+
+def restore_set_aside(folder: Path) -> bool:
+    """Put back a recording set aside by ``--overwrite`` when the one replacing it never got a
+    frame (the source failed, Ctrl-C, a crash); drop it when the new one has frames. True when
+    the old recording is back. The caller holds the folder's writer lock."""
+    aside = folder / REPLACED
+    if not aside.is_dir():
+        return False
+    try:
+        committed = (folder / TIMESTAMPS).read_bytes().count(b"\n") > 0
+    except OSError:
+        committed = False
+    if committed:
+        drop_set_aside(folder)
+        return False
+    for name in (TIMESTAMPS, SESSION):
+        (folder / name).unlink(missing_ok=True)
+    for name in SUBFOLDERS:
+        shutil.rmtree(folder / name, ignore_errors=True)
+    for name in (TIMESTAMPS, SESSION, *SUBFOLDERS):
+        if (aside / name).exists():
+            os.replace(aside / name, folder / name)
+    shutil.rmtree(aside, ignore_errors=True)
+    return True
 
 
 def frames_on_disk(folder: Path) -> list[int]:
@@ -92,12 +136,49 @@ def rebuild_index(folder: Path) -> tuple[int, list[str]]:
     """
     if not folder.is_dir():
         raise UserError(f"{folder} is not a folder; give the recording's folder")
+    _no_frames_refused(folder)  # before the lock: a folder that is no recording gets no lock file
+    with _reindex_lock(folder):
+        return _rebuild_index(folder)
+
+
+def _no_frames_refused(folder: Path) -> list[int]:
     indices = frames_on_disk(folder)
     if not indices:
         raise UserError(
             f"{folder} holds no left/NNNNNN.png and right/NNNNNN.png pairs (a recording's six-digit "
             "names); a folder of pairs named otherwise plays as a source as it is, with nothing to index"
         )
+    return indices
+
+
+@contextlib.contextmanager
+def _reindex_lock(folder: Path) -> Iterator[None]:
+    """The writer lock while the index is rebuilt: a live recorder appends to it (an index
+    rebuilt under it lost the frames committed meanwhile)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # read-only: the rebuild's own write says so
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise UserError(
+                f"a recorder is writing into {folder}; rebuild its index once the recording has stopped"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _rebuild_index(folder: Path) -> tuple[int, list[str]]:
+    indices = _no_frames_refused(folder)  # again under the lock: frames may have gone meanwhile
     notes: list[str] = []
     old = _readable_stamps(folder / TIMESTAMPS)
     guessed = [i for i in indices if i not in old]

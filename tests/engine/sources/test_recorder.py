@@ -90,7 +90,8 @@ def test_a_closed_recorder_refuses_frames(tmp_path: Path) -> None:
 
 
 CRASH = """
-import os, signal, sys
+import os, signal, sys, time
+from pathlib import Path
 import numpy as np
 import app.engine.sources.recording as rec
 from app.engine.types import StereoPair
@@ -100,10 +101,14 @@ written = []
 real_png, real_commit = rec.write_color_png, rec.Recorder._commit
 
 def png(path, rgb):
+    path = Path(path)
+    if stage == "right" and path.parent.name == "right" and path.name == "000003.png":
+        # the two images encode at once: frame 3's left image is in place, not its right
+        while not (path.parent.parent / "left" / path.name).is_file():
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGKILL)
     real_png(path, rgb)
     written.append(path)
-    if stage == "right" and len(written) == 7:  # frame 3's left image is in place, not its right
-        os.kill(os.getpid(), signal.SIGKILL)
 
 def commit(self, line):
     if line.startswith("000003"):

@@ -88,3 +88,31 @@ def test_overwriting_a_recording_that_is_being_written_is_refused(tmp_path: Path
             Recorder(tmp_path / "live", overwrite=True)
         assert (live.folder / "session.json").is_file() and (live.folder / "left").is_dir()
     Recorder(tmp_path / "live", overwrite=True).close()  # closed: the folder may be reused
+
+
+def test_the_index_of_a_recording_being_written_is_not_rebuilt_under_it(tmp_path: Path) -> None:
+    """A rebuild while a recorder appended lost the frames committed meanwhile (300 written, 299
+    indexed); a rebuild waits for the recording to stop."""
+    folder = tmp_path / "live"
+    with open_source("synthetic:24x32?frames=3") as source, Recorder(folder) as recorder:
+        record(source, recorder)
+        with pytest.raises(UserError, match=r"a recorder is writing into .*once the recording has stopped"):
+            rebuild_index(folder)
+    assert rebuild_index(folder)[0] == 3
+
+
+def test_a_signal_during_a_frame_commit_acts_once_the_commit_is_done() -> None:
+    """A Ctrl-C between a frame's index line and its count left `wrote N` one short of the index."""
+    import os
+    import signal
+
+    from app.engine.sources.recording import signals_held
+
+    steps: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("index line")
+            steps.append("count")
+    assert steps == ["index line", "count"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back

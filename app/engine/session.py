@@ -35,7 +35,7 @@ from app.engine.formats import COLORMAPS, colorize
 from app.engine.metrics import evaluate
 from app.engine.sources.files import left_first
 from app.engine.sources.layout import MARK as LAYOUT_MARK
-from app.engine.sources.recording import Recorder
+from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note
 from app.engine.sources.spec import open_source
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
@@ -51,9 +51,11 @@ __all__ = [
     "Session",
     "SessionEvents",
     "TruthError",
+    "dropped_note",
     "left_first",
 ]
 
+LIVE_QUEUE_BYTES = 256 << 20  # a camera recording's frames waiting for the disk (about 1.5 s of 720p stereo)
 STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
 
@@ -183,6 +185,10 @@ class Session:
         self.recorder: Recorder | None = None
         self._recorder_on_capture = False
         self._ended_recording: Recorder | None = None  # finished by a change of source, not yet reported
+        self._failed_recording: tuple[Recorder, str] | None = None  # stopped by a write error, not yet said
+        self._recording_lock = threading.Lock()  # the capture thread writes, the GUI thread stops
+        self._writer: QueuedWriter | None = None  # a live source's queue to the recorder
+        self.stopped_writer: QueuedWriter | None = None  # the last stopped one's, for its counts
         self.output_root = documents_dir()  # snapshots/, recordings/ and point clouds go below it
 
     # ---- configuration (GUI thread; takes effect at the next process call) ---------------
@@ -445,25 +451,85 @@ class Session:
         )
         hook = getattr(self.source, "add_capture_listener", None)
         self._recorder_on_capture = hook is not None
-        if hook is not None:
-            hook(recorder.write)
+        self._failed_recording = None
+        # a camera's frames queue to a writer thread: its capture thread never waits on the disk,
+        # and frames that find the queue full are counted (a camera driver drops them unsaid)
+        live = hook is not None and getattr(self.source, "live", False)
+        self._writer = QueuedWriter(recorder, max_bytes=LIVE_QUEUE_BYTES) if live else None
         self.recorder = recorder
+        if hook is not None:
+            hook(self._record_captured)
         return recorder
+
+    def _record_captured(self, pair: StereoPair) -> None:
+        writer, recorder = self._writer, self.recorder
+        if writer is not None:
+            writer.offer(pair)
+        elif recorder is not None:
+            self._record(recorder, pair)
+
+    def _record(self, recorder: Recorder, pair: StereoPair) -> None:
+        """Write one pair; a write error (a full disk) stops the recording, never the source, and
+        is kept for the window to say with what the recording kept (``take_failed_recording``)."""
+        try:
+            recorder.write(pair)
+        except (UserError, OSError) as exc:
+            self._fail_recording(recorder, str(exc))
+
+    def _fail_recording(self, recorder: Recorder, error: str) -> None:
+        with self._recording_lock:
+            if self.recorder is not recorder:  # stopped meanwhile: the write found it closed
+                return
+            self.recorder = None
+            writer, self._writer = self._writer, None
+        self._unhook_recorder()
+        if writer is not None:
+            writer.close()  # its queue was emptied by the error
+            self.stopped_writer = writer
+        recorder.discard()  # what it wrote stays; an empty one goes
+        self._failed_recording = (recorder, error)
+
+    def take_failed_recording(self) -> tuple[Recorder, str] | None:
+        """The recording a write error stopped and the error's text (once), or None."""
+        writer = self._writer
+        if writer is not None and writer.error is not None:  # the writer thread's (a full disk)
+            self._fail_recording(writer.recorder, str(writer.error))
+        failed, self._failed_recording = self._failed_recording, None
+        return failed
+
+    def _unhook_recorder(self) -> None:
+        unhook = getattr(self.source, "remove_capture_listener", None)
+        if unhook is not None:
+            unhook(self._record_captured)
 
     def take_ended_recording(self) -> Recorder | None:
         """The recording that a change of source finished (once), or None."""
         recorder, self._ended_recording = self._ended_recording, None
         return recorder
 
-    def stop_recording(self) -> Recorder | None:
-        """Finish the recording (its index written); the recorder, or None when none ran."""
-        recorder, self.recorder = self.recorder, None
+    def stop_recording(self, wait: bool = False) -> Recorder | None:
+        """Finish the recording; the recorder, or None when none ran. A camera's frames still
+        queued are written on a thread of their own (``wait``: before returning), which the
+        process waits for at exit; ``stopped_writer`` has the counts they end with."""
+        with self._recording_lock:
+            recorder, self.recorder = self.recorder, None
+            writer, self._writer = self._writer, None
         if recorder is None:
             return None
-        unhook = getattr(self.source, "remove_capture_listener", None)
-        if unhook is not None:
-            unhook(recorder.write)
-        recorder.close()
+        self._unhook_recorder()
+        self.stopped_writer = writer
+
+        def finish() -> None:
+            if writer is not None:
+                writer.close()
+            # none written (Record pressed after a video ended): an empty recording would only
+            # clutter the folder and play as no frames
+            recorder.discard()
+
+        if writer is None or wait or not writer.pending:
+            finish()
+        else:
+            threading.Thread(target=finish, name="bi3d-record-finish").start()
         return recorder
 
     # ---- frames (worker thread) ------------------------------------------------------
@@ -477,8 +543,8 @@ class Session:
         pair = latest() if latest is not None else source.read()
         if pair is None:
             self.events.source_ended.emit()
-        elif self.recorder is not None and not self._recorder_on_capture:
-            self.recorder.write(pair)
+        elif (recorder := self.recorder) is not None and not self._recorder_on_capture:
+            self._record(recorder, pair)
         return pair, (time.perf_counter() - t0) * 1000
 
     def process(
@@ -535,7 +601,7 @@ class Session:
         return result
 
     def close(self) -> None:
-        self.stop_recording()
+        self.stop_recording(wait=True)
         with self._lock:
             source, self.source = self.source, None
         if source is not None:

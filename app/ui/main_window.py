@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from app import vocabulary
 from app.engine.errors import UserError
-from app.engine.session import AdaptResult, FrameSource, Session, left_first
+from app.engine.session import AdaptResult, FrameSource, Session, dropped_note, left_first
 from app.engine.types import FrameResult, StereoPair
 from app.ui import wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
@@ -651,8 +651,17 @@ class MainWindow(QMainWindow):
             ended = self.session.take_ended_recording() if recorder is None else None
             self._rec_timer.stop()
             self.rec_badge.stop()
-            if recorder is not None:
-                self.show_status(f"recording stopped: {recorder.frames_written} frames in {recorder.folder}")
+            writer = self.session.stopped_writer if recorder is not None else None
+            frames = recorder.frames_written if recorder is not None else 0
+            if writer is not None and writer.recorder is recorder:  # a camera's: some may still be queued
+                frames = writer.captured - writer.dropped
+            if recorder is not None and not frames:
+                self.show_status("recording stopped before any frame came: nothing was recorded")
+            elif recorder is not None:
+                message = f"recording stopped: {frames} frames in {recorder.folder}"
+                if writer is not None and writer.recorder is recorder and writer.dropped:
+                    message += f"; {dropped_note(writer, 'the camera')}"
+                self.show_status(message)
             elif ended is not None:  # another source was opened: the recording belonged to the last one
                 self.show_status(
                     f"recording stopped with the source it recorded: {ended.frames_written} frames in "
@@ -670,6 +679,17 @@ class MainWindow(QMainWindow):
         self.show_status(f"recording every captured frame to {recorder.folder}")
 
     def _update_rec_badge(self) -> None:
+        failed = self.session.take_failed_recording()
+        if failed is not None:  # a full disk: the recording stopped, the source plays on
+            stopped, error = failed
+            self.record_action.setChecked(False)
+            kept = (
+                f"{stopped.folder} keeps the {stopped.frames_written} frames recorded before it"
+                if stopped.frames_written
+                else "nothing was recorded"
+            )
+            self.show_error(f"recording stopped: {error}; {kept}")
+            return
         recorder = self.session.recorder
         if recorder is None:  # stopped by a new source
             self.record_action.setChecked(False)

@@ -10,11 +10,13 @@ import pytest
 from PySide6.QtWidgets import QSlider
 
 from app.engine.depth.engines import EngineOptions
+from app.engine.errors import UserError
 from app.engine.session import Session
 from app.engine.types import Mode, StereoPair
 from app.ui.latency import LatencyPlot
 from app.ui.main_window import MainWindow
 from app.ui.settings import Settings
+from tests.folders import pairs_folder
 from tests.ui.conftest import FakeSource, RecordingEngine
 
 
@@ -183,40 +185,45 @@ def test_the_latency_axes_hold_still_while_latency_jitters(qtbot) -> None:  # ty
     assert plot.y_top() == 500.0  # a real change moves it
 
 
+class _Camera:
+    """A live camera whose frames arrive on a capture thread faster than they are read (the engine
+    drops some); ``capture(n)`` delivers ``n`` of them to the recording's listeners."""
+
+    live = True
+
+    def __init__(self) -> None:
+        self.listeners: list = []  # type: ignore[type-arg]
+        self.pair = StereoPair(np.zeros((8, 12, 3), np.uint8), np.zeros((8, 12, 3), np.uint8), 0.0)
+
+    def add_capture_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
+        self.listeners.append(listener)
+
+    def remove_capture_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
+        self.listeners.remove(listener)
+
+    def capture(self, n: int) -> None:
+        for i in range(n):
+            for listener in list(self.listeners):
+                listener(StereoPair(self.pair.left, self.pair.right, float(i)))
+
+    def latest(self) -> StereoPair:
+        return self.pair
+
+    def read(self) -> StereoPair:
+        return self.pair
+
+    def describe(self) -> str:
+        return "a camera"
+
+    def close(self) -> None:
+        pass
+
+
 def test_recording_a_camera_keeps_every_captured_frame(tmp_path: Path) -> None:
-    class Camera:
-        """Frames arrive on a capture thread faster than they are read (the engine drops some)."""
-
-        def __init__(self) -> None:
-            self.listeners: list = []  # type: ignore[type-arg]
-            self.pair = StereoPair(np.zeros((8, 12, 3), np.uint8), np.zeros((8, 12, 3), np.uint8), 0.0)
-
-        def add_capture_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
-            self.listeners.append(listener)
-
-        def remove_capture_listener(self, listener) -> None:  # type: ignore[no-untyped-def]
-            self.listeners.remove(listener)
-
-        def capture(self, n: int) -> None:
-            for i in range(n):
-                for listener in list(self.listeners):
-                    listener(StereoPair(self.pair.left, self.pair.right, float(i)))
-
-        def latest(self) -> StereoPair:
-            return self.pair
-
-        def describe(self) -> str:
-            return "a camera"
-
-        def read(self) -> StereoPair:
-            return self.pair
-
-        def close(self) -> None:
-            pass
-
     session = Session(EngineOptions(engine="sgbm"))
     session.output_root = tmp_path
-    camera = Camera()
+    camera = _Camera()
+    camera.live = False  # written as it arrives (a live one goes through a queue: the test below)
     session.set_source(camera)
     recorder = session.start_recording()
     camera.capture(7)
@@ -347,21 +354,8 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
     assert 'tick "SGBM side by side"' in window.error_base.title.full_text  # not an empty pane
 
 
-def _pairs_folder(root: Path, count: int = 5) -> Path:
-    import cv2
-
-    rng = np.random.default_rng(1)
-    for side in ("left", "right"):
-        (root / side).mkdir(parents=True)
-    for i in range(count):
-        img = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
-        cv2.imwrite(str(root / "left" / f"{i:03d}.png"), img)
-        cv2.imwrite(str(root / "right" / f"{i:03d}.png"), np.roll(img, -3, axis=1))
-    return root
-
-
 def test_seeking_a_folder_after_it_ended(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    folder = _pairs_folder(tmp_path / "pairs")
+    folder = pairs_folder(tmp_path / "pairs")
     window = _window(qtbot, None, RecordingEngine())
     with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
         window.open_spec(str(folder))
@@ -394,7 +388,7 @@ def test_a_folder_deleted_while_playing_gives_a_message(qtbot, tmp_path: Path) -
             _time.sleep(0.05)
             return super().compute(left, right, request)
 
-    folder = _pairs_folder(tmp_path / "pairs", 40)
+    folder = pairs_folder(tmp_path / "pairs", 40)
     window = _window(qtbot, None, Slow())
     window.open_spec(str(folder))
     _shown(qtbot, window)
@@ -608,3 +602,96 @@ def test_the_seek_label_counts_time_from_the_recordings_first_frame(qtbot, tmp_p
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controller.seek(2)
     assert "frame 3 / 5 · 0.20 s" in window.seek_label.text()
+
+
+def test_a_full_disk_stops_the_recording_not_the_source(  # type: ignore[no-untyped-def]
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk filling while recording read 'the source stopped: the disk is full', stopped the
+    live view and left Record checked; the recording is what stops, saying what it kept."""
+    from app.engine.sources import recording
+
+    real_write = recording.Recorder.write
+
+    def write(self, pair):  # type: ignore[no-untyped-def]
+        if self.frames_written >= 2:
+            raise UserError(f"the disk is full: could not write {self.folder}/left/000002.png; free space")
+        return real_write(self, pair)
+
+    monkeypatch.setattr(recording.Recorder, "write", write)
+    window = _window(qtbot, lambda spec: FakeSource(400), RecordingEngine())
+    window.session.output_root = tmp_path
+    window.open_spec("video")
+    _shown(qtbot, window)
+    window.record_action.setChecked(True)
+    recorder = window.session.recorder
+    assert recorder is not None
+    qtbot.waitUntil(lambda: not window.record_action.isChecked(), timeout=10_000)
+    text = window.notices.text.text()
+    assert text.startswith("Error: recording stopped: the disk is full") and "keeps the 2 frames" in text
+    assert "source stopped" not in text and recorder.frames_written == 2
+    _shown(qtbot, window)  # the source plays on
+    with recording.open_recording(recorder.folder) as played:
+        assert sum(1 for _ in played) == 2
+
+
+def test_a_recording_stopped_before_any_frame_leaves_no_folder(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Record pressed after a video ended left an empty recording in the recordings folder."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.session.output_root = tmp_path
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    window.record_action.setChecked(True)
+    recorder = window.session.recorder
+    assert recorder is not None and recorder.folder.is_dir()
+    window.record_action.setChecked(False)
+    assert not recorder.folder.exists()
+    assert window.notices.text.text() == "recording stopped before any frame came: nothing was recorded"
+
+
+def test_a_live_cameras_recording_queues_its_frames_and_counts_the_ones_it_drops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The capture thread wrote each pair itself: a camera whose frames came faster than the disk
+    took them was held up, and its driver dropped frames unsaid. Now they queue to a writer thread;
+    those that find the queue full are counted."""
+    import threading
+    import time as _time
+
+    from app.engine import session as session_module
+    from app.engine.sources import recording
+
+    real_write = recording.Recorder.write
+
+    def slow_write(self, pair):  # type: ignore[no-untyped-def]
+        _time.sleep(0.01)
+        return real_write(self, pair)
+
+    monkeypatch.setattr(recording.Recorder, "write", slow_write)
+    pair_bytes = 2 * 8 * 12 * 3
+    monkeypatch.setattr(session_module, "LIVE_QUEUE_BYTES", 10 * pair_bytes)
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.output_root = tmp_path
+    camera = _Camera()
+    session.set_source(camera)
+    recorder = session.start_recording()
+    t0 = _time.perf_counter()
+    camera.capture(60)
+    took = _time.perf_counter() - t0
+    assert took < 0.3  # 60 pairs offered without waiting on 60 x 10 ms of writing
+    stopped = session.stop_recording()
+    writer = session.stopped_writer
+    assert stopped is recorder and writer is not None and writer.recorder is recorder
+    assert writer.captured == 60 and writer.dropped > 0
+    deadline = _time.monotonic() + 10
+    while recorder.frames_written < 60 - writer.dropped and _time.monotonic() < deadline:
+        _time.sleep(0.01)
+    assert recorder.frames_written == 60 - writer.dropped and not camera.listeners
+    while (
+        any(t.name.startswith("bi3d-record") for t in threading.enumerate()) and _time.monotonic() < deadline
+    ):
+        _time.sleep(0.01)
+    assert not [t for t in threading.enumerate() if t.name == "bi3d-record"]  # the writer ended
+    note = session_module.dropped_note(writer, "the camera")
+    assert note.startswith(f"{writer.dropped} of the 60 frames the camera delivered were dropped")

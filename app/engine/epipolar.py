@@ -109,6 +109,47 @@ def epipolar_inliers(pl: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.nda
     return pl, pr
 
 
+def robust_plane(points: np.ndarray, dy: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, float]:
+    """Plane coefficients (shift, along x, along y about the centre) fitted to the vertical
+    offsets ``dy`` at N x 2 ``points`` of an image of ``size`` (H, W) by iteratively reweighted
+    least squares (Huber, 1 robust sigma), and that sigma (1.4826 MAD of the residuals)."""
+    h, w = size
+    a = np.column_stack([np.ones(len(points)), points[:, 0] - (w - 1) / 2, points[:, 1] - (h - 1) / 2])
+    weights = np.ones(len(points))
+    coef: np.ndarray = np.zeros(3)
+    sigma = 0.0
+    for _ in range(6):
+        coef, *_ = np.linalg.lstsq(a * weights[:, None], dy * weights, rcond=None)
+        residual = dy - a @ coef
+        sigma = float(1.4826 * np.median(np.abs(residual)))
+        weights = np.sqrt(np.minimum(1.0, (sigma + 1e-3) / np.maximum(np.abs(residual), 1e-9)))
+    return coef, sigma
+
+
+MISMATCH_PX = 3.0  # off the rows' plane by more than this (and 4 robust sigmas): a wrong match
+MIN_AGREEING = 20  # matches within MISMATCH_PX of the plane needed to say anything of the rows
+
+
+def row_consistent(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, bool]:
+    """A boolean mask of the N matches whose vertical offset lies near the plane most of them
+    follow, and whether enough of them agree (``MIN_AGREEING`` within ``MISMATCH_PX``) for the
+    rows to be judged at all.
+
+    A repetitive pattern (a chessboard's squares, a keyboard's keys, tiles) gives matches one
+    period away that still fit some fundamental matrix; a few of them, tens of px off, made a
+    rectified pair's vertical RMS read 20+ px. A misaligned rig moves its rows as a plane (shift,
+    roll, scale), which the robust fit follows, so only the wrong matches are left out."""
+    if len(pl) < 8:
+        return np.ones(len(pl), bool), False
+    dy = (pl[:, 1] - pr[:, 1]).astype(np.float64)
+    coef, sigma = robust_plane(pl.astype(np.float64), dy, size)
+    h, w = size
+    fitted = coef[0] + coef[1] * (pl[:, 0] - (w - 1) / 2) + coef[2] * (pl[:, 1] - (h - 1) / 2)
+    residual = np.abs(dy - fitted)
+    keep: np.ndarray = residual <= max(MISMATCH_PX, 4.0 * sigma)
+    return keep, int((residual <= MISMATCH_PX).sum()) >= MIN_AGREEING
+
+
 def matches_swapped(pl: np.ndarray, pr: np.ndarray) -> bool:
     """Most of N x 2 matches (left, right) on the wrong side, at negative disparity: the images,
     or the cameras, are the wrong way round."""

@@ -25,6 +25,7 @@ from app.engine.epipolar import (  # noqa: F401 (the check's matching, re-export
     match_features,
     matches_swapped,
     refine_matches,
+    row_consistent,
 )
 from app.engine.errors import UserError
 from app.engine.types import Calibration, check_pair
@@ -116,6 +117,16 @@ def check_epipolar(
     subpixel = len(rl) >= MIN_MATCHES
     if subpixel:
         pl, pr = rl, rr
+    keep, agree = row_consistent(pl, pr, gl.shape)  # a repetitive pattern's matches a period away: out
+    if not agree:
+        nan = float("nan")
+        reason = (
+            f"of {len(pl)} matches too few agree on the rows (a repetitive pattern matches a period "
+            "away, or the views differ too much): point the cameras at a varied, textured scene"
+        )
+        return EpipolarReport(nan, nan, nan, len(pl), "unknown", reason, pl, pr, None, subpixel)
+    mismatched = int((~keep).sum())
+    pl, pr = pl[keep], pr[keep]
     dy = (pl[:, 1] - pr[:, 1]).astype(np.float64)
     rms = float(np.sqrt(np.mean(dy**2)))
     verdict = verdict_for(rms)
@@ -130,6 +141,11 @@ def check_epipolar(
         reason = f"vertical RMS {rms:.2f} px; {limits}"
     if not subpixel:
         reason += "; keypoint positions (views too different to refine)"
+    if mismatched:
+        reason += (
+            f"; {mismatched} of {len(pl) + mismatched} matches left out, rows apart from the others' "
+            "(a repetitive pattern matched a period away)"
+        )
     if matches_swapped(pl, pr):  # depth.alignment's test, on these matches
         reason += (
             "; the images look swapped (most matches sit further right in the right image): give the "

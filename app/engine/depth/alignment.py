@@ -43,7 +43,14 @@ import cv2
 import numpy as np
 
 from app.engine.depth.scene_range import checked_disparity
-from app.engine.epipolar import Misalignment, epipolar_inliers, match_features, matches_swapped
+from app.engine.epipolar import (
+    Misalignment,
+    epipolar_inliers,
+    match_features,
+    matches_swapped,
+    robust_plane,
+    row_consistent,
+)
 from app.engine.types import DepthResult
 
 
@@ -54,7 +61,9 @@ class AlignConfig:
     max_points: int = 1500  # corners of the left image tracked
     min_points: int = 100  # tracked corners needed for an estimate
     passes: int = 2  # measurements, each on the pair corrected by the ones before
-    features: int = 1000  # ORB features per image for the swapped-images check
+    # ORB features per image for the swapped and not-rectified checks: 1000 left 12-50 matches on
+    # a chessboard scene, most of them a square away (3000 cost the same: fewer RANSAC rounds)
+    features: int = 3000
     every: int = 300  # frames between estimates of a stream
     retry: int = 10  # frames between tries while there is no estimate
     same_view: float = 0.9  # thumbnail correlation below which the view counts as new
@@ -117,7 +126,7 @@ def _measure(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> Alignment |
         if offsets is None:
             return None if found is None else _alignment(coef, found, (h, w))
         points, dy = offsets
-        step, spread = _robust_plane(points, dy, (h, w))
+        step, spread = robust_plane(points, dy, (h, w))
         coef, found = coef + step, (len(points), spread)
         if _rms(_field(step, (h, w))) < config.min_rms_px / 4:
             break
@@ -191,22 +200,6 @@ def _residual_offsets(
     return start[keep], -dv[keep]  # content lower in the right image: y_left - y_right < 0
 
 
-def _robust_plane(points: np.ndarray, dy: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, float]:
-    """Plane coefficients (shift, along x, along y about the centre) fitted to ``dy`` at ``points``
-    by iteratively reweighted least squares (Huber, 1 robust sigma), and that sigma (1.4826 MAD)."""
-    h, w = size
-    a = np.column_stack([np.ones(len(points)), points[:, 0] - (w - 1) / 2, points[:, 1] - (h - 1) / 2])
-    weights = np.ones(len(points))
-    coef: np.ndarray = np.zeros(3)
-    sigma = 0.0
-    for _ in range(6):
-        coef, *_ = np.linalg.lstsq(a * weights[:, None], dy * weights, rcond=None)
-        residual = dy - a @ coef
-        sigma = float(1.4826 * np.median(np.abs(residual)))
-        weights = np.sqrt(np.minimum(1.0, (sigma + 1e-3) / np.maximum(np.abs(residual), 1e-9)))
-    return coef, sigma
-
-
 @dataclass(frozen=True)
 class PairGeometry:
     """What a pair's geometry-consistent feature matches say: the images look swapped (most
@@ -221,13 +214,19 @@ class PairGeometry:
         return self.vertical_rms_px > UNRECTIFIED_PX
 
 
+# what to do, as the command line says it (the window says it in its own words)
+UNRECTIFIED_ADVICE = (
+    "give the rig's calibration (--calib FILE, or the window's calibration panel; one already "
+    "given: check it with 'bi3d-studio calib check'), or estimate one with 'bi3d-studio calib "
+    "rectify LEFT RIGHT --out rig.yaml'"
+)
+
+
 def unrectified_note(vertical_rms_px: float) -> str:
     return (
         f"the pair {UNRECTIFIED_WORDS}: its matched features lie {vertical_rms_px:.1f} px apart "
-        "vertically (RMS), more than the vertical alignment corrects, so this depth is unreliable; "
-        "give the rig's calibration (--calib FILE, or the window's calibration panel; one already "
-        "given: check it with 'bi3d-studio calib check'), or estimate one with 'bi3d-studio calib "
-        "rectify LEFT RIGHT --out rig.yaml'"
+        f"vertically (RMS), more than the vertical alignment corrects, so this depth is unreliable; "
+        f"{UNRECTIFIED_ADVICE}"
     )
 
 
@@ -239,7 +238,9 @@ def pair_geometry(left: np.ndarray, right: np.ndarray, config: AlignConfig = DEF
 def _pair_geometry(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> PairGeometry:
     """``pair_geometry`` of the grey images."""
     pl, pr = epipolar_inliers(*match_features(gl, gr, "orb", config.features))
-    if len(pl) < 20:
+    keep, agree = row_consistent(pl, pr, gl.shape)  # a repetitive pattern's matches a period away: out
+    pl, pr = pl[keep], pr[keep]
+    if len(pl) < 20 or not agree:
         return PairGeometry(False, float("nan"))
     rms = float(np.sqrt(np.mean((pl[:, 1] - pr[:, 1]).astype(np.float64) ** 2)))
     # on a pair whose rows disagree by far (a tilt turns columns too) the side of the matches

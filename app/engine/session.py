@@ -24,7 +24,7 @@ from app.engine.assets import demo_scene, resource_path
 from app.engine.calibration.desk import CalibrationDesk
 from app.engine.calibration.files import load_calibration
 from app.engine.calibration.rig import StereoRig
-from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_WORDS
+from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_ADVICE, UNRECTIFIED_WORDS
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
@@ -33,6 +33,7 @@ from app.engine.flow.choose import create_flow, resolve_backend
 from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
 from app.engine.formats import COLORMAPS, colorize
 from app.engine.metrics import evaluate
+from app.engine.sources.base import plural
 from app.engine.sources.files import left_first
 from app.engine.sources.layout import MARK as LAYOUT_MARK
 from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note
@@ -41,6 +42,7 @@ from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
 __all__ = [
+    "UNRECTIFIED_ADVICE",
     "AdaptCancelled",
     "AdaptJob",
     "AdaptProgress",
@@ -53,6 +55,7 @@ __all__ = [
     "TruthError",
     "dropped_note",
     "left_first",
+    "plural",
 ]
 
 LIVE_QUEUE_BYTES = 256 << 20  # a camera recording's frames waiting for the disk (about 1.5 s of 720p stereo)
@@ -177,6 +180,7 @@ class Session:
         self.source: FrameSource | None = None
         self.calibration: Calibration | None = None
         self.rectifier: Rectifies | None = None
+        self._set_aside: str | None = None  # why the calibration was set aside, until taken
         self.flow: FlowBackend | None = None
         self.swap_views = False  # the source's right image is the left camera's (process swaps them)
         self._previous_left: np.ndarray | None = None
@@ -489,6 +493,23 @@ class Session:
         recorder.discard()  # what it wrote stays; an empty one goes
         self._failed_recording = (recorder, error)
 
+    def _set_aside_calibration(self, size: tuple[int, int], shape: tuple[int, ...]) -> None:
+        """The calibration in use fits frames of another size (a new source of another camera):
+        it is set aside, not left to refuse every frame; ``take_set_aside`` says so once."""
+        with self._lock:
+            self.calibration, self.rectifier = None, None
+            self._new_stream()
+            self._set_aside = (
+                f"the calibration in use is for {size[0]}x{size[1]} frames but this source's are "
+                f"{shape[1]}x{shape[0]}: it is set aside (depth in pixels); load this camera's calibration"
+            )
+        self.events.calibration_changed.emit(None)
+
+    def take_set_aside(self) -> str | None:
+        """Why the calibration was set aside (once), or None."""
+        message, self._set_aside = self._set_aside, None
+        return message
+
     def take_failed_recording(self) -> tuple[Recorder, str] | None:
         """The recording a write error stopped and the error's text (once), or None."""
         writer = self._writer
@@ -559,6 +580,10 @@ class Session:
         raw = pair
         t0 = time.perf_counter()
         left, right = pair.left, pair.right
+        if rectifier is not None and (size := getattr(rectifier, "image_size", None)) is not None:
+            if size != (left.shape[1], left.shape[0]):  # a loaded rig and another source's frames
+                self._set_aside_calibration(size, left.shape)
+                rectifier, calibration = None, pair.calibration
         if rectifier is not None:
             left, right = rectifier.rectify(left, right)
         if swap:

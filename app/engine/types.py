@@ -56,6 +56,13 @@ class Calibration:
     cx: float = 0.0
     cy: float = 0.0
     doffs: float = 0.0
+    # False: the baseline is a 1 m placeholder (a self-rectification with no measured baseline),
+    # so "metres" are baselines
+    baseline_known: bool = True
+
+    @property
+    def depth_unit(self) -> str:
+        return "m" if self.baseline_known else "baselines"
 
     def depth_m(self, disparity: np.ndarray) -> np.ndarray:
         """Metric depth Z = f * B / (d + doffs); NaN where the disparity is not positive."""

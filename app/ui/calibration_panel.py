@@ -5,6 +5,7 @@ Heavy work (feature matching, calibration) runs on the session's worker between 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,7 @@ class CalibrationPanel(QWidget):
         self.target_key: tuple[object, ...] | None = None
         self.self_frames: list[tuple[np.ndarray, np.ndarray]] = []
         self.rig: StereoRig | None = None
+        self.baseline_known = True  # False: the rig's baseline is a 1 m placeholder
         layout = QVBoxLayout(self)
         layout.addWidget(self._file_group())
         layout.addWidget(self._check_group())
@@ -103,8 +105,15 @@ class CalibrationPanel(QWidget):
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("stop using the loaded or computed calibration (the source's own stays)")
         self.clear_button.clicked.connect(self.clear)
+        self.save_button = QPushButton("Save…")
+        self.save_button.setToolTip(
+            "write the rig in use (loaded, calibrated or self-rectified) as OpenCV YAML"
+        )
+        self.save_button.clicked.connect(self.save)
+        self.save_button.setEnabled(False)
         buttons = QHBoxLayout()
         buttons.addWidget(load)
+        buttons.addWidget(self.save_button)
         buttons.addWidget(self.clear_button)
         self.file_label = QLabel(NO_CALIBRATION)
         self.file_label.setWordWrap(True)
@@ -169,7 +178,17 @@ class CalibrationPanel(QWidget):
         self.self_button.clicked.connect(self.self_rectify)
         self.self_status = QLabel("uses the current frame and those added; keeps a loaded rig's intrinsics")
         self.self_status.setWordWrap(True)
-        for w in (add, self.self_button, self.self_status):
+        self.self_baseline = QDoubleSpinBox(decimals=4, minimum=0.0, maximum=5.0, value=0.0, suffix=" m")
+        self.self_baseline.setSpecialValueText("unknown (depths in baselines)")
+        self.self_baseline.setToolTip(
+            "the distance between the cameras' centres, measured: depth in metres (unknown: a loaded "
+            "rig's baseline is kept, else depths are in baselines)"
+        )
+        baseline = QFormLayout()
+        baseline.addRow("Baseline", self.self_baseline)
+        v.addWidget(add)
+        v.addLayout(baseline)
+        for w in (self.self_button, self.self_status):
             v.addWidget(w)
         return box
 
@@ -202,11 +221,16 @@ class CalibrationPanel(QWidget):
 
     def apply(self, calibration: Calibration, rig: StereoRig | None, name: str) -> None:
         self.rig = rig
+        self.baseline_known = calibration.baseline_known
+        self.save_button.setEnabled(rig is not None)
         rectifier = DESK.rectifier(rig) if rig is not None else None
         self.controller.session.set_calibration(calibration, rectifier)
         kind = "raw rig, frames are rectified" if rig is not None else "rectified pair"
-        mm = calibration.baseline_m * 1000
-        self.file_label.setText(f"{name}: f {calibration.focal_px:.1f} px, baseline {mm:.1f} mm ({kind})")
+        if calibration.baseline_known:
+            baseline = f"baseline {calibration.baseline_m * 1000:.1f} mm"
+        else:
+            baseline = "baseline unknown: depths in baselines, not metres"
+        self.file_label.setText(f"{name}: f {calibration.focal_px:.1f} px, {baseline} ({kind})")
         self.reset_check()  # measured on frames rectified otherwise (or not at all)
         self.calibrationChanged.emit(calibration, rig)
         self.controller.refresh()
@@ -215,11 +239,21 @@ class CalibrationPanel(QWidget):
         """Back to no calibration of one's own: a file loaded, a board calibrated or a
         self-rectification (a dead end when it does not fit the next source's frames)."""
         self.rig = None
+        self.baseline_known = True
+        self.save_button.setEnabled(False)
         self.controller.session.set_calibration(None, None)
         self.file_label.setText(NO_CALIBRATION)
         self.reset_check()
         self.calibrationChanged.emit(None, None)
         self.controller.refresh()
+
+    def set_aside(self, why: str) -> None:
+        """The session stopped using the rig (it fits another frame size): the panel says so."""
+        self.rig, self.baseline_known = None, True
+        self.save_button.setEnabled(False)
+        self.file_label.setText(f"{NO_CALIBRATION} ({why})")
+        self.reset_check()
+        self.calibrationChanged.emit(None, None)
 
     def note_source_calibration(self, calibration: Calibration | None) -> None:
         """Say so when the depth is metric thanks to the source (a dataset's calib.txt); None (a
@@ -248,10 +282,23 @@ class CalibrationPanel(QWidget):
             self.controller.view.show_error("open a source first: the check needs a stereo pair")
             return
         pair = last.pair  # rectified when a rig is loaded
+        target = self._quiet_target()
 
-        def done(report: EpipolarReport) -> None:
+        def measure() -> tuple[EpipolarReport, tuple[int, float] | None]:
+            board = DESK.board_rows(target, pair.left, pair.right) if target is not None else None
+            return DESK.check(pair.left, pair.right), board
+
+        def done(value: tuple[EpipolarReport, tuple[int, float] | None]) -> None:
+            report, board = value
+            board_line = ""
+            if board is not None:
+                count, rms = board
+                board_line = (
+                    f"<br>Board in view ({target.describe() if target else ''}): its {count} corners lie "
+                    f"{rms:.2f} px apart vertically (RMS), {DESK.verdict(rms)}"
+                )
             colour = VERDICT_COLOURS.get(report.verdict, "#777777")
-            self.verdict.setText(f"<b style='color:{colour}'>{report.verdict.upper()}</b>")
+            self.verdict.setText(f"<b style='color:{colour}'>{report.verdict.upper()}</b>{board_line}")
             r = report
             if r.misalignment is None:
                 self.figures.setText(f"{r.matches} matches. {r.reason}")
@@ -262,7 +309,12 @@ class CalibrationPanel(QWidget):
                 )
             self.linesReady.emit(match_segments(report))
 
-        self.controller.run_task(lambda: DESK.check(pair.left, pair.right), done)
+        self.controller.run_task(measure, done)
+
+    def _quiet_target(self) -> Target | None:
+        """The board set below, for the check to look for; None when its fields do not parse (the
+        check then goes without it, saying nothing: only a capture needs them right)."""
+        return self._target(quiet=True)
 
     # ---- board calibration ---------------------------------------------------------------
     def _board_changed(self, board: str) -> None:
@@ -274,7 +326,8 @@ class CalibrationPanel(QWidget):
         elif not charuco and self.pattern.text() == "7x5":
             self.pattern.setText("9x6")
 
-    def _target(self) -> Target | None:
+    def _target(self, quiet: bool = False) -> Target | None:
+        """The board the fields describe; None (said, unless ``quiet``) when they do not parse."""
         try:
             cols, rows = (int(v) for v in self.pattern.text().lower().split("x"))
             return DESK.target(
@@ -285,11 +338,13 @@ class CalibrationPanel(QWidget):
                 self.dictionary.currentText(),
             )
         except ValueError:
-            self.controller.view.show_error(
-                "pattern must be COLSxROWS (chessboard: inner corners; ChArUco: squares)"
-            )
+            if not quiet:
+                self.controller.view.show_error(
+                    "pattern must be COLSxROWS (chessboard: inner corners; ChArUco: squares)"
+                )
         except UserError as exc:
-            self.controller.view.show_error(exc.worded(window_words))
+            if not quiet:
+                self.controller.view.show_error(exc.worded(window_words))
         return None
 
     def capture_view(self) -> None:
@@ -359,15 +414,30 @@ class CalibrationPanel(QWidget):
         self.drop_button.setEnabled(False)
         self.calibrate()
 
-    def _save_and_apply(self, rig: StereoRig, name: str) -> None:
-        title = f"Save the {name} (Cancel: use it without saving)"
+    def _save_and_apply(self, rig: StereoRig, name: str, baseline_known: bool = True) -> None:
+        calibration = dataclasses.replace(rig.rectified(), baseline_known=baseline_known)
+        self.apply(calibration, rig, name)
+        self.save(f"Save the {name} (Cancel: use it unsaved; Save… saves it later)")
+
+    def save(self, title: str = "Save the calibration") -> None:
+        """Write the rig in use as OpenCV YAML; the label says where it went."""
+        rig = self.rig
+        if rig is None:
+            self.controller.view.show_error("no rig to save: load, calibrate or self-rectify one first")
+            return
         path, _ = QFileDialog.getSaveFileName(
-            self, title, self.folders.start("stereo.yaml"), "OpenCV YAML (*.yaml)"
+            self, title, self.folders.start("stereo.yaml"), "OpenCV YAML (*.yaml *.yml);;OpenCV XML (*.xml)"
         )
-        if path:
-            self.folders.chose(path)
-            DESK.save(path, rig)
-        self.apply(rig.rectified(), rig, Path(path).name if path else name)
+        if not path:
+            return
+        try:
+            DESK.save(path, rig, self.baseline_known)
+        except (UserError, OSError) as exc:
+            self.controller.view.show_error(f"could not save the calibration to {path}: {exc}")
+            return
+        self.folders.chose(path)
+        self.file_label.setText(f"{self.file_label.text()}; saved to {path}")
+        self.controller.view.show_status(f"calibration saved to {path}")
 
     # ---- self-rectification ----------------------------------------------------------------
     def _raw_frame(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -391,6 +461,8 @@ class CalibrationPanel(QWidget):
             return
         frames = [*self.self_frames, frame][-MAX_SELF_FRAMES:]
         known = self.rig
+        measured = self.self_baseline.value() or None  # 0: unknown
+        keeps_baseline = measured is not None or (known is not None and self.baseline_known)
 
         def done(result: SelfRectification) -> None:
             # a warp can only take a rectified pair's rows apart
@@ -405,9 +477,15 @@ class CalibrationPanel(QWidget):
             self.self_status.setText(
                 f"vertical RMS {result.before_rms_px:.2f} px before, {result.after_rms_px:.2f} px after "
                 f"({result.matches} matches, {result.frames} frames, {how})"
-                + ("" if result.baseline_known else "; baseline unknown: depths in baselines")
+                + (
+                    ""
+                    if keeps_baseline
+                    else "; baseline unknown: depths in baselines (give it above for metres)"
+                )
             )
             self.self_frames = []
-            self._save_and_apply(result.rig, "self-rectification")
+            self._save_and_apply(result.rig, "self-rectification", keeps_baseline)
 
-        self.controller.run_task(lambda: DESK.self_rectify(frames, known), done)  # errors: show_error
+        self.controller.run_task(
+            lambda: DESK.self_rectify(frames, known, measured), done
+        )  # errors: show_error

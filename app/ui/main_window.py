@@ -31,7 +31,15 @@ from PySide6.QtWidgets import (
 
 from app import vocabulary
 from app.engine.errors import UserError
-from app.engine.session import AdaptResult, FrameSource, Session, dropped_note, left_first
+from app.engine.session import (
+    UNRECTIFIED_ADVICE,
+    AdaptResult,
+    FrameSource,
+    Session,
+    dropped_note,
+    left_first,
+    plural,
+)
 from app.engine.types import FrameResult, StereoPair
 from app.ui import wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
@@ -58,6 +66,13 @@ def engine_options(
 
 
 SWAPPED_WORDS = "look swapped"  # in the warning, and how it is found again to be cleared
+
+
+# the engine's advice for a pair that is not rectified, in the window's words (the panel's buttons)
+WINDOW_UNRECTIFIED_ADVICE = (
+    "load the rig's calibration (the Calibration panel's Load…; one loaded: press 'Check the current "
+    "pair' there), or estimate one with the panel's 'Self-rectify'"
+)
 
 
 class MainWindow(QMainWindow):
@@ -499,10 +514,7 @@ class MainWindow(QMainWindow):
                 self._unrectified_warned = None
             return
         if self._unrectified_warned is None:
-            where = "(--calib FILE, or the window's calibration panel; one already given"
-            message = note[0].upper() + note[1:].replace(
-                where, "(the Calibration panel's Load...; one loaded"
-            )
+            message = note[0].upper() + note[1:].replace(UNRECTIFIED_ADVICE, WINDOW_UNRECTIFIED_ADVICE)
             self._unrectified_warned = message
             self.show_error(message)
 
@@ -575,6 +587,10 @@ class MainWindow(QMainWindow):
         self._flow_title(self._flow_drawn)
         self.controls.show_choice(depth)
         self._warn_if_swapped(result)
+        set_aside = self.session.take_set_aside()
+        if set_aside is not None:  # a rig of another camera's frame size, kept from the last source
+            self.calibration.set_aside(set_aside)
+            self.show_error(set_aside[0].upper() + set_aside[1:])
         self._warn_if_unrectified(result)
         self._warn_layout(result)
         if self.measure.isVisible():
@@ -658,14 +674,14 @@ class MainWindow(QMainWindow):
             if recorder is not None and not frames:
                 self.show_status("recording stopped before any frame came: nothing was recorded")
             elif recorder is not None:
-                message = f"recording stopped: {frames} frames in {recorder.folder}"
+                message = f"recording stopped: {plural(frames, 'frame')} in {recorder.folder}"
                 if writer is not None and writer.recorder is recorder and writer.dropped:
                     message += f"; {dropped_note(writer, 'the camera')}"
                 self.show_status(message)
             elif ended is not None:  # another source was opened: the recording belonged to the last one
                 self.show_status(
-                    f"recording stopped with the source it recorded: {ended.frames_written} frames in "
-                    f"{ended.folder}"
+                    "recording stopped with the source it recorded: "
+                    f"{plural(ended.frames_written, 'frame')} in {ended.folder}"
                 )
             return
         try:
@@ -684,7 +700,7 @@ class MainWindow(QMainWindow):
             stopped, error = failed
             self.record_action.setChecked(False)
             kept = (
-                f"{stopped.folder} keeps the {stopped.frames_written} frames recorded before it"
+                f"{stopped.folder} keeps the {plural(stopped.frames_written, 'frame')} recorded before it"
                 if stopped.frames_written
                 else "nothing was recorded"
             )

@@ -19,7 +19,8 @@ def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
         parts.append(f"disparity {d:.2f} px")
         if result.calibration is not None:
             z = float(result.calibration.depth_m(np.array([d]))[0])
-            parts.append(f"depth {z:.2f} m" if np.isfinite(z) else "depth ∞")
+            unit = result.calibration.depth_unit
+            parts.append(f"depth {z:.2f} {unit}" if np.isfinite(z) else "depth ∞")
     elif depth.mode is not Mode.BINARY:
         parts.append("disparity unknown")
     if depth.mode is Mode.BINARY:

@@ -177,3 +177,66 @@ def test_a_check_result_goes_with_the_source_and_the_calibration_it_was_of(qtbot
     assert panel.verdict.text()
     _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[1])))  # another source
     assert panel.verdict.text() == ""
+
+
+def test_the_check_adds_the_board_in_view(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A repetitive board fools feature matches; its own corners cannot be fooled (review)."""
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))
+    panel = window.calibration
+    panel.pattern.setText("8x6")
+    with qtbot.waitSignal(panel.linesReady, timeout=20_000):
+        panel.run_check()
+    assert "Board in view" in panel.verdict.text() and "corners lie" in panel.verdict.text()
+    panel.pattern.setText("not a size")  # the board's fields are only needed for a capture
+    with qtbot.waitSignal(panel.linesReady, timeout=20_000):
+        panel.run_check()
+    assert panel.verdict.text() and "Board in view" not in panel.verdict.text()
+
+
+def test_a_self_rectification_without_a_baseline_is_in_baselines_saved_later_and_set_aside(
+    qtbot, monkeypatch, tmp_path: Path, demo_dir: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The review: a 1 m placeholder shown as "baseline 1000.0 mm" and "6.66 m", saved unmarked
+    (it reloaded as a 1 m rig), no way to save after a cancelled dialog, and a rig kept for the
+    demo's frames of another size refused every frame."""
+    from app.ui import work
+
+    handheld = StereoPair(
+        *(cv2.cvtColor(cv2.imread(str(HANDHELD / n)), cv2.COLOR_BGR2RGB) for n in ("left.jpg", "right.jpg"))
+    )
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, handheld)
+    panel = window.calibration
+    assert not panel.save_button.isEnabled()
+    _save_to(monkeypatch, Path(""))  # the dialog after Self-rectify cancelled
+    with qtbot.waitSignals([panel.calibrationChanged, window.controller.resultShown], timeout=30_000):
+        panel.self_rectify()
+    assert "baseline unknown" in panel.file_label.text() and "mm" not in panel.file_label.text()
+    last = window.controller.last
+    assert last is not None and last.calibration is not None and not last.calibration.baseline_known
+    ys, xs = np.nonzero(np.isfinite(last.depth.disparity) & (last.depth.disparity > 1))
+    assert "baselines" in work.readout(last, int(xs[0]), int(ys[0]))
+    out = tmp_path / "later.yaml"
+    _save_to(monkeypatch, out)
+    assert panel.save_button.isEnabled()
+    panel.save_button.click()
+    assert out.exists() and f"saved to {out}" in panel.file_label.text()
+    reloaded, _, _ = window.session.desk.load(out, None)
+    assert not reloaded.baseline_known  # marked: it reloads in baselines, not as a 1 m rig
+    # a measured baseline gives metres
+    panel.self_baseline.setValue(0.075)
+    _save_to(monkeypatch, Path(""))
+    with qtbot.waitSignal(panel.calibrationChanged, timeout=30_000):
+        panel.self_rectify()
+    assert "baseline 75.0 mm" in panel.file_label.text()
+    # the demo's frames are another size: the rig is set aside, said, and depth goes on in pixels
+    demo = StereoPair(
+        *(cv2.cvtColor(cv2.imread(str(demo_dir / n)), cv2.COLOR_BGR2RGB) for n in ("im0.png", "im1.png"))
+    )
+    _show(qtbot, window, holder, demo)
+    assert window.session.rectifier is None and panel.rig is None and not panel.save_button.isEnabled()
+    assert "set aside" in panel.file_label.text() and "set aside" in window.last_error
+    assert window.controller.last is not None and window.controller.last.pair.left.shape == demo.left.shape

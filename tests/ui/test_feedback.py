@@ -462,7 +462,8 @@ def test_an_unrectified_pair_is_called_out_until_it_is_rectified(qtbot) -> None:
     _shown(qtbot, window)
     text = window.notices.text.text()
     assert window.notices.level == "error" and "The pair does not look rectified" in text
-    assert "Calibration panel" in text and "--calib" not in text  # the window's way, not the CLI's
+    assert "Calibration panel" in text and "Self-rectify" in text  # the window's way, not the CLI's
+    assert "--calib" not in text and "bi3d-studio" not in text
     engine.unrectified = False  # a calibration loaded: the pair is rectified now
     with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
         window.controller.refresh()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,15 @@ import cv2
 import numpy as np
 
 from app.engine.calibration.charuco import DICTIONARIES, CharucoTarget
-from app.engine.calibration.check import GOOD_RMS_PX, EpipolarReport, check_epipolar
+from app.engine.calibration.check import GOOD_RMS_PX, EpipolarReport, check_epipolar, verdict_for
 from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
-from app.engine.calibration.files import baseline_note, load_calibration, load_for_frames, write_opencv_yaml
+from app.engine.calibration.files import (
+    baseline_note,
+    baseline_unknown,
+    load_calibration,
+    load_for_frames,
+    write_opencv_yaml,
+)
 from app.engine.calibration.fit import StereoFit, fit_stereo
 from app.engine.calibration.rig import Rectifier, StereoRig
 from app.engine.calibration.selfrect import SelfRectification, rectify_frames
@@ -39,17 +46,27 @@ class CalibrationDesk:
         right camera's ROS camera_info or OpenCV's extrinsics.yml (``--calib2``)."""
         if frame_size is None:
             calibration, rig = load_calibration(path, second)
-            return calibration, rig, baseline_note(calibration, str(path))
-        return load_for_frames(path, second, frame_size)
+            note = baseline_note(calibration, str(path))
+        else:
+            calibration, rig, note = load_for_frames(path, second, frame_size)
+        if baseline_unknown(path):  # 'calib rectify' without --baseline: a 1 m placeholder
+            calibration = dataclasses.replace(calibration, baseline_known=False)
+        return calibration, rig, note
 
     @staticmethod
-    def save(path: str | Path, rig: StereoRig) -> None:
-        """The rig as OpenCV YAML (what ``calib`` writes and every loader reads)."""
-        write_opencv_yaml(path, rig)
+    def save(path: str | Path, rig: StereoRig, baseline_known: bool = True) -> None:
+        """The rig as OpenCV YAML (what ``calib`` writes and every loader reads); a placeholder
+        baseline is marked, so that the file reloads in baselines, not as a 1 m rig."""
+        write_opencv_yaml(path, rig, baseline_known)
 
     @staticmethod
     def rectifier(rig: StereoRig) -> Rectifier:
         return Rectifier(rig)
+
+    @staticmethod
+    def verdict(vertical_rms_px: float) -> str:
+        """'rectified', 'marginal' or 'not rectified' for a vertical RMS (px)."""
+        return verdict_for(vertical_rms_px)
 
     @staticmethod
     def check(left: np.ndarray, right: np.ndarray) -> EpipolarReport:
@@ -90,7 +107,22 @@ class CalibrationDesk:
 
     @staticmethod
     def self_rectify(
-        frames: Sequence[tuple[np.ndarray, np.ndarray]], known: StereoRig | None
+        frames: Sequence[tuple[np.ndarray, np.ndarray]],
+        known: StereoRig | None,
+        baseline_m: float | None = None,
     ) -> SelfRectification:
-        """A rectification from matches over several raw frames (``calib rectify``)."""
-        return rectify_frames(frames, known)
+        """A rectification from matches over several raw frames (``calib rectify``); ``baseline_m``
+        is the rig's measured baseline (None: a known rig's, else a 1 m placeholder)."""
+        return rectify_frames(frames, known, baseline_m)
+
+    @staticmethod
+    def board_rows(target: Target, left: np.ndarray, right: np.ndarray) -> tuple[int, float] | None:
+        """The board's corners seen in both views of a rectified pair: their count and the RMS of
+        their vertical offsets (px), the check a repetitive scene cannot fool; None: no board."""
+        grays = [cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (left, right)]
+        dl, dr = (target.detect(g) for g in grays)
+        matched = target.match(dl, dr) if dl is not None and dr is not None else None
+        if not matched:
+            return None
+        cl, cr = (np.asarray(c, np.float64).reshape(-1, 2) for c in matched[1:3])
+        return len(cl), float(np.sqrt(np.mean((cl[:, 1] - cr[:, 1]) ** 2)))

@@ -121,6 +121,11 @@ class Rectifier:
         self.calibration = self.rig.rectified()
         self._maps: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
 
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """(w, h) of the frames this rig rectifies."""
+        return self.rig.image_size
+
     def rectify(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw H x W x 3 uint8 RGB frames -> rectified frames of the same size."""
         w, h = self.rig.image_size

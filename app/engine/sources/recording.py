@@ -287,8 +287,13 @@ def _calibration(meta: dict[str, Any], folder: Path) -> Calibration | None:
         return None
     where = f"{folder / SESSION}"
     try:
-        values = {key: number(value, f"calibration {key} in {where}") for key, value in cal.items()}
-        calibration = Calibration(**values)
+        known = cal.get("baseline_known", True) is not False  # a placeholder baseline says so
+        values = {
+            key: number(value, f"calibration {key} in {where}")
+            for key, value in cal.items()
+            if key != "baseline_known"
+        }
+        calibration = Calibration(**values, baseline_known=known)
     except (TypeError, AttributeError):
         raise UserError(f"{where} has a damaged calibration; fix or remove it") from None
     number(calibration.focal_px, f"calibration focal_px in {where}", POSITIVE, "px")

@@ -379,7 +379,8 @@ def test_a_damaged_frame_of_a_recording_is_skipped_and_said(
     out = tmp_path / "d"
     code, stdout, _ = run(capsys, "depth", str(rec), "--engine", "sgbm", "--frames", "6", "--out", str(out))
     assert code == 0, stdout
-    assert sorted(p.name for p in out.iterdir()) == [f"{i:06d}" for i in range(5)]  # 5 good frames of 6
+    # the 5 good frames of 6, each in the folder of its own number
+    assert sorted(p.name for p in out.iterdir()) == [f"{i:06d}" for i in (0, 1, 2, 4, 5)]
     assert "frame 3 (000003) skipped: " in stdout and "truncated" in stdout
     assert "frame 2 (000002) played without its ground truth" in stdout
     code, stdout, err = run(capsys, "record", str(rec), str(tmp_path / "again"))
@@ -389,3 +390,29 @@ def test_a_damaged_frame_of_a_recording_is_skipped_and_said(
     assert run(capsys, "record", "synthetic:48x80?frames=1&seed=2", str(single))[0] == 0
     (single / "left" / "000000.png").write_bytes(b"not a png")
     assert "not a readable image" in bad(capsys, "depth", str(single), "--engine", "sgbm", "--out", str(out))
+
+
+def test_depth_refuses_to_write_into_the_source_it_reads(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`depth REC --frames 3 --out REC/o` wrote frame folders into the recording (review)."""
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", SYNTH, str(rec), "--frames", "2")[0] == 0
+    for out in (rec / "o", rec, tmp_path):
+        line = bad(capsys, "depth", str(rec), "--engine", "sgbm", "--frames", "2", "--out", str(out))
+        assert "overlaps the source" in line and "write into a folder outside the source" in line
+    before = sorted(p.name for p in rec.iterdir())
+    assert "o" not in before and not [p for p in before if p.isdigit()]  # no result folder written
+
+
+def test_depth_on_a_folder_numbers_its_results_as_the_source_numbers_its_frames(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """After a damaged frame was skipped, frame 2's result went to out/000001 (review)."""
+    source = pairs_folder(tmp_path / "pairs", 3, damaged={1})
+    out = tmp_path / "out"
+    code, stdout, _ = run(
+        capsys, "depth", str(source), "--engine", "sgbm", "--frames", "3", "--out", str(out)
+    )
+    assert code == 0 and "frame 2:" in stdout and "frame 1:" not in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["000000", "000002"]

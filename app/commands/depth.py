@@ -111,6 +111,9 @@ def run_source(args: argparse.Namespace) -> int:
         )
     if args.frames is not None and args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
+    from app.commands.record import refuse_overlap
+
+    refuse_overlap(args.left, Path(args.out), "output folder", "write")  # results read as frames later
     with open_source(args.left) as source:
         pairs = itertools.islice(source, args.frames or 1)
         first = next(pairs, None)
@@ -123,9 +126,12 @@ def run_source(args: argparse.Namespace) -> int:
         request = depth_request(args, calibration)
         engine, reason = build_engine(engine_options(args), "binary")
         print(f"engine: {engine.name} ({reason}); source: {source.describe()}")
-        count = 0
+        numbers: list[int] = []  # the source's frame numbers written (a damaged frame is skipped)
         said: set[str] = set()  # notes printed for an earlier frame (each frame's result.json keeps all)
-        for index, pair in enumerate(itertools.chain([first], pairs)):
+        for pair in itertools.chain([first], pairs):
+            # the source's own frame number (a damaged frame skipped leaves its number unused); a
+            # live camera's frames are counted as written
+            index = len(numbers) if source.live else source.frame_number
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
             lines = format_summary(result, calibration, unit).splitlines()
@@ -134,8 +140,9 @@ def run_source(args: argparse.Namespace) -> int:
             out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
             extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
             write_result(out, result, request, extra)
-            count += 1
-    stale = remove_stale_frames(Path(args.out), count) if args.frames else 0
+            numbers.append(index)
+    count = len(numbers)
+    stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:
         print(f"note: removed {stale} frame folder(s) of an earlier, longer run from {args.out}")
     print(f"wrote {count} frame(s) to {args.out}")

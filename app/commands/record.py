@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
         return _reindex(args)
     if args.dir is None:
         args.usage_error("give SOURCE DIR (or --reindex DIR)")
-    _refuse_overlap(args.source, Path(args.dir))
+    refuse_overlap(args.source, Path(args.dir))
 
     said: set[str] = set()
 
@@ -98,16 +98,19 @@ def source_paths(spec: str) -> list[Path]:
     return [Path(part.strip()) for part in text.split(",") if part.strip()]
 
 
-def _refuse_overlap(spec: str, destination: Path) -> None:
-    """A destination that is, contains or lies inside what is read would destroy it while read."""
+def refuse_overlap(
+    spec: str, destination: Path, what: str = "recording folder", verb: str = "record"
+) -> None:
+    """A destination that is, contains or lies inside what is read would destroy it while read
+    (or, inside a folder of pairs, be read as frames the next time)."""
     from app.engine.errors import UserError
     from app.engine.sources.recording_index import overlaps
 
     for path in source_paths(spec):
         if overlaps(path, destination):
             raise UserError(
-                f"the recording folder {destination} overlaps the source {path} (the same folder, "
-                "inside it or around it); record into a folder outside the source"
+                f"the {what} {destination} overlaps the source {path} (the same folder, "
+                f"inside it or around it); {verb} into a folder outside the source"
             )
 
 

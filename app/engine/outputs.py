@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -156,16 +157,18 @@ def frame_folder(out_dir: Path, index: int) -> Path:
     return out_dir / f"{index:0{FRAME_FOLDER_DIGITS}d}"
 
 
-def remove_stale_frames(out_dir: Path, count: int) -> int:
-    """The frame folders (``frame_folder``) from ``count`` on that an earlier, longer run left in
-    ``out_dir``: removed, so the folder holds one run's frames, not a mixture. Only folders that
-    hold a result set (``result.json``) are touched. -> how many were removed."""
+def remove_stale_frames(out_dir: Path, written: int | Collection[int]) -> int:
+    """The frame folders (``frame_folder``) an earlier run left in ``out_dir`` beside this run's
+    ``written`` ones (their numbers, or a count: 0 to count - 1): removed, so the folder holds one
+    run's frames, not a mixture. Only folders that hold a result set (``result.json``) are
+    touched. -> how many were removed."""
+    keep = set(range(written)) if isinstance(written, int) else set(written)
     removed = 0
     if not out_dir.is_dir():
         return 0
     for folder in out_dir.iterdir():
         name = folder.name
-        if len(name) == FRAME_FOLDER_DIGITS and name.isdigit() and int(name) >= count:
+        if len(name) == FRAME_FOLDER_DIGITS and name.isdigit() and int(name) not in keep:
             if folder.is_dir() and (folder / "result.json").is_file():
                 shutil.rmtree(folder, ignore_errors=True)
                 removed += 1

@@ -106,6 +106,12 @@ def read_stereodemo_json(path: str | Path) -> Calibration:
     """
     path = Path(path)
     data = _json(path)
+    if not {"fx", "cx0", "cx", "baseline_meters"} & data.keys():
+        raise UserError(
+            f"{path} is JSON but not a calibration this app reads (stereodemo's has fx, cx0, cy, "
+            "baseline_meters); give a stereodemo JSON, OpenCV YAML/XML, ROS camera_info, Kalibr or "
+            "Middlebury calib.txt"
+        )
 
     def number(*keys: str) -> float:
         for key in keys:
@@ -242,6 +248,14 @@ def _is_image_list(path: Path) -> bool:
         fs.release()
 
 
+def _has_node(path: Path, name: str) -> bool:
+    fs = _storage(path)
+    try:
+        return not fs.getNode(name).empty()
+    finally:
+        fs.release()
+
+
 def _read_opencv(
     path: Path, second: Path | None, image_size: tuple[int, int] | None
 ) -> tuple[Calibration, StereoRig | None]:
@@ -255,6 +269,12 @@ def _read_opencv(
         raise UserError(
             f"{path} is an image list (the input of OpenCV's stereo_calib sample), not a calibration; "
             "calibrate its folder with 'bi3d-studio calib chessboard' (or the window's board capture)"
+        )
+    if missing and not fields and _has_node(path, "camera_matrix"):
+        raise UserError(
+            f"{path} holds one camera's calibration (camera_matrix), not a stereo rig's; give the rig's "
+            "file (OpenCV's M1 D1 M2 D2 R T), or calibrate the pair with 'calib chessboard' (or the "
+            "window's board capture)"
         )
     if missing:
         hint = (

@@ -293,3 +293,18 @@ def test_ros2_echo_with_several_messages(tmp_path: Path) -> None:
     with pytest.raises(UserError) as exc:
         load_calibration(left, right)
     assert "field 'p' is malformed" in _one_line(exc)
+
+
+def test_an_unrelated_json_and_a_one_camera_file_are_named_for_what_they_are(tmp_path: Path) -> None:
+    """They were told "stereodemo calibration has no field 'cx0'; add it" and "no field 'M1'"."""
+    other = tmp_path / "settings.json"
+    other.write_text(json.dumps({"name": "x", "version": 2}))
+    with pytest.raises(UserError, match="is JSON but not a calibration this app reads"):
+        load_calibration(other)
+    mono = tmp_path / "left_camera.yaml"
+    fs = cv2.FileStorage(str(mono), cv2.FILE_STORAGE_WRITE)
+    fs.write("camera_matrix", np.eye(3))
+    fs.write("distortion_coefficients", np.zeros((1, 5)))
+    fs.release()
+    with pytest.raises(UserError, match=r"one camera's calibration .* not a stereo rig's"):
+        load_calibration(mono)

@@ -68,6 +68,22 @@ def match_segments(report: EpipolarReport, gain: float = LINE_GAIN) -> np.ndarra
     return np.stack([pl.astype(np.float64), end], axis=1)
 
 
+_HINT_WORDS = (
+    ("try --pattern ", "set Pattern to "),
+    ("--pattern", "Pattern"),
+    ("--squares", "Pattern"),
+    ("--dictionary", "Dictionary"),
+    (" and --legacy", ""),
+)
+
+
+def _panel_words(hint: str) -> str:
+    """A target's hint (worded for the command line) in the panel's words."""
+    for flag, field in _HINT_WORDS:
+        hint = hint.replace(flag, field)
+    return hint
+
+
 class CalibrationPanel(QWidget):
     calibrationChanged = Signal(object, object)  # Calibration | None, StereoRig | None
     linesReady = Signal(object)  # segments to draw on the left view
@@ -86,6 +102,7 @@ class CalibrationPanel(QWidget):
         self.frame_keys: list[str] = []  # a digest of each captured view's left image: one frame counts once
         self.image_size: tuple[int, int] | None = None
         self.target_key: tuple[object, ...] | None = None
+        self._views_board: tuple[str, str, float, float] | None = None  # the fields the views were taken with
         self.self_frames: list[tuple[np.ndarray, np.ndarray]] = []
         self.rig: StereoRig | None = None
         self.baseline_known = True  # False: the rig's baseline is a 1 m placeholder
@@ -153,6 +170,7 @@ class CalibrationPanel(QWidget):
         self.drop_button.clicked.connect(self.drop_outliers)
         self.drop_button.setEnabled(False)
         self.outliers: list[int] = []
+        self._dropped_note = ""  # the views the last drop took out, said with the next result
         self.board_status = QLabel(
             "chessboard: inner corners COLSxROWS; ChArUco: squares; capture varied views"
         )
@@ -353,6 +371,12 @@ class CalibrationPanel(QWidget):
             return
         raw = last.raw or last.pair
         key = (target.describe(), self.square.value(), self.marker.value())
+        board = (
+            self.pattern.text().lower(),
+            self.board.currentText(),
+            self.square.value(),
+            self.marker.value(),
+        )
         frame = hashlib.sha1(np.ascontiguousarray(raw.left[::4, ::4]).tobytes()).hexdigest()
         if frame in self.frame_keys and self.target_key == key:
             number = self.frame_keys.index(frame) + 1
@@ -363,28 +387,50 @@ class CalibrationPanel(QWidget):
             return
 
         def find() -> Any:
-            return DESK.find_view(target, raw.left, raw.right)
+            matched, params, size = DESK.find_view(target, raw.left, raw.right)
+            hint = DESK.missing_hint(target, raw.left) if matched is None else ""
+            return matched, params, size, hint
 
         def done(value: Any) -> None:
-            matched, params, size = value
+            matched, params, size, hint = value
             if matched is None:
-                self.board_status.setText(f"no {target.describe()} in both views; move it into view")
+                self.board_status.setText(
+                    f"no {target.describe()} in both views: move it fully into both, or {_panel_words(hint)}"
+                )
                 return
             if self.image_size not in (None, size) or self.target_key not in (None, key):
                 self.views, self.params, self.frame_keys = [], [], []
             self.image_size, self.target_key = size, key
+            self._views_board = board
             self.views.append(matched)
             self.params.append(params)
             self.frame_keys.append(frame)
             cov = DESK.coverage(self.params)
             count = f"{len(self.views)} view{'' if len(self.views) == 1 else 's'}"
-            self.board_status.setText(f"{count} (need {MIN_VIEWS}); coverage {cov}")
+            need = f"need {MIN_VIEWS}" if len(self.views) < MIN_VIEWS else "Calibrate when coverage is wide"
+            self.board_status.setText(
+                f"{count} ({need}); coverage {cov} (each 0-1: board positions, sizes, tilts)"
+            )
             self.calibrate_button.setEnabled(len(self.views) >= MIN_VIEWS)
 
         self.controller.run_task(find, done)
 
     def calibrate(self) -> None:
         if self.image_size is None or len(self.views) < MIN_VIEWS:
+            return
+        key = (
+            self.pattern.text().lower(),
+            self.board.currentText(),
+            self.square.value(),
+            self.marker.value(),
+        )
+        if self._views_board is not None and key != self._views_board:
+            pattern, board, square, _ = self._views_board
+            self.board_status.setText(
+                f"the {len(self.views)} views were captured with a {pattern} {board.lower()} of "
+                f"{square * 1000:g} mm squares, not the board set now: set it back, or capture views "
+                "of this board (the old views then go)"
+            )
             return
         views, size = list(self.views), self.image_size
 
@@ -393,9 +439,11 @@ class CalibrationPanel(QWidget):
             worst = fit.view_errors_px.max(axis=1)
             self.outliers = [int(i) for i in np.flatnonzero(fit.outliers())]
             flagged = ", ".join(f"{i + 1} ({worst[i]:.2f} px)" for i in self.outliers) or "none"
+            dropped, self._dropped_note = self._dropped_note, ""
             self.board_status.setText(
-                f"RMS {fit.rms_px:.3f} px, baseline {rig.rectified().baseline_m:.4f} m; per view "
-                f"{worst.min():.2f}-{worst.max():.2f} px; outlier views: {flagged}"
+                f"{dropped}RMS {fit.rms_px:.3f} px, baseline {rig.rectified().baseline_m:.4f} m over "
+                f"{len(views)} views; per view {worst.min():.2f}-{worst.max():.2f} px; outlier views (in "
+                f"capture order): {flagged}"
             )
             self.drop_button.setEnabled(
                 bool(self.outliers) and len(self.views) - len(self.outliers) >= MIN_VIEWS
@@ -407,6 +455,7 @@ class CalibrationPanel(QWidget):
     def drop_outliers(self) -> None:
         """Forget the views the last calibration flagged, then calibrate again."""
         keep = [i for i in range(len(self.views)) if i not in set(self.outliers)]
+        self._dropped_note = f"dropped view(s) {', '.join(str(i + 1) for i in self.outliers)}; "
         self.views = [self.views[i] for i in keep]
         self.params = [self.params[i] for i in keep]
         self.frame_keys = [self.frame_keys[i] for i in keep]

@@ -73,6 +73,16 @@ def test_chessboard_capture_calibrates_the_rig(qtbot, monkeypatch, tmp_path: Pat
         panel.capture_view()
         qtbot.waitUntil(lambda b=before: len(panel.views) == b + 1, timeout=20_000)
     assert panel.calibrate_button.isEnabled() and "6 views" in panel.board_status.text()
+    assert "need" not in panel.board_status.text()  # "(need 4)" stood beside 13 views
+    # another board size: Calibrate does not reuse the 8x6 views as if they were of it, and a
+    # capture names the board that is in view (it said "move it into view")
+    panel.pattern.setText("7x5")
+    panel.calibrate()
+    assert "were captured with a 8x6 chessboard" in panel.board_status.text()
+    panel.capture_view()
+    qtbot.waitUntil(lambda: "no 7x5 chessboard" in panel.board_status.text(), timeout=30_000)
+    assert "set Pattern to 8x6" in panel.board_status.text() and len(panel.views) == 6
+    panel.pattern.setText("8x6")
     out = tmp_path / "board.yaml"
     _save_to(monkeypatch, out)
     with qtbot.waitSignal(panel.calibrationChanged, timeout=30_000):

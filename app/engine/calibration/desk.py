@@ -96,6 +96,12 @@ class CalibrationDesk:
         return matched, params, size
 
     @staticmethod
+    def missing_hint(target: Target, left: np.ndarray) -> str:
+        """What to check when ``target`` was not found in a raw pair: the board OpenCV does find
+        in the left image when it is another size (a chessboard; a second or two), or the fields."""
+        return target.hint(cv2.cvtColor(left, cv2.COLOR_RGB2GRAY))
+
+    @staticmethod
     def coverage(params: Sequence[np.ndarray]) -> Coverage:
         return Coverage.of(params)
 

@@ -38,6 +38,7 @@ from app.engine.sources.files import left_first
 from app.engine.sources.layout import MARK as LAYOUT_MARK
 from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note
 from app.engine.sources.spec import open_source
+from app.engine.sources.video import CUT_SHORT_WORDS
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
@@ -504,6 +505,10 @@ class Session:
                 f"{shape[1]}x{shape[0]}: it is set aside (depth in pixels); load this camera's calibration"
             )
         self.events.calibration_changed.emit(None)
+
+    def cut_short_note(self) -> str | None:
+        """The ended source's note that its file was cut short (a video), or None."""
+        return next((n for n in getattr(self.source, "notes", ()) if CUT_SHORT_WORDS in n), None)
 
     def take_set_aside(self) -> str | None:
         """Why the calibration was set aside (once), or None."""

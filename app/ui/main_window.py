@@ -369,6 +369,10 @@ class MainWindow(QMainWindow):
                 self.open_spec(self.settings.source)
             return
         self.latency.mark_ended()
+        cut = self.session.cut_short_note()
+        if cut is not None:  # not a whole file's end: said as a problem, not as news
+            self.show_error(cut[0].upper() + cut[1:])
+            return
         self.show_status("source ended: its last frame stays live for every control")
 
     # ---- playback -------------------------------------------------------------------------

@@ -696,3 +696,19 @@ def test_a_live_cameras_recording_queues_its_frames_and_counts_the_ones_it_drops
     assert not [t for t in threading.enumerate() if t.name == "bi3d-record"]  # the writer ended
     note = session_module.dropped_note(writer, "the camera")
     assert note.startswith(f"{writer.dropped} of the 60 frames the camera delivered were dropped")
+
+
+def test_a_video_cut_short_is_said_when_it_ends(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A truncated video played its first half and ended as if whole (review)."""
+    from tests.engine.sources.test_sources import write_video
+
+    rng = np.random.default_rng(3)
+    whole = tmp_path / "whole.avi"
+    write_video(whole, [rng.integers(0, 255, (32, 96, 3), dtype=np.uint8) for _ in range(40)])
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.avi"
+    cut.write_bytes(data[: len(data) // 2])
+    window = _window(qtbot, None, RecordingEngine())
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=20_000):
+        window.open_spec(f"video:{cut}?layout=sbs")
+    assert window.notices.level == "error" and "looks cut short" in window.last_error

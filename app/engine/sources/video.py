@@ -32,6 +32,9 @@ os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 VideoFactory = Callable[[str], Any]  # returns an object with cv2.VideoCapture's methods
 
 
+CUT_SHORT_WORDS = "looks cut short"  # the note of a video that ends before its header says
+
+
 class VideoSource(StereoSource):
     """One stereo video (``layout`` sbs or tb), or two mono videos (left, right)."""
 
@@ -48,6 +51,7 @@ class VideoSource(StereoSource):
         self._fps = DEFAULT_FPS
         self._count: int | None = None
         self._layout_checked = False
+        self._cut_noted = False
 
     @property
     def frame_count(self) -> int | None:
@@ -124,11 +128,25 @@ class VideoSource(StereoSource):
             capture.release()
         self._captures = []
 
+    def _note_cut_short(self, read: int) -> None:
+        """A file that ends well before the frame count its header announces was cut short (an
+        interrupted copy or recording): said, not played as if it were whole. Containers' counts
+        may be estimates, so a shortfall of a few frames (or 2 %) is no sign."""
+        count = self._count
+        if count is None or self._cut_noted or count - read <= max(2, count // 50):
+            return
+        self._cut_noted = True
+        self.notes.append(
+            f"{self.describe()} ended at frame {read} of the {count} its header announces: the file "
+            f"{CUT_SHORT_WORDS} (an interrupted copy or recording); the frames after it are missing"
+        )
+
     def _next(self) -> Frame | None:
         frames = []
         for capture in self._captures:
             ok, frame = capture.read()
             if not ok or frame is None:
+                self._note_cut_short(self.frame_number + 1)
                 return None  # the end of either file ends the pair
             frames.append(frame)
         if len(frames) == 2:

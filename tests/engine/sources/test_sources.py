@@ -420,3 +420,20 @@ def test_damaged_frames_are_skipped_but_a_run_of_them_or_a_removed_folder_stops_
         shutil.rmtree(folder)
         with pytest.raises(UserError):  # said, not skipped through to a silent end
             next(frames)
+
+
+def test_a_video_cut_short_says_so_at_its_end(tmp_path: Path) -> None:
+    """A video truncated in half recorded its first half with no hint (review)."""
+    rng = np.random.default_rng(3)
+    frames = [rng.integers(0, 255, (32, 96, 3), dtype=np.uint8) for _ in range(40)]
+    whole = tmp_path / "whole.avi"
+    write_video(whole, frames)
+    with open_source(f"video:{whole}?layout=sbs") as source:
+        assert sum(1 for _ in source) == 40 and not any("cut short" in n for n in source.notes)
+    cut = tmp_path / "cut.avi"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with open_source(f"video:{cut}?layout=sbs") as source:
+        read = sum(1 for _ in source)
+        notes = [n for n in source.notes if "cut short" in n]
+    assert 0 < read < 35 and len(notes) == 1 and f"ended at frame {read} of the 40" in notes[0]

@@ -111,6 +111,7 @@ def _frame_name(stem: str) -> bool:
 def parse_timestamps(raw: bytes, path: Path) -> list[tuple[int, float]]:
     """(index, timestamp) per complete line; the piece after the last newline is unfinished."""
     frames = []
+    seen: dict[int, int] = {}  # frame index -> the line that listed it
     for number, line in enumerate(raw.split(b"\n")[:-1], 1):
         try:
             index, stamp = line.decode("ascii").split()
@@ -120,6 +121,12 @@ def parse_timestamps(raw: bytes, path: Path) -> list[tuple[int, float]]:
             raise UserError(
                 f"{path} line {number} is damaged ({shown!r}); {reindex_hint(path.parent)}"
             ) from None
+        if int(index) in seen:  # a recorder lists each frame once: an edited or damaged index
+            raise UserError(
+                f"{path} line {number} lists frame {int(index)} again (line {seen[int(index)]} did; it "
+                f"would play twice); {reindex_hint(path.parent)}"
+            )
+        seen[int(index)] = number
     return frames
 
 

@@ -154,6 +154,22 @@ def test_a_damaged_timestamp_line_is_reported(tmp_path: Path) -> None:
         open_source(str(tmp_path / "r"))
 
 
+def test_a_frame_listed_twice_is_reported_and_reindexing_mends_it(tmp_path: Path) -> None:
+    """A duplicated index line played its frame twice (review)."""
+    from app.engine.sources.recording_index import rebuild_index
+
+    with Recorder(tmp_path / "r") as recorder:
+        recorder.write(pair(0))
+        recorder.write(pair(1))
+    index = tmp_path / "r" / "timestamps.txt"
+    lines = index.read_text().splitlines(keepends=True)
+    index.write_text(lines[0] + lines[1] + lines[1])
+    with pytest.raises(UserError, match=r"line 3 lists frame 1 again .line 2 did.*--reindex"):
+        open_source(str(tmp_path / "r"))
+    assert rebuild_index(tmp_path / "r")[0] == 2
+    assert len(play(tmp_path / "r")) == 2
+
+
 def test_timestamps_keep_growing_when_the_source_starts_again(tmp_path: Path) -> None:
     """A looped or sought-back video repeats its media times; the recording's clock goes on."""
     image = np.zeros((4, 6, 3), np.uint8)

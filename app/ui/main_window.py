@@ -19,10 +19,14 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMessageBox,
+    QProxyStyle,
     QScrollArea,
     QSlider,
     QSplitter,
     QStackedWidget,
+    QStyle,
+    QStyleHintReturn,
+    QStyleOption,
     QTabWidget,
     QToolBar,
     QVBoxLayout,
@@ -73,6 +77,22 @@ WINDOW_UNRECTIFIED_ADVICE = (
     "load the rig's calibration (the Calibration panel's Load…; one loaded: press 'Check the current "
     "pair' there), or estimate one with the panel's 'Self-rectify'"
 )
+
+
+class _JumpToClick(QProxyStyle):
+    """A seek bar whose click moves the handle to the frame under the mouse (a click paged by a
+    tenth of the source, away from the frame aimed at), then drags from there."""
+
+    def styleHint(
+        self,
+        hint: QStyle.StyleHint,
+        option: QStyleOption | None = None,
+        widget: QWidget | None = None,
+        returnData: QStyleHintReturn | None = None,
+    ) -> int:
+        if hint == QStyle.StyleHint.SH_Slider_AbsoluteSetButtons:
+            return Qt.MouseButton.LeftButton.value
+        return super().styleHint(hint, option, widget, returnData)
 
 
 class MainWindow(QMainWindow):
@@ -391,6 +411,8 @@ class MainWindow(QMainWindow):
             bar.addAction(action)
             self.addAction(action)  # its key works with the toolbar hidden too (Space, Right)
         self.seek_bar = QSlider(Qt.Orientation.Horizontal)
+        self._seek_style = _JumpToClick()  # kept: the slider does not own a style it is given
+        self.seek_bar.setStyle(self._seek_style)
         self.seek_bar.setToolTip("seek: drag to a frame (files, datasets, recordings, videos)")
         self.seek_bar.setMinimumWidth(200)
         self.seek_bar.setEnabled(False)

@@ -368,6 +368,20 @@ def test_seeking_a_folder_after_it_ended(qtbot, tmp_path: Path) -> None:  # type
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         window.seek_bar.triggerAction(QSlider.SliderAction.SliderPageStepAdd)
     assert blocker.args[0].pair.timestamp == 4.0 and "frame 5 / 5" in window.seek_label.text()
+    # a mouse click lands on the frame under it (it paged, away from the frame aimed at)
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtTest import QTest
+
+    bar = window.seek_bar
+    bar.resize(400, bar.height())
+    style = bar.style()
+    handle = style.pixelMetric(style.PixelMetric.PM_SliderLength, None, bar)
+    x = handle // 2 + round((bar.width() - handle) * 1 / 4)  # the second of five frames
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        QTest.mouseClick(
+            bar, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(x, bar.height() // 2)
+        )
+    assert blocker.args[0].pair.timestamp == 1.0 and "frame 2 / 5" in window.seek_label.text()
 
 
 def test_a_source_that_cannot_seek_says_so(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -88,10 +88,8 @@ class CalibrationDesk:
     ) -> tuple[BoardView | None, np.ndarray | None, tuple[int, int]]:
         """The board matched in both raw views (or None), its pose parameters for coverage, and
         the image size (w, h)."""
-        grays = [cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (left, right)]
-        dl, dr = (target.detect(g) for g in grays)
+        dl, matched = _detect_pair(target, left, right)
         size = (left.shape[1], left.shape[0])
-        matched = target.match(dl, dr) if dl is not None and dr is not None else None
         params = view_parameters(target.full_view(dl), target.inner, size) if matched and dl else None
         return matched, params, size
 
@@ -125,10 +123,15 @@ class CalibrationDesk:
     def board_rows(target: Target, left: np.ndarray, right: np.ndarray) -> tuple[int, float] | None:
         """The board's corners seen in both views of a rectified pair: their count and the RMS of
         their vertical offsets (px), the check a repetitive scene cannot fool; None: no board."""
-        grays = [cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) for img in (left, right)]
-        dl, dr = (target.detect(g) for g in grays)
-        matched = target.match(dl, dr) if dl is not None and dr is not None else None
+        _, matched = _detect_pair(target, left, right)
         if not matched:
             return None
         cl, cr = (np.asarray(c, np.float64).reshape(-1, 2) for c in matched[1:3])
         return len(cl), float(np.sqrt(np.mean((cl[:, 1] - cr[:, 1]) ** 2)))
+
+
+def _detect_pair(target: Target, left: np.ndarray, right: np.ndarray) -> tuple[Any, BoardView | None]:
+    """``target`` detected in the left view of an RGB pair, and its corners matched in both (None
+    when either view misses it)."""
+    dl, dr = (target.detect(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)) for img in (left, right))
+    return dl, target.match(dl, dr) if dl is not None and dr is not None else None

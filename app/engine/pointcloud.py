@@ -5,7 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from app.engine.errors import UserError
-from app.engine.types import Calibration
+from app.engine.types import Calibration, FrameResult, Mode
+
+
+def require_metric(result: FrameResult, what: str) -> None:
+    """``UserError`` naming why ``what`` (a distance, a point cloud) cannot be had from ``result``:
+    binary mode gives no depth, and metres need a calibration."""
+    if result.depth.mode is Mode.BINARY:
+        raise UserError(
+            f"{what} needs depth, and binary mode only answers nearer or farther than its plane; "
+            "choose the quantized or continuous mode"
+        )
+    if result.calibration is None:
+        raise UserError(f"{what} needs a calibration (focal length and baseline); load one first")
 
 
 def point_cloud(

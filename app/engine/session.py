@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from app.engine import measure, snapshots
+from app.engine import measure, pointcloud, snapshots
 from app.engine.assets import demo_scene, resource_path
 from app.engine.calibration.desk import CalibrationDesk
 from app.engine.calibration.files import load_calibration
@@ -428,11 +428,13 @@ class Session:
     @staticmethod
     def distance_m(result: FrameResult, a: tuple[int, int], b: tuple[int, int]) -> float:
         """3D distance (metres) between pixels ``a`` and ``b`` (x, y) of the frame's depth."""
+        pointcloud.require_metric(result, "a distance")
         return measure.distance_m(result.depth.disparity, result.calibration, a, b)
 
     @staticmethod
     def region_stats(result: FrameResult, x0: int, y0: int, x1: int, y1: int) -> measure.RegionStats:
         """Fill rate, mean distance and plane-fit RMS of a rectangle of the frame's depth."""
+        pointcloud.require_metric(result, "a region's figures")
         return measure.region_stats(result.depth.disparity, result.calibration, x0, y0, x1, y1)
 
     @staticmethod
@@ -494,15 +496,23 @@ class Session:
         recorder.discard()  # what it wrote stays; an empty one goes
         self._failed_recording = (recorder, error)
 
-    def _set_aside_calibration(self, size: tuple[int, int], shape: tuple[int, ...]) -> None:
+    def _set_aside_calibration(
+        self, size: tuple[int, int], shape: tuple[int, ...], own: bool = False
+    ) -> None:
         """The calibration in use fits frames of another size (a new source of another camera):
-        it is set aside, not left to refuse every frame; ``take_set_aside`` says so once."""
+        it is set aside, not left to refuse every frame; ``take_set_aside`` says so once. ``own``:
+        the source carries its own calibration, which depth then uses (not pixels)."""
+        then = (
+            "depth uses the source's own calibration"
+            if own
+            else "depth in pixels; load this camera's calibration"
+        )
         with self._lock:
             self.calibration, self.rectifier = None, None
             self._new_stream()
             self._set_aside = (
                 f"the calibration in use is for {size[0]}x{size[1]} frames but this source's are "
-                f"{shape[1]}x{shape[0]}: it is set aside (depth in pixels); load this camera's calibration"
+                f"{shape[1]}x{shape[0]}: it is set aside ({then})"
             )
         self.events.calibration_changed.emit(None)
 
@@ -587,7 +597,7 @@ class Session:
         left, right = pair.left, pair.right
         if rectifier is not None and (size := getattr(rectifier, "image_size", None)) is not None:
             if size != (left.shape[1], left.shape[0]):  # a loaded rig and another source's frames
-                self._set_aside_calibration(size, left.shape)
+                self._set_aside_calibration(size, left.shape, own=pair.calibration is not None)
                 rectifier, calibration = None, pair.calibration
         if rectifier is not None:
             left, right = rectifier.rectify(left, right)

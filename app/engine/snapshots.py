@@ -12,7 +12,7 @@ import numpy as np
 from app.engine.errors import UserError
 from app.engine.formats import write_color_png, write_ply
 from app.engine.outputs import write_result
-from app.engine.pointcloud import point_cloud
+from app.engine.pointcloud import point_cloud, require_metric
 from app.engine.types import FrameResult
 
 
@@ -57,6 +57,7 @@ def write_snapshot(
 
 def frame_point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
     """The frame's points and colours (``pointcloud.point_cloud`` on its disparity)."""
+    require_metric(result, "a point cloud")
     return point_cloud(result.depth.disparity, result.calibration, result.pair.left)
 
 

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.errors import UserError
 from app.engine.session import Session
-from app.engine.types import Calibration
+from app.engine.types import Calibration, FrameResult
 from app.ui.controller import SessionController
 from app.ui.folders import FolderMemory
 from app.ui.settings import Settings
@@ -55,6 +55,7 @@ BOARDS = ("Chessboard", "ChArUco")
 MAX_SELF_FRAMES = 10
 NO_CALIBRATION = "none: depth in pixels only"
 SOURCE_CALIBRATION = "from the source"
+SELF_RECTIFICATION = "self-rectification"
 
 
 def match_segments(report: EpipolarReport, gain: float = LINE_GAIN) -> np.ndarray:
@@ -66,6 +67,16 @@ def match_segments(report: EpipolarReport, gain: float = LINE_GAIN) -> np.ndarra
     end = pl.copy().astype(np.float64)
     end[:, 1] += gain * (pr[:, 1] - pl[:, 1])
     return np.stack([pl.astype(np.float64), end], axis=1)
+
+
+def corner_marks(points: np.ndarray, size: float) -> np.ndarray:
+    """N x 2 corner positions -> 2N x 2 x 2 segments: a cross of arm ``size`` px on each."""
+    pts = np.asarray(points, np.float64).reshape(-1, 2)
+    arms = []
+    for dx, dy in ((size, 0.0), (0.0, size)):
+        step = np.array([dx, dy])
+        arms.append(np.stack([pts - step, pts + step], axis=1))
+    return np.concatenate(arms) if len(pts) else np.zeros((0, 2, 2))
 
 
 _HINT_WORDS = (
@@ -106,6 +117,8 @@ class CalibrationPanel(QWidget):
         self.self_frames: list[tuple[np.ndarray, np.ndarray]] = []
         self.rig: StereoRig | None = None
         self.baseline_known = True  # False: the rig's baseline is a 1 m placeholder
+        self.rig_estimated = False  # the rig is a self-rectification of this panel
+        self._marked: np.ndarray | None = None  # the raw left image whose board corners are crossed
         layout = QVBoxLayout(self)
         layout.addWidget(self._file_group())
         layout.addWidget(self._check_group())
@@ -239,6 +252,7 @@ class CalibrationPanel(QWidget):
 
     def apply(self, calibration: Calibration, rig: StereoRig | None, name: str) -> None:
         self.rig = rig
+        self.rig_estimated = name == SELF_RECTIFICATION  # its intrinsics are a projective warp's
         self.baseline_known = calibration.baseline_known
         self.save_button.setEnabled(rig is not None)
         rectifier = DESK.rectifier(rig) if rig is not None else None
@@ -292,6 +306,7 @@ class CalibrationPanel(QWidget):
         calibration): they go, not to stand beside a state they contradict."""
         self.verdict.setText("")
         self.figures.setText("")
+        self._marked = None
         self.linesReady.emit(None)
 
     def run_check(self) -> None:
@@ -325,6 +340,7 @@ class CalibrationPanel(QWidget):
                     f"vertical offset: mean {r.vertical_mean_px:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
                     f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches; {r.misalignment}. {r.reason}"
                 )
+            self._marked = None
             self.linesReady.emit(match_segments(report))
 
         self.controller.run_task(measure, done)
@@ -412,8 +428,36 @@ class CalibrationPanel(QWidget):
                 f"{count} ({need}); coverage {cov} (each 0-1: board positions, sizes, tilts)"
             )
             self.calibrate_button.setEnabled(len(self.views) >= MIN_VIEWS)
+            self._draw_corners(last, matched)
 
         self.controller.run_task(find, done)
+
+    def _draw_corners(self, last: FrameResult, matched: Any) -> None:
+        """Cross the captured board's corners on the left view, where the view shows them: found
+        on the raw frame, they are moved onto the rectified (or swapped) image the view shows."""
+        raw = last.raw or last.pair
+        left, right = (np.asarray(c, np.float64).reshape(-1, 2) for c in matched[1:3])
+        shown = last.pair.left
+        if shown is raw.left:
+            corners = left
+        elif shown is raw.right:
+            corners = right
+        else:
+            session = self.controller.session
+            swapped = session.swap_views
+            mapper = getattr(session.rectifier, "map_points", None)
+            if mapper is None:  # rectified by something that cannot map points: draw nothing wrong
+                self.linesReady.emit(None)
+                return
+            corners = mapper(right if swapped else left, right=swapped)
+        self.linesReady.emit(corner_marks(corners, max(3.0, shown.shape[1] / 160)))
+        self._marked = raw.left
+
+    def frame_shown(self, result: FrameResult) -> None:
+        """A new frame on screen: crosses drawn on an earlier one go (a live camera moves on)."""
+        if self._marked is not None and (result.raw or result.pair).left is not self._marked:
+            self._marked = None
+            self.linesReady.emit(None)
 
     def calibrate(self) -> None:
         if self.image_size is None or len(self.views) < MIN_VIEWS:
@@ -509,7 +553,10 @@ class CalibrationPanel(QWidget):
         if frame is None:
             return
         frames = [*self.self_frames, frame][-MAX_SELF_FRAMES:]
-        known = self.rig
+        # a rig calibrated or loaded keeps its intrinsics and has its pose re-fitted; one this panel
+        # self-rectified has made-up intrinsics: a pose fitted through them left its matches 1.6 px
+        # apart where a fresh projective warp leaves 0.4 px (so it is done afresh)
+        known = None if self.rig_estimated else self.rig
         measured = self.self_baseline.value() or None  # 0: unknown
         keeps_baseline = measured is not None or (known is not None and self.baseline_known)
 
@@ -533,7 +580,7 @@ class CalibrationPanel(QWidget):
                 )
             )
             self.self_frames = []
-            self._save_and_apply(result.rig, "self-rectification", keeps_baseline)
+            self._save_and_apply(result.rig, SELF_RECTIFICATION, keeps_baseline)
 
         self.controller.run_task(
             lambda: DESK.self_rectify(frames, known, measured), done

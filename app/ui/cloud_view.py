@@ -68,6 +68,18 @@ class CloudView(QWidget):
         if self.isVisible():
             self._redraw()
 
+    def reset(self) -> None:
+        """A new source: its cloud is aimed afresh, and the last source's does not stay."""
+        self.result = None
+        self._aimed = False
+        self.positions, self.colours = np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32)
+        self._clear_points()
+        self.message.setText("no depth yet")
+
+    def _clear_points(self) -> None:
+        if self.scatter is not None:
+            self.scatter.setData(pos=self.positions, color=self.colours)
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self._redraw()
@@ -82,6 +94,7 @@ class CloudView(QWidget):
         except UserError as exc:
             self.message.setText(exc.worded(window_words))
             self.positions, self.colours = np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32)
+            self._clear_points()  # the last cloud stood under the words that there is none
             return
         shown = len(self.positions)
         thinned = f", {shown} shown" if shown < total else ""

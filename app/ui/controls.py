@@ -449,9 +449,10 @@ class ControlsPanel(QWidget):
             kind = " quantized" if result.choice.get("quantized") else ""  # continuous did not fit
             every = f" every {step:g} px" if step else ""
             text = f"chose {planes}{kind} planes{every}, took {took:.0f} ms"
-            budget = self.settings.budget_ms
+            # the budget this answer was planned for: the slider may have moved on since
+            budget = float(result.choice.get("budget_ms", self.settings.budget_ms))
             if self.settings.budget_on and took > OVER_BUDGET * budget:
-                text += f", over the {budget:g} ms budget (the next frames fit it better)"
+                text += f", over the {budget:g} ms budget (costs now measured: the next answer fits better)"
         elif result.engine == "sgbm":  # a matcher over every disparity: no planes to count
             text = f"took {took:.0f} ms"
         else:

@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
@@ -113,6 +113,8 @@ class MainWindow(QMainWindow):
         self._open_source = open_source or session.open_source
         self._swap_warned = False  # the swapped-images warning shows once a stream
         self._unrectified_warned: str | None = None  # the unrectified-pair warning shown this stream
+        self._set_aside_warned: str | None = None  # a set-aside rig's error, of this source only
+        self._ended = False  # the source gave its last frame (Play starts it again)
         self._flow_drawn = False  # the flow pane shows the last frame's flow
         self._layout_warned = False  # the wrong-layout warning, once a source
         session.set_swap_views(settings.swap_views)
@@ -368,14 +370,18 @@ class MainWindow(QMainWindow):
         if reset is not None:
             reset()
         self._hover_at = None
+        self.measure.reset()
+        self.cloud_view.reset()
         self._swap_warned = False
-        if self._unrectified_warned is not None:  # it was of the last source
-            self.clear_error(self._unrectified_warned)
-        self._unrectified_warned = None
+        for warned in (self._unrectified_warned, self._set_aside_warned):  # of the last source
+            if warned is not None:
+                self.clear_error(warned)
+        self._unrectified_warned = self._set_aside_warned = None
         self._layout_warned = False
         for pane in (self.left_view, self.depth_view, self.right_view, self.compare_main, self.baseline_view):
             pane.fit()  # a new source is shown whole, whatever the last one was zoomed to
         self.readout.setText("")
+        self._ended = False
         self.pause_action.setChecked(False)
         self._update_position()
         self.show_status(f"opened {description}")
@@ -383,17 +389,31 @@ class MainWindow(QMainWindow):
 
     def _source_ended(self) -> None:
         if self.loop_action.isChecked() and self.settings.source:
-            if getattr(self.session.source, "seekable", False):
-                self.controller.seek(0)  # from its start again; a recording of it goes on
-            else:
-                self.open_spec(self.settings.source)
+            self._from_the_start()
             return
+        self._ended = True
+        with QSignalBlocker(self.pause_action):  # the button offers Play, which starts it again
+            self.pause_action.setChecked(True)
+        self.pause_action.setText("Play")
         self.latency.mark_ended()
         cut = self.session.cut_short_note()
         if cut is not None:  # not a whole file's end: said as a problem, not as news
             self.show_error(cut[0].upper() + cut[1:])
             return
-        self.show_status("source ended: its last frame stays live for every control")
+        self.show_status("source ended: its last frame stays live for every control; Play starts it again")
+
+    def _from_the_start(self) -> None:
+        self._ended = False
+        if getattr(self.session.source, "seekable", False):
+            self.controller.seek(0)  # from its start again; a recording of it goes on
+        elif self.settings.source:
+            self.open_spec(self.settings.source)
+
+    def _step(self) -> None:
+        if self._ended:  # Step at the end did nothing, unsaid
+            self.show_status("the source has ended: Play starts it again, or drag the seek bar")
+            return
+        self.controller.step()
 
     # ---- playback -------------------------------------------------------------------------
     def _build_playback(self) -> None:
@@ -404,7 +424,7 @@ class MainWindow(QMainWindow):
         self.pause_action.toggled.connect(self._pause)
         self.step_action = QAction("Step", self, shortcut=QKeySequence("Right"))
         self.step_action.setToolTip("the next frame (while paused)")
-        self.step_action.triggered.connect(self.controller.step)
+        self.step_action.triggered.connect(self._step)
         self.loop_action = QAction("Loop", self, checkable=True)
         self.loop_action.setToolTip("start a finite source again when it ends")
         for action in (self.pause_action, self.step_action, self.loop_action):
@@ -455,6 +475,8 @@ class MainWindow(QMainWindow):
     def _pause(self, on: bool) -> None:
         self.pause_action.setText("Play" if on else "Pause")
         self.controller.set_paused(on)
+        if not on and self._ended:  # Play at the end: from the start, as a player does
+            self._from_the_start()
 
     # ---- engine, flow, display ------------------------------------------------------------------
     def engine_options(self) -> vocabulary.EngineOptions:
@@ -616,7 +638,12 @@ class MainWindow(QMainWindow):
         set_aside = self.session.take_set_aside()
         if set_aside is not None:  # a rig of another camera's frame size, kept from the last source
             self.calibration.set_aside(set_aside)
-            self.show_error(set_aside[0].upper() + set_aside[1:])
+            message = set_aside[0].upper() + set_aside[1:]
+            if result.calibration is not None:  # the source's own: depth is metric, nothing to mend
+                self.show_status(message)
+            else:
+                self.show_error(message)
+                self._set_aside_warned = message
         self._warn_if_unrectified(result)
         self._warn_layout(result)
         if self.measure.isVisible():
@@ -624,10 +651,16 @@ class MainWindow(QMainWindow):
         else:
             self.measure.result = result  # figures and histogram catch up when it is shown
         self._update_position()
+        if self._ended and not self.controller.holds_still():  # a seek after the end plays on
+            self._ended = False
+            with QSignalBlocker(self.pause_action):
+                self.pause_action.setChecked(False)
+            self.pause_action.setText("Pause")
         self.cloud_view.set_result(result)
         self.latency.add(result.timings, still=self.controller.holds_still())
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)
+        self.calibration.frame_shown(result)
         notes = "; ".join(depth.notes)
         status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
         if depth.searched is not None:

@@ -78,11 +78,21 @@ class MeasurePanel(QWidget):
             centres = (edges[:-1] + edges[1:]) / 2
             self.bars.setOpts(x=centres, height=counts, width=float(edges[1] - edges[0]))
             self.histogram.setLabel("bottom", "depth" if unit == "m" else "disparity", units=unit)
+        else:  # binary: no depth to count (the last continuous frame's bars stood unchanged)
+            self.bars.setOpts(x=[], height=[], width=1.0)
+            self.histogram.setLabel("bottom", "no depth in binary mode", units=None)
         tool = self.tool.currentText()
         if tool == "distance" and len(self.clicks) == 2:
             self._measure_distance()
         elif tool == "region":
             self._measure_region()
+
+    def reset(self) -> None:
+        """A new source: the marks and figures were of the last one's pixels."""
+        self.result = None
+        self.figures.setText(HINTS[self.tool.currentText()])
+        self._on_tool(self.tool.currentText())
+        self.bars.setOpts(x=[], height=[], width=1.0)
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
@@ -105,7 +115,8 @@ class MeasurePanel(QWidget):
     def _clicked(self, x: int, y: int) -> None:
         if self.tool.currentText() != "distance":
             return
-        self.clicks = [*self.clicks, (x, y)][-2:]
+        # a third click starts a new measurement (it had paired with the second)
+        self.clicks = [(x, y)] if len(self.clicks) == 2 else [*self.clicks, (x, y)]
         xs, ys = zip(*self.clicks, strict=True)
         self.marks.setData(list(xs), list(ys))
         self.line.setData(list(xs), list(ys))

@@ -55,6 +55,15 @@ def _unknown_grey(rgb: np.ndarray, values: np.ndarray) -> np.ndarray:
     return rgb
 
 
+def _depth_span(result: FrameResult, levels: tuple[float, float]) -> str:
+    """', depth ∞-1.21 m': the colour bar's ends as depths, with a calibration ('' without)."""
+    if result.calibration is None:
+        return ""
+    far, near = (float(result.calibration.depth_m(np.array([v]))[0]) for v in levels)
+    words = [f"{z:.3g}" if np.isfinite(z) else "∞" for z in (far, near)]
+    return f", depth {words[0]}-{words[1]} {result.calibration.depth_unit}"
+
+
 def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     depth = result.depth
     if depth.mode is Mode.BINARY:
@@ -64,7 +73,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     else:
         shown = depth.disparity
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
-        title = f"Disparity in px ({depth.engine}, {depth.mode.value})"
+        title = f"Disparity in px{_depth_span(result, levels)} ({depth.engine}, {depth.mode.value})"
         if not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
             title += " · grey: unknown" + (", or outside the range" if depth.range_state is not None else "")
         tint = depth.range_state == 1 if depth.range_state is not None else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import cv2
@@ -12,7 +13,7 @@ from app.engine.calibration.charuco import CharucoTarget
 from app.engine.calibration.files import load_calibration
 from app.engine.depth.engines import EngineOptions
 from app.engine.session import Session
-from app.engine.types import StereoPair
+from app.engine.types import Calibration, StereoPair
 from app.ui import calibration_panel
 from app.ui.main_window import MainWindow
 from app.ui.settings import Settings
@@ -55,9 +56,11 @@ def _show(qtbot, window: MainWindow, holder: list[StereoPair], pair: StereoPair)
         window.open_spec("still")
 
 
-def _save_to(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+def _save_to(monkeypatch: pytest.MonkeyPatch, path: Path | None) -> None:
+    """The save dialog answers ``path``; None: it was cancelled (Qt gives an empty name)."""
+    name = "" if path is None else str(path)
     monkeypatch.setattr(
-        calibration_panel.QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(path), ""))
+        calibration_panel.QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (name, ""))
     )
 
 
@@ -115,6 +118,49 @@ def test_charuco_capture_finds_the_board(qtbot, tmp_path: Path) -> None:  # type
     # a confident calibration of two)
     panel.capture_view()
     assert len(panel.views) == 1 and "this frame is view 1 already" in panel.board_status.text()
+
+
+def _cross_centres(segments: np.ndarray) -> np.ndarray:
+    """The corners ``corner_marks`` crossed: the midpoints of its first half (the horizontal arms)."""
+    arms = np.asarray(segments).reshape(-1, 2, 2)
+    return arms[: len(arms) // 2].mean(axis=1)
+
+
+def test_a_capture_crosses_the_board_corners_where_the_view_shows_them(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A capture drew nothing: the user could not see what had been found (review)."""
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    panel = window.calibration
+    panel.pattern.setText("8x6")
+    drawn: list[np.ndarray] = []
+    panel.linesReady.connect(lambda s: drawn.append(s) if s is not None else None)
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))
+    panel.capture_view()
+    qtbot.waitUntil(lambda: len(drawn) == 1, timeout=20_000)
+    _obj, left, _right = panel.views[0]
+    assert np.allclose(_cross_centres(drawn[0]), np.asarray(left).reshape(-1, 2))
+    # with a rig loaded the view shows the rectified frame: the crosses move with the board
+    panel.apply(true_rig().rectified(), true_rig(), "true rig")
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[1])))
+    panel.capture_view()
+    qtbot.waitUntil(lambda: len(drawn) == 2, timeout=20_000)
+    shown = window.controller.last.pair.left
+    found = panel._target().detect(cv2.cvtColor(shown, cv2.COLOR_RGB2GRAY))
+    assert found is not None
+    seen = np.asarray(found.points).reshape(-1, 2)
+    crosses = _cross_centres(drawn[-1])
+    raw_left = np.asarray(panel.views[-1][1]).reshape(-1, 2)
+    assert len(crosses) == len(seen) == len(raw_left)
+    assert np.abs(crosses - seen).max() < 1.0  # on the rectified image's own corners
+    assert np.abs(raw_left - seen).max() > 3.0  # where the raw corners would have been wrong
+    # the crosses are of that frame: a live camera's next frame takes them away, a refresh does not
+    cleared: list[object] = []
+    panel.linesReady.connect(lambda s: cleared.append(s) if s is None else None)
+    last = window.controller.last
+    panel.frame_shown(last)
+    assert not cleared
+    panel.frame_shown(dataclasses.replace(last, raw=StereoPair(*render_pair(*POSES[2]))))
+    assert cleared == [None]
 
 
 def test_self_rectify_button_on_the_hand_held_pair(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -221,7 +267,7 @@ def test_a_self_rectification_without_a_baseline_is_in_baselines_saved_later_and
     _show(qtbot, window, holder, handheld)
     panel = window.calibration
     assert not panel.save_button.isEnabled()
-    _save_to(monkeypatch, Path(""))  # the dialog after Self-rectify cancelled
+    _save_to(monkeypatch, None)  # the dialog after Self-rectify cancelled
     with qtbot.waitSignals([panel.calibrationChanged, window.controller.resultShown], timeout=30_000):
         panel.self_rectify()
     assert "baseline unknown" in panel.file_label.text() and "mm" not in panel.file_label.text()
@@ -238,7 +284,7 @@ def test_a_self_rectification_without_a_baseline_is_in_baselines_saved_later_and
     assert not reloaded.baseline_known  # marked: it reloads in baselines, not as a 1 m rig
     # a measured baseline gives metres
     panel.self_baseline.setValue(0.075)
-    _save_to(monkeypatch, Path(""))
+    _save_to(monkeypatch, None)
     with qtbot.waitSignal(panel.calibrationChanged, timeout=30_000):
         panel.self_rectify()
     assert "baseline 75.0 mm" in panel.file_label.text()
@@ -250,3 +296,14 @@ def test_a_self_rectification_without_a_baseline_is_in_baselines_saved_later_and
     assert window.session.rectifier is None and panel.rig is None and not panel.save_button.isEnabled()
     assert "set aside" in panel.file_label.text() and "set aside" in window.last_error
     assert window.controller.last is not None and window.controller.last.pair.left.shape == demo.left.shape
+    # the error was of that source: the next source takes it away (it stayed, naming the old size)
+    _show(qtbot, window, holder, handheld)
+    assert "set aside" not in window.notices.text.text()
+    # a source with its own calibration: the rig still goes, but depth is metric, so it is news,
+    # not an error that says "depth in pixels" (review)
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))  # the rig's frame size
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        panel.apply(true_rig().rectified(), true_rig(), "true rig")
+    _show(qtbot, window, holder, dataclasses.replace(demo, calibration=Calibration(995.0, 0.193)))
+    assert window.notices.level == "info" and "the source's own calibration" in window.notices.text.text()
+    assert "pixels" not in window.notices.text.text()

@@ -13,6 +13,7 @@ from app.engine.depth.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import Session
 from app.engine.types import Mode, StereoPair
+from app.ui import measure_panel
 from app.ui.latency import LatencyPlot
 from app.ui.main_window import MainWindow
 from app.ui.settings import Settings
@@ -290,6 +291,21 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     window.compare_main.clicked.emit(110, 10)
     z = 500.0 * 0.1 / float(panel.result.depth.disparity[10, 10])  # type: ignore[union-attr]  # the newer answer's
     assert f"distance {100 * z / 500.0:.3f} m" in panel.figures.text()
+    # a third click starts a new measurement (it paired with the second: review)
+    window.compare_main.clicked.emit(50, 50)
+    assert panel.clicks == [(50, 50)] and panel.figures.text() == "click a second pixel"
+    # binary mode has no depth: it says so, and the histogram does not keep the last frame's bars
+    window.compare_main.clicked.emit(60, 50)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controls.mode.setCurrentText("binary")
+    assert "binary mode" in panel.figures.text() and "calibration" not in panel.figures.text()
+    assert len(panel.bars.opts["height"]) == 0
+    # a new source: the marks were of the last one's pixels
+    at_change: list[tuple[object, str]] = []  # connected after the window's own slot
+    window.controller.sourceChanged.connect(lambda _d: at_change.append((panel.clicks, panel.figures.text())))
+    with qtbot.waitSignal(window.controller.sourceChanged, timeout=5000):
+        window.open_spec("pair")
+    assert at_change == [([], measure_panel.HINTS["distance"])]
 
 
 def test_the_3d_view_builds_from_depth_and_calibration(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -320,6 +336,20 @@ def test_the_3d_view_builds_from_depth_and_calibration(qtbot, monkeypatch) -> No
     )
     cloud.max_depth.setValue(1)  # 0.1 m: nothing that near
     assert len(cloud.positions) == 0 and "0 points" in cloud.message.text()
+    # binary mode: no depth, said (it read "0 points nearer than ..."); a new source: its own
+    # cloud, aimed afresh, not the last one's under the words that there is none (review)
+    cloud.max_depth.setValue(50)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controls.mode.setCurrentText("binary")
+    assert len(cloud.positions) == 0 and "binary mode" in cloud.message.text()
+    cloud._aimed = True
+    at_change: list[tuple[object, bool, str]] = []  # connected after the window's own slot
+    window.controller.sourceChanged.connect(
+        lambda _d: at_change.append((cloud.result, cloud._aimed, cloud.message.text()))
+    )
+    with qtbot.waitSignal(window.controller.sourceChanged, timeout=5000):
+        window.open_spec("pair")
+    assert at_change == [(None, False, "no depth yet")]
 
 
 def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -382,6 +412,26 @@ def test_seeking_a_folder_after_it_ended(qtbot, tmp_path: Path) -> None:  # type
             bar, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(x, bar.height() // 2)
         )
     assert blocker.args[0].pair.timestamp == 1.0 and "frame 2 / 5" in window.seek_label.text()
+
+
+def test_play_at_the_end_of_a_folder_starts_it_again(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """At the end the button still read "Pause"; pressed, then Play did nothing, unsaid (review)."""
+    folder = pairs_folder(tmp_path / "pairs")
+    window = _window(qtbot, None, RecordingEngine())
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        window.open_spec(str(folder))
+    assert window.pause_action.text() == "Play" and "Play starts it again" in window.notices.text.text()
+    window.step_action.trigger()  # Step has no next frame: it says what does
+    assert "the source has ended" in window.notices.text.text()
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.pause_action.trigger()  # Play
+    assert blocker.args[0].pair.timestamp == 0.0 and window.pause_action.text() == "Pause"
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        pass  # it plays to the end again
+    # a seek after the end plays on from there: the button offers Pause again
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controller.seek(2)
+    assert window.pause_action.text() == "Pause" and not window.pause_action.isChecked()
 
 
 def test_a_source_that_cannot_seek_says_so(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 from app.engine.depth.engines import EngineOptions
 from app.engine.formats import read_image_rgb, read_kitti_png, read_pfm
 from app.engine.session import Session
-from app.engine.types import StereoPair
+from app.engine.types import Calibration, StereoPair
 from app.ui import work
 from app.ui.main_window import MainWindow
 from app.ui.settings import Settings
@@ -109,3 +110,8 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     assert render(frame, DisplaySpec()).depth_title == "Disparity in px (bi3d, continuous)"
     depth.disparity[2:4, 2:4] = np.nan  # masked: unknown, drawn grey
     assert render(frame, DisplaySpec()).depth_title.endswith("· grey: unknown")
+    # with a calibration the colour bar's ends are given as depths (the title said px alone)
+    metric = dataclasses.replace(frame, calibration=Calibration(focal_px=100.0, baseline_m=0.12))
+    assert render(metric, DisplaySpec(fixed_max=48.0)).depth_title.startswith(
+        "Disparity in px, depth ∞-0.25 m (bi3d, continuous)"
+    )

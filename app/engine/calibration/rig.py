@@ -126,6 +126,16 @@ class Rectifier:
         """(w, h) of the frames this rig rectifies."""
         return self.rig.image_size
 
+    def map_points(self, points: np.ndarray, right: bool = False) -> np.ndarray:
+        """N x 2 pixel positions in a raw left (``right``: right) frame -> where they land in the
+        rectified frame (e.g. board corners found on the raw frame, drawn on the rectified view)."""
+        r = self.rig
+        k, d, rot, proj = (r.K2, r.D2, r.R2, r.P2) if right else (r.K1, r.D1, r.R1, r.P1)
+        pts = np.asarray(points, np.float64).reshape(-1, 1, 2)
+        if not len(pts):
+            return np.zeros((0, 2))
+        return cv2.undistortPoints(pts, k, d, R=rot, P=proj).reshape(-1, 2)
+
     def rectify(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw H x W x 3 uint8 RGB frames -> rectified frames of the same size."""
         w, h = self.rig.image_size

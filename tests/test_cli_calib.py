@@ -373,13 +373,46 @@ def test_hand_held_pair_is_not_rectified_then_self_rectified(
     assert code == 0 and "frames: 1," in stdout
 
 
+def test_out_must_be_a_new_file_or_a_calibration_to_replace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A Middlebury calib.txt given as --out was overwritten with YAML, unsaid; a missing folder
+    was found only after the whole calibration (review)."""
+    pair = [str(HANDHELD / "left.jpg"), str(HANDHELD / "right.jpg")]
+    middlebury = tmp_path / "calib.txt"
+    middlebury.write_text("cam0=[1000 0 300; 0 1000 200; 0 0 1]\nbaseline=100\n")
+    msg = _bad(capsys, "calib", "rectify", *pair, "--out", str(middlebury))
+    assert "is not a stereo calibration" in msg and middlebury.read_text().startswith("cam0=")
+    msg = _bad(capsys, "calib", "rectify", *pair, "--out", str(tmp_path / "nowhere" / "rig.yaml"))
+    assert "does not exist" in msg and "frames:" not in capsys.readouterr().out
+    rig = tmp_path / "rig.yaml"
+    code, stdout, _ = run(capsys, "calib", "rectify", *pair, "--out", str(rig))
+    assert code == 0 and f"wrote {rig}" in stdout
+    code, stdout, _ = run(capsys, "calib", "rectify", *pair, "--out", str(rig))
+    assert code == 0 and f"replaced the earlier calibration in {rig}" in stdout
+
+
 def test_rectify_without_overlap_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     flat = tmp_path / "flat.png"
     cv2.imwrite(str(flat), np.full((459, 612, 3), 128, np.uint8))
     out = tmp_path / "c.yaml"
-    out.write_text("keep me")
+    write_opencv_yaml(out, true_rig())  # an earlier calibration, kept when nothing better comes
+    keep = out.read_text()
     msg = _bad(capsys, "calib", "rectify", str(HANDHELD / "left.jpg"), str(flat), "--out", str(out))
-    assert "consistent matches" in msg and out.read_text() == "keep me"
+    assert "consistent matches" in msg and out.read_text() == keep
+
+
+def test_a_self_rectification_that_leaves_rows_apart_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """OpenCV's chessboard pairs mislead the matcher: the rig left its matches 2089 px apart
+    (14 before) and was written, exit 0 (review)."""
+    out = tmp_path / "self.yaml"
+    folder = Path(__file__).parent / "data" / "opencv_stereo"
+    msg = _bad(
+        capsys, "calib", "rectify", str(folder), "--out", str(out), "--frames", "5", "--baseline", "0.083"
+    )
+    assert "self-rectification failed" in msg and "px apart" in msg and not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -424,17 +457,18 @@ def test_boards_in_one_camera_only_and_nothing_overwritten(
     for i in range(4):
         cv2.imwrite(str(folder / f"right_{i:02d}.png"), blank)
     out = tmp_path / "stereo.yaml"
-    out.write_text("the old calibration")
+    write_opencv_yaml(out, true_rig())
+    old = out.read_text()  # the old calibration
     argv = ["calib", "chessboard", str(folder), "--pattern", "8x6", "--square", "0.03", "--out", str(out)]
     msg = _bad(capsys, *argv)
     assert "found in both images of 0 of 4 pairs" in msg and "(found 4 in the left image only)" in msg
-    assert out.read_text() == "the old calibration"
+    assert out.read_text() == old
     write_views(folder, POSES[:3])  # three good pairs, one left-only: too few views
     msg = _bad(capsys, *argv)
-    assert "of 3 of 4 pairs" in msg and "need 4" in msg and out.read_text() == "the old calibration"
+    assert "of 3 of 4 pairs" in msg and "need 4" in msg and out.read_text() == old
     write_views(folder, POSES[:4])  # four good pairs, one of them dropped
     msg = _bad(capsys, *argv, "--drop", "left_00.png")
-    assert "only 3 views are left after dropping; need 4" in msg and out.read_text() == "the old calibration"
+    assert "only 3 views are left after dropping; need 4" in msg and out.read_text() == old
 
 
 def test_calibration_says_which_image_of_a_skipped_pair_lacks_the_board(

@@ -119,9 +119,36 @@ def run_charuco(args: argparse.Namespace) -> int:
     return _calibrate(args, target)
 
 
+def _check_out(path: str) -> str:
+    """Before any work: ``--out``'s folder must exist, and a file already there must be a rig
+    calibration (it is replaced: said), never a file of another kind (a Middlebury calib.txt was
+    overwritten with YAML, unsaid). -> the word for the final line: 'wrote' or 'replaced'."""
+    from pathlib import Path
+
+    from app.engine.calibration.files import is_rig_file
+    from app.engine.errors import UserError
+
+    out = Path(path)
+    folder = out.parent
+    if not folder.is_dir():
+        raise UserError(f"--out {out}: the folder {folder} does not exist; create it or choose another")
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder; give a file name ending .yaml, .yml or .xml")
+    if not out.exists():
+        return "wrote"
+    if not is_rig_file(out):
+        raise UserError(
+            f"--out {out} exists and is not a stereo calibration (OpenCV YAML or XML): it is left as it "
+            "is; choose another file name"
+        )
+    return "replaced the earlier calibration in"
+
+
 def _calibrate(args: argparse.Namespace, target: Any) -> int:
     from app.engine.calibration.files import write_opencv_yaml
     from app.engine.calibration.folder import calibrate_folder
+
+    wrote = _check_out(args.out)
 
     def progress(name: str, missing: str | None) -> None:
         print(f"{name}: {'board found' if missing is None else missing + ', skipped'}")
@@ -156,7 +183,7 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
         )
     print(f"coverage: {result.coverage}")
     write_opencv_yaml(args.out, result.rig)
-    print(f"wrote {args.out}")
+    print(f"{wrote} {args.out}")
     return 0
 
 
@@ -173,6 +200,7 @@ def run_rectify(args: argparse.Namespace) -> int:
 
     if args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
+    wrote = _check_out(args.out)
     if args.right is not None:
         pairs = [read_pair_rgb(args.source, args.right)]
     else:
@@ -208,7 +236,7 @@ def run_rectify(args: argparse.Namespace) -> int:
     if not result.baseline_known:
         print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")
     write_opencv_yaml(args.out, result.rig, result.baseline_known)
-    print(f"wrote {args.out}")
+    print(f"{wrote} {args.out}")
     return 0
 
 

@@ -144,7 +144,7 @@ def run_source(args: argparse.Namespace) -> int:
     count = len(numbers)
     stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:
-        print(f"note: removed {stale} frame folder(s) of an earlier, longer run from {args.out}")
+        print(f"note: removed the results of {stale} other frame(s) of an earlier run from {args.out}")
     print(f"wrote {count} frame(s) to {args.out}")
     return 0
 

@@ -8,6 +8,7 @@ engine, timings and notes.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -161,7 +162,8 @@ def remove_stale_frames(out_dir: Path, written: int | Collection[int]) -> int:
     """The frame folders (``frame_folder``) an earlier run left in ``out_dir`` beside this run's
     ``written`` ones (their numbers, or a count: 0 to count - 1): removed, so the folder holds one
     run's frames, not a mixture. Only folders that hold a result set (``result.json``) are
-    touched. -> how many were removed."""
+    touched, and only the set's own files (``OUTPUT_NAMES``) go: a folder that holds anything
+    else as well (a user's notes) keeps it and stays. -> how many sets were removed."""
     keep = set(range(written)) if isinstance(written, int) else set(written)
     removed = 0
     if not out_dir.is_dir():
@@ -170,7 +172,10 @@ def remove_stale_frames(out_dir: Path, written: int | Collection[int]) -> int:
         name = folder.name
         if len(name) == FRAME_FOLDER_DIGITS and name.isdigit() and int(name) not in keep:
             if folder.is_dir() and (folder / "result.json").is_file():
-                shutil.rmtree(folder, ignore_errors=True)
+                for own in OUTPUT_NAMES:
+                    (folder / own).unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # not empty: the user's files stay with it
+                    folder.rmdir()
                 removed += 1
     return removed
 

@@ -59,8 +59,11 @@ def test_a_shorter_many_frame_run_leaves_no_frames_of_the_longer_one(tmp_path: P
     (out / "notes").mkdir()  # not a frame folder
     (out / "000009").mkdir()  # a frame folder's name, but no result set in it: not ours
     outputs.write_result(outputs.frame_folder(out, 0), *_result(Mode.CONTINUOUS, 7.0), {})
+    (out / "000002" / "my_notes.txt").write_text("mine")  # the user's, beside a result set
     assert outputs.remove_stale_frames(out, 1) == 2
-    assert sorted(p.name for p in out.iterdir()) == ["000000", "000009", "notes"]
+    assert sorted(p.name for p in out.iterdir()) == ["000000", "000002", "000009", "notes"]
+    # only the set went: the user's file stays (the whole folder was deleted with it: review)
+    assert [p.name for p in (out / "000002").iterdir()] == ["my_notes.txt"]
     assert outputs.remove_stale_frames(tmp_path / "missing", 0) == 0
 
 

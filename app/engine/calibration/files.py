@@ -334,6 +334,16 @@ def write_opencv_yaml(path: str | Path, rig: StereoRig, baseline_known: bool = T
     atomic_write(path, fs.releaseAndGetString().encode())
 
 
+def is_rig_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a stereo rig in OpenCV's YAML/XML form (what ``write_opencv_yaml``
+    writes; a rewrite may replace it), not a file of another kind (a Middlebury calib.txt)."""
+    try:
+        fields, _ = _opencv_fields(Path(path))
+    except UserError:
+        return False
+    return {"K1", "K2", "R", "T"} <= fields.keys()
+
+
 def baseline_unknown(path: str | Path) -> bool:
     """Whether ``path`` says its baseline is a placeholder (``write_opencv_yaml``)."""
     try:

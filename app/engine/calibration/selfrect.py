@@ -19,7 +19,13 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from app.engine.calibration.check import MIN_MATCHES, epipolar_inliers, match_features, refine_matches
+from app.engine.calibration.check import (
+    MARGINAL_RMS_PX,
+    MIN_MATCHES,
+    epipolar_inliers,
+    match_features,
+    refine_matches,
+)
 from app.engine.calibration.fit import epipolar_rms
 from app.engine.calibration.rig import Rectifier, StereoRig
 from app.engine.errors import UserError
@@ -297,6 +303,16 @@ def rectify_frames(
     pl, pr, size, count = pooled_matches(frames, detector)
     first = self_rectify(pl, pr, size, known, baseline_m, count)
     ql, qr = rematch(first.rig, frames, detector)
-    if len(ql) < max(MIN_MATCHES, len(pl) // 2):
-        return first
-    return self_rectify(ql, qr, size, known, baseline_m, count)
+    found = (
+        first
+        if len(ql) < max(MIN_MATCHES, len(pl) // 2)
+        else self_rectify(ql, qr, size, known, baseline_m, count)
+    )
+    if not found.after_rms_px <= MARGINAL_RMS_PX:  # a rig that leaves its own matches rows apart
+        raise UserError(
+            f"the self-rectification failed: its matches still lie {found.after_rms_px:.2f} px apart "
+            f"vertically ({found.before_rms_px:.2f} px before), above the {MARGINAL_RMS_PX:g} px a usable "
+            "one leaves; use frames of a static scene with varied texture that both cameras see (the "
+            "repeated squares of a chessboard mislead the matcher: calibrate with the board instead)"
+        )
+    return found

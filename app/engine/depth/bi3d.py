@@ -745,7 +745,7 @@ class Bi3DEngine:
         decode = quantized_step if self.model.kind is ModelKind.LIGHT else quantized_disparity
         disparity = decode(probs, plan.planes, request.max_disparity)
         result = self._result(request, disparity, probs, plan.planes, confidence=confidence)
-        result.notes.extend(one_level_note(probs, plan.planes))
+        result.notes.extend(one_level_note(probs, plan.planes, explicit=bool(request.planes)))
         return result
 
     def _dense_result(
@@ -916,10 +916,11 @@ def beyond_note(result: DepthResult) -> list[str]:
     ]
 
 
-def one_level_note(probs: np.ndarray, planes: np.ndarray) -> list[str]:
+def one_level_note(probs: np.ndarray, planes: np.ndarray, explicit: bool = False) -> list[str]:
     """Quantized levels that miss the scene: a note when most pixels (``ONE_LEVEL_SHARE``) lie
     nearer than the nearest plane or farther than the farthest, from P x H x W probabilities of
-    "closer than the plane" at ascending ``planes``."""
+    "closer than the plane" at ascending ``planes`` (``explicit``: the user's own planes, whose
+    remedy is other planes, not a range)."""
     if len(planes) < 2:
         return []
     nearer, farther = float(np.mean(probs[-1] > 0.5)), float(np.mean(probs[0] <= 0.5))
@@ -930,7 +931,12 @@ def one_level_note(probs: np.ndarray, planes: np.ndarray) -> list[str]:
         if nearer >= farther
         else ("farther than the farthest", planes[0])
     )
+    remedy = (
+        f"add planes {'above' if nearer >= farther else 'below'} {float(plane):g} px"
+        if explicit
+        else "give a range that covers it (or levels spaced in disparity)"
+    )
     return [
         f"{100 * max(nearer, farther):.0f} % of the pixels are {where} level ({float(plane):.1f} px): "
-        "the levels miss most of the scene; give a range that covers it (or levels spaced in disparity)"
+        f"the levels miss most of the scene; {remedy}"
     ]

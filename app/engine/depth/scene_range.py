@@ -210,14 +210,24 @@ def widest_search(width: int) -> int:
 def bounded(
     request: DepthRequest, tracker: RangeTracker, left: np.ndarray, right: np.ndarray
 ) -> tuple[DepthRequest, SceneRange | None]:
-    """The request with its sweep bounded by the tracker, for continuous requests and quantized
-    ones without explicit planes (their levels spread over the bound) that ask for
-    ``auto_range``; others are returned as they are (with None)."""
+    """The request with its sweep bounded by the tracker, for continuous and quantized requests
+    that ask for ``auto_range``; others are returned as they are (with None). Quantized levels
+    without explicit planes spread over the bound; explicit planes keep their places and the
+    bound closes their top bin (whose midpoint is the answer there: planes 12,24 read a 25 px
+    scene as 108 px, halfway to the 192 px default maximum)."""
     spread = request.mode is Mode.QUANTIZED and not request.planes
-    if not request.auto_range or not (request.mode is Mode.CONTINUOUS or spread):
+    if not request.auto_range or request.mode not in (Mode.CONTINUOUS, Mode.QUANTIZED):
         return request, None
     ceiling = min(request.max_disparity, widest_search(left.shape[1]))  # no match lies farther
     found = tracker.update(left, right, ceiling, left.shape[:2])
+    if request.mode is Mode.QUANTIZED and request.planes:
+        top = max(float(p) for p in request.planes)
+        closing = max(found.bound, math.ceil(top / STEP_PX) * STEP_PX + STEP_PX)  # past the top plane
+        if closing >= request.max_disparity:
+            return dataclasses.replace(request, auto_range=False), None
+        found = dataclasses.replace(
+            found, bound=closing, note=f"{found.note}; the top level ends at {closing} px"
+        )
     bounded_request = dataclasses.replace(request, max_disparity=found.bound, auto_range=False)
     if spread and request.spacing is Spacing.DEPTH and request.range is None:
         # levels even in depth need the scene's far end too: from 0 px (infinitely far) most of

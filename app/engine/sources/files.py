@@ -177,8 +177,8 @@ PAIR_FOLDERS = (
 # a side as its own word in a file name: frame_L.png, L_0001.png, 0001-r.png (not "lr" or "ral")
 _SIDE_TOKEN = {side: re.compile(rf"(?<![a-z0-9]){side}(?![a-z0-9])", re.IGNORECASE) for side in ("l", "r")}
 PAIR_FOLDER_HELP = (
-    "left/ and right/ subfolders (or L/ R/, cam0/ cam1/, image_02/ image_03/) or files named "
-    "*left*/*right* (or *_L/*_R)"
+    "left/ and right/ subfolders (or L/ R/, cam0/ cam1/, image_02/ image_03/, image_2/ image_3/) or "
+    "files named *left*/*right* (or *_L/*_R)"
 )
 
 

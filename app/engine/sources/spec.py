@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.errors import UserError
+from app.engine.formats import read_image_rgb
 from app.engine.memory import require
 from app.engine.sources.base import LAYOUTS, EventHandler, Frame, Layout, SourceEvent, StereoSource
 from app.engine.sources.capture import CameraSettings, CameraSource, CaptureFactory, open_device
@@ -116,13 +117,38 @@ def _folder(path: Path) -> StereoSource:
         scenes = find_scenes(path)
         what = f"{len(scenes)} dataset scene(s)"
     except UserError:  # not a dataset: a folder of pairs, or an error saying what is missing
-        scenes = pair_folder_scenes(path)
+        try:
+            scenes = pair_folder_scenes(path)
+        except UserError as exc:
+            inner = _split_folders(path)
+            if not inner:
+                raise
+            names = " or ".join(str(path / name) for name in inner)
+            raise UserError(f"{exc}; the pairs are a level down: give {names}") from None
         what = f"{len(scenes)} pair(s)"
     return SceneSource(scenes, f"{what} in {path}")
 
 
+SPLIT_FOLDERS = ("training", "testing", "train", "test", "val", "validation")  # a dataset's root
+
+
+def _split_folders(path: Path) -> list[str]:
+    """The splits of a dataset's root (KITTI's training/ and testing/) that hold a source's pairs."""
+    found = []
+    for name in SPLIT_FOLDERS:
+        sub = path / name
+        if sub.is_dir():
+            try:
+                find_scenes(sub)
+            except UserError:
+                continue
+            found.append(name)
+    return found
+
+
 def _file(path: Path) -> StereoSource:
     if path.suffix.lower() in IMAGE_SUFFIXES:
+        read_image_rgb(path)  # not an image after all: that is what to say (and what to check)
         raise UserError(
             f"{path} is one image; give LEFT,RIGHT for a pair, a folder of pairs, or video:{path} if it "
             f"holds both views side by side (video:{path}?layout=tb: one above the other)"

@@ -79,6 +79,25 @@ def test_auto_bounds_continuous_requests_and_reports_the_sweep() -> None:
     assert levels.searched is not None and levels.planes.max() < auto.searched[1]  # spread to the bound
 
 
+def test_explicit_levels_keep_their_planes_and_the_bound_closes_their_top_bin() -> None:
+    """Planes 12,24 on a 25 px scene read 108 px, the top bin's midpoint up to 192 px (review)."""
+    left, right = _pair(25)
+    engine = SGBMEngine()
+    request = DepthRequest(mode=Mode.QUANTIZED, planes=(12.0, 24.0), auto_range=True)
+    answer = engine.compute(left, right, request)
+    assert list(answer.planes) == [12.0, 24.0] and answer.searched is not None
+    top = answer.searched[1]
+    assert 27 <= top < 96 and any(f"the top level ends at {top:g} px" in n for n in answer.notes)
+    inside = answer.disparity[20:-20, 80:-20]
+    assert np.nanmedian(inside) == (24.0 + top) / 2
+    # planes beyond the scene's bound: the top bin still starts at the top plane, past it
+    high = engine.compute(left, right, dataclasses.replace(request, planes=(12.0, 150.0)))
+    assert high.searched is not None and high.searched[1] == 153
+    # the maximum itself already closes the bin: nothing to bound
+    plain = engine.compute(left, right, dataclasses.replace(request, planes=(12.0, 189.0)))
+    assert plain.searched is None
+
+
 def test_only_a_pixel_nearer_than_the_whole_upper_range_widens_the_sweep() -> None:
     import torch
 

@@ -89,6 +89,19 @@ def test_kitti_2015_layout(tmp_path: Path) -> None:
     assert pairs[1].gt_disparity is not None and float(pairs[1].gt_disparity[0, 0]) == 8.5
 
 
+def test_a_kitti_root_names_the_split_that_holds_the_pairs(tmp_path: Path) -> None:
+    """KITTI's root (training/, testing/) said only that it lacked image_02/ image_03/ (review)."""
+    for sub in ("image_2", "image_3"):
+        (tmp_path / "training" / sub).mkdir(parents=True)
+        write_color_png(tmp_path / "training" / sub / "000000_10.png", image(40))
+    (tmp_path / "testing").mkdir()  # empty: not offered
+    with pytest.raises(UserError) as caught:
+        read_all(str(tmp_path))
+    message = str(caught.value)
+    assert message.endswith(f"the pairs are a level down: give {tmp_path / 'training'}")
+    assert "image_2/ image_3/" in message and "testing" not in message
+
+
 def test_sceneflow_layout_in_natural_order(tmp_path: Path) -> None:
     for sub in ("left", "right", "disparity"):
         (tmp_path / sub).mkdir()
@@ -350,6 +363,9 @@ def test_a_single_image_is_not_a_source(tmp_path: Path) -> None:
     write_color_png(tmp_path / "x.png", image(1))
     with pytest.raises(UserError, match="is one image"):
         open_source(str(tmp_path / "x.png"))
+    (tmp_path / "y.png").write_text("not an image")  # it said "one image" of this too (review)
+    with pytest.raises(UserError, match="is not a readable image"):
+        open_source(str(tmp_path / "y.png"))
 
 
 def test_is_source_spec(tmp_path: Path) -> None:

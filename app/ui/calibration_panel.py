@@ -131,7 +131,7 @@ class CalibrationPanel(QWidget):
         box = QGroupBox("Calibration file")
         v = QVBoxLayout(box)
         load = QPushButton("Load…")
-        load.clicked.connect(self._pick_file)
+        load.clicked.connect(self.pick_file)
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("stop using the loaded or computed calibration (the source's own stays)")
         self.clear_button.clicked.connect(self.clear)
@@ -224,7 +224,8 @@ class CalibrationPanel(QWidget):
         return box
 
     # ---- file ----------------------------------------------------------------------------
-    def _pick_file(self) -> None:
+    def pick_file(self) -> None:
+        """Load a calibration chosen in a file dialog (the panel's Load…, File > Load calibration…)."""
         path, _ = QFileDialog.getOpenFileName(
             self,
             "Calibration",

@@ -237,6 +237,7 @@ class MainWindow(QMainWindow):
         dock.setWidget(self.latency)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
         self.resizeDocks([dock], [150], Qt.Orientation.Vertical)  # the images get the room
+        self.docks = [controls_dock, calibration_dock, measure_dock, dock]  # the View menu shows them
 
     def _build_menus(self) -> None:
         file = self.menuBar().addMenu("&File")
@@ -270,13 +271,31 @@ class MainWindow(QMainWindow):
             "fine-tune the depth model on the current source's footage (no ground truth needed)"
         )
         self.adapt_action.triggered.connect(self.adapt_to_source)
+        self.load_calibration_action = QAction("Load calibration…", self)
+        self.load_calibration_action.triggered.connect(self._load_calibration)
+        file.addAction(self.load_calibration_action)
         file.addAction(self.load_model_action)
         file.addAction(self.adapt_action)
         file.addSeparator()
-        self._build_playback()
+        playback = self._build_playback()
         quit_action = QAction("Quit", self, shortcut=QKeySequence(QKeySequence.StandardKey.Quit))
         quit_action.triggered.connect(self.close)
         file.addAction(quit_action)
+        # a closed panel comes back from here (the dock's close button left no way back but the
+        # right-click menu of a toolbar, which nothing pointed to)
+        self.view_menu = self.menuBar().addMenu("&View")
+        for action in (*(d.toggleViewAction() for d in self.docks), playback.toggleViewAction()):
+            self.view_menu.addAction(action)
+
+    def _load_calibration(self) -> None:
+        self._show_dock(self.calibration)  # where the loaded file and its check are shown
+        self.calibration.pick_file()
+
+    def _show_dock(self, panel: QWidget) -> None:
+        for dock in self.docks:
+            if dock.isAncestorOf(panel):
+                dock.show()
+                dock.raise_()
 
     def _wire(self) -> None:
         c = self.controls
@@ -416,7 +435,7 @@ class MainWindow(QMainWindow):
         self.controller.step()
 
     # ---- playback -------------------------------------------------------------------------
-    def _build_playback(self) -> None:
+    def _build_playback(self) -> QToolBar:
         bar = QToolBar("Playback", self)
         bar.setObjectName("playback")
         self.pause_action = QAction("Pause", self, checkable=True, shortcut=QKeySequence("Space"))
@@ -445,6 +464,7 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.seek_bar)
         bar.addWidget(self.seek_label)
         self.addToolBar(bar)
+        return bar
 
     def _seek_action(self, action: int) -> None:
         if action in (QSlider.SliderAction.SliderMove.value, QSlider.SliderAction.SliderNoAction.value):

@@ -58,7 +58,7 @@ def test_the_dialogs_of_the_window_share_the_folder(
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", staticmethod(pick_two))
     monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(pick_one))
     window._pick_pair()
-    window.calibration._pick_file()  # the calibration panel's dialog starts where the pair was
+    window.calibration.pick_file()  # the calibration panel's dialog starts where the pair was
     window._pick_model()
     assert starts == ["", str(rig), str(rig)] and window.settings.last_folder == str(rig)
 

@@ -511,3 +511,32 @@ def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) ->
     c.budget.set_number(300)
     _wait_result(qtbot, window)
     assert window.notices.level == "error" and "cannot open" in window.notices.text.text()
+
+
+def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibration(
+    qtbot, monkeypatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A closed dock had no way back that anything pointed to; loading a calibration was only a
+    button of the Calibration panel (review)."""
+    from app.engine.calibration.files import write_opencv_yaml
+    from app.ui import calibration_panel
+    from tests.engine.calibration.test_chessboard import true_rig
+
+    window = _window(qtbot, lambda spec: FakeSource(1))
+    view = window.view_menu
+    names = [a.text() for a in view.actions()]
+    assert names == ["Controls", "Calibration", "Measure", "Latency", "Playback"]
+    controls = window.docks[0]
+    controls.close()
+    assert not controls.isVisible()
+    view.actions()[0].trigger()
+    assert controls.isVisible()
+    rig = tmp_path / "rig.yaml"
+    write_opencv_yaml(rig, true_rig())
+    monkeypatch.setattr(
+        calibration_panel.QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(rig), ""))
+    )
+    window.docks[2].raise_()  # the Measure tab in front of the Calibration one
+    window.load_calibration_action.trigger()
+    assert window.calibration.file_label.text().startswith("rig.yaml: f ")
+    assert window.calibration.isVisible()  # its dock was brought to the front, where it says so

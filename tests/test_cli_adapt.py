@@ -64,6 +64,12 @@ def test_bad_inputs_are_one_line(capsys, footage: Path, tmp_path: Path) -> None:
     line = bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "a.pt"), "--weights", str(state))
     assert "training state" in line
     assert "--steps" in bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "a.pt"), "--steps", "0")
+    # the report goes beside the checkpoint as NAME.json: a .json --out wrote the report over the
+    # checkpoint, and a file of the user's there was replaced unasked (review)
+    assert "names the checkpoint" in bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "a.json"))
+    (tmp_path / "mine.json").write_text('{"my": "notes"}')
+    line = bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "mine.pt"))
+    assert "mine.json already exists" in line and (tmp_path / "mine.json").read_text() == '{"my": "notes"}'
 
 
 @pytest.mark.slow

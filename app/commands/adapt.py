@@ -18,9 +18,17 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.training.adapt import AdaptConfig, AdaptProgress, adapt
 
     out = Path(args.out)
-    if out.is_file() and not Path(args.out + ".partial").exists() and not args.overwrite:
-        # a finished adaptation (minutes of work): replaced only when asked; a partial one resumes
-        raise UserError(f"{out} already exists; choose another --out or pass --overwrite to replace it")
+    report = out.with_suffix(".json")  # AdaptConfig.report_path: beside the checkpoint
+    if out.suffix.lower() == ".json":  # the report would have been written over the checkpoint
+        raise UserError(
+            f"--out {out} names the checkpoint, and its report goes beside it as NAME.json; use .pt"
+        )
+    resuming = Path(args.out + ".partial").exists()
+    for kept in (out, report):
+        if kept.is_file() and not resuming and not args.overwrite:
+            # a finished adaptation (minutes of work), or a file of the user's where the report
+            # goes: replaced only when asked; a partial adaptation resumes
+            raise UserError(f"{kept} already exists; choose another --out or pass --overwrite to replace it")
     cfg = AdaptConfig(
         source=args.source,
         out=args.out,

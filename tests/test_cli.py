@@ -57,6 +57,7 @@ def test_depth_writes_the_contract_files(capsys, small_pair, tmp_path: Path) -> 
     assert cv2.imread(str(out / "disparity_color.png")).shape == (200, 300, 3)
     meta = json.loads((out / "result.json").read_text())
     assert meta["engine"] == "sgbm" and meta["request"]["mode"] == "continuous"
+    assert meta["inputs"] == {"left": str(small_pair[0].resolve()), "right": str(small_pair[1].resolve())}
     with np.load(out / "result.npz") as z:
         np.testing.assert_allclose(meta["planes"], z["planes"], atol=1e-4)  # numbers, not only text
 
@@ -466,6 +467,25 @@ def test_eval_reads_a_2014_scene_and_says_when_its_range_is_guessed(
 def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: ignore[no-untyped-def]
     msg = _bad(capsys, "eval", str(small_pair[0]), str(small_pair[1]))
     assert "--gt" in msg
+
+
+def test_eval_refuses_what_it_would_ignore_and_a_swapped_pair(capsys, small_pair, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """--gt with a folder and --frames with a pair were ignored; a swapped pair was scored, exit 0,
+    where depth refuses it (review)."""
+    gt = str(demo_dir / "disp0GT.pfm")
+    assert "goes with a pair" in _bad(capsys, "eval", str(demo_dir), "--gt", gt)
+    left, right = str(demo_dir / "im0.png"), str(demo_dir / "im1.png")
+    assert "a pair is one" in _bad(capsys, "eval", left, right, "--gt", gt, "--frames", "2")
+    assert "look swapped" in _bad(capsys, "eval", right, left, "--gt", gt, "--engines", "sgbm")
+
+
+def test_eval_prints_what_the_engines_noted(capsys, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    left, right = str(demo_dir / "im0.png"), str(demo_dir / "im1.png")
+    code, stdout, _ = run(
+        capsys, "eval", left, right, "--gt", str(demo_dir / "disp0GT.pfm"), "--engines", "sgbm",
+        "--max-disparity", "auto",
+    )  # fmt: skip
+    assert code == 0 and "note (im0/sgbm): max disparity auto: 0-" in stdout
 
 
 def test_eval_folder_without_scenes(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -34,13 +34,14 @@ def run(args: argparse.Namespace) -> int:
     calibration, rig = _calibration(args.calib, left, args.calib2)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)
-    _refuse_swapped(args.left, args.right, left, right)
+    refuse_swapped(args.left, args.right, left, right)
     engine, reason = build_engine(engine_options(args), "binary")
     print(f"engine: {engine.name} ({reason})")
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
     print(format_summary(result, calibration, _depth_unit(args.calib)))
-    written = write_result(Path(args.out), result, request, {"engine_reason": reason})
+    extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, args.calib)}
+    written = write_result(Path(args.out), result, request, extra)
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
@@ -51,7 +52,7 @@ Rectify = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 SWAP_CHECK_MIN_PX = 64  # smaller frames have too few features to tell (and the engine refuses the tiniest)
 
 
-def _refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np.ndarray) -> None:
+def refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np.ndarray) -> None:
     """A pair given the wrong way round is refused before the work: its depth would be noise
     (the engines search positive disparities only), written as if it were an answer. The
     feature matches decide (``pair_geometry``: most of them at negative disparity)."""
@@ -98,6 +99,12 @@ def _rectifier(rig: Any) -> Rectify:
     return Rectifier(rig).rectify
 
 
+def _inputs(left: str | Path | None, right: str | Path | None, calib: str | None) -> dict[str, str]:
+    """The files a result was made of, as absolute paths for its result.json."""
+    named = {"left": left, "right": right, "calibration": calib}
+    return {key: str(Path(value).resolve()) for key, value in named.items() if value}
+
+
 def run_source(args: argparse.Namespace) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.depth.engines import build_engine
@@ -139,6 +146,10 @@ def run_source(args: argparse.Namespace) -> int:
             said.update(line for line in lines if line.startswith("note: "))
             out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
             extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
+            files = None if source.live else source.frame_files(index)
+            if files is not None or args.calib:  # result.json traces back to what it was made of
+                left, right = files or (None, None)
+                extra["inputs"] = _inputs(left, right, args.calib)
             write_result(out, result, request, extra)
             numbers.append(index)
     count = len(numbers)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from app.commands.arguments import output_file, real, whole
 from app.commands.common import add_engine_args, engine_options, parse_list
@@ -14,7 +15,7 @@ from app.engine.types import ENGINES
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
-    from app.engine.bench.evaluation import eval_table, evaluate_scenes
+    from app.engine.bench.evaluation import eval_notes, eval_table, evaluate_scenes
     from app.engine.sources.recording import is_recording
     from app.engine.sources.recording_index import looks_like_recording
     from app.engine.sources.spec import Scene, find_scenes, scenes_from_source
@@ -23,6 +24,13 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
     if args.gt_scale is not None and args.gt is None:
         raise UserError("--gt-scale goes with --gt FILE (a PNG ground truth of a pair)")
+    if args.right is None and args.gt is not None:  # it was ignored: the scenes' own truth was used
+        raise UserError(
+            "--gt FILE goes with a pair (LEFT RIGHT --gt FILE); a scene folder, dataset or source "
+            "brings its own ground truth"
+        )
+    if args.right is not None and args.frames is not None:
+        raise UserError("--frames counts the scenes of a folder or the frames of a source; a pair is one")
     if args.right is not None:
         if args.gt is None:
             raise UserError("evaluating a pair needs --gt FILE (PFM or KITTI PNG)")
@@ -34,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         )
         calib = beside if middlebury else None
         scenes = [Scene(left.stem, left, Path(args.right), Path(args.gt), calib, gt_scale=args.gt_scale)]
+        _refuse_swapped_pair(scenes[0])
     elif Path(args.path).is_dir() and not (
         is_recording(Path(args.path)) or looks_like_recording(Path(args.path))
     ):
@@ -54,10 +63,22 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: no calib.txt in {names}: searched with --max-disparity auto (its ndisp unknown)")
     rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity)
     print(eval_table(rows))
+    for line in eval_notes(rows):
+        print(line)
     if args.json:
         write_json(args.json, [r.to_json() for r in rows])
         print(f"wrote {args.json}")
     return 0
+
+
+def _refuse_swapped_pair(scene: Any) -> None:
+    """A pair given the wrong way round is refused, as ``depth`` refuses it: its figures would
+    score noise."""
+    from app.commands.depth import refuse_swapped
+    from app.engine.formats import read_pair_rgb
+
+    left, right = read_pair_rgb(scene.left, scene.right)
+    refuse_swapped(str(scene.left), str(scene.right), left, right)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

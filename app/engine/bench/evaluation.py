@@ -23,6 +23,7 @@ class EvalRow:
     metrics: dict[str, StereoMetrics]
     total_ms: float
     max_disparity: int
+    notes: tuple[str, ...] = ()  # what the engine said of the scene (swapped, unrectified, ...)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,11 +67,20 @@ def evaluate_scenes(
             result = engine.compute(pair.left, pair.right, request)
             metrics = evaluate(result.disparity, pair.gt_disparity)
             searched = int(result.searched[1]) if result.searched is not None else top
-            rows.append(
-                EvalRow(scene.name, engine.name, metrics, result.timings.get("total", np.nan), searched)
-            )
+            total = result.timings.get("total", np.nan)
+            rows.append(EvalRow(scene.name, engine.name, metrics, total, searched, tuple(result.notes)))
     return rows
 
 
 def eval_table(rows: list[EvalRow]) -> str:
     return format_table([(f"{r.scene}/{r.engine}", r.metrics) for r in rows])
+
+
+def eval_notes(rows: list[EvalRow]) -> list[str]:
+    """Each engine note once, with the first scene and engine it was said of (the table alone
+    dropped them: a swapped pair was scored without a word)."""
+    said: dict[str, str] = {}
+    for r in rows:
+        for note in r.notes:
+            said.setdefault(note, f"{r.scene}/{r.engine}")
+    return [f"note ({where}): {note}" for note, where in said.items()]

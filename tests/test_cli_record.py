@@ -92,6 +92,12 @@ def test_depth_on_a_recording_writes_the_contract_files(
     for name in ("result.npz", "disparity.pfm", "disparity.png", "disparity_color.png", "result.json"):
         assert (out / name).is_file()
     assert not (out / "000000").exists()
+    # it names the frame's files (it said only "recording rec (2 frames)": review)
+    inputs = json.loads((out / "result.json").read_text())["inputs"]
+    assert inputs == {
+        "left": str((tmp_path / "rec" / "left" / "000000.png").resolve()),
+        "right": str((tmp_path / "rec" / "right" / "000000.png").resolve()),
+    }
 
 
 def test_depth_frames_needs_a_lone_source(capsys: pytest.CaptureFixture[str], demo_dir: Path) -> None:

@@ -52,8 +52,9 @@ def run(args: argparse.Namespace) -> int:
             args.repeat,
         )
         print(
-            "\nPLASTER: latency above; throughput, accuracy (continuous answer on the demo pair, "
-            f"0-{args.max_disparity} px), size on disk, energy"
+            "\nPLASTER: latency above; throughput, accuracy (continuous answer on the demo pair resized "
+            f"to the bench size, 0-{args.max_disparity} px: not eval's figures at its own size), size on "
+            "disk, energy"
         )
         if not trained:
             print("note: random weights (--width) are timed only: no accuracy")

@@ -29,7 +29,7 @@ def atomic_write(path: PathLike, data: bytes) -> None:
     """
     target = Path(path)
     if not target.parent.is_dir():
-        raise UserError(f"Output folder does not exist: {target.parent}; create it first")
+        raise UserError(f"output folder does not exist: {target.parent}; create it first")
     if target.is_dir():
         raise UserError(f"{target} is a folder; give a file name to write")
     try:

@@ -40,7 +40,7 @@ def _read_bytes(path: PathLike, what: str) -> bytes:
     if p.is_dir():
         raise UserError(f"{p} is a folder where a file ({what.lower()}) was expected; give the file's path")
     if not p.is_file():
-        raise UserError(f"{what} not found: {p}; check the path")
+        raise UserError(f"{what.lower()} not found: {p}; check the path")
     try:
         return p.read_bytes()
     except OSError as exc:
@@ -133,7 +133,7 @@ def write_kitti_png(path: PathLike, disparity: np.ndarray) -> None:
     scaled = np.clip(np.where(valid, d, 0.0) * _KITTI_SCALE, 0, 65535)
     ok, buf = cv2.imencode(".png", np.rint(scaled).astype(np.uint16))
     if not ok:
-        raise UserError(f"Could not encode a PNG for {path}; check the disparity values")
+        raise UserError(f"could not encode a PNG for {path}; check the disparity values")
     atomic_write(path, buf.tobytes())
 
 
@@ -173,7 +173,7 @@ def colorize(
     ``vmin``/``vmax`` default to the min/max of the finite values.
     """
     if cmap not in COLORMAPS:
-        raise UserError(f"Unknown colour map {cmap!r}; use one of: {', '.join(COLORMAPS)}")
+        raise UserError(f"unknown colour map {cmap!r}; use one of: {', '.join(COLORMAPS)}")
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 2:
         raise ValueError(f"colorize needs H x W values, got shape {v.shape}")
@@ -201,7 +201,7 @@ def write_color_png(path: PathLike, rgb: np.ndarray) -> None:
         raise ValueError(f"write_color_png needs H x W x 3 uint8, got {a.dtype} {a.shape}")
     ok, buf = cv2.imencode(".png", cv2.cvtColor(a, cv2.COLOR_RGB2BGR))
     if not ok:
-        raise UserError(f"Could not encode a PNG for {path}; check the image")
+        raise UserError(f"could not encode a PNG for {path}; check the image")
     atomic_write(path, buf.tobytes())
 
 

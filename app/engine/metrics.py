@@ -82,17 +82,17 @@ def evaluate(pred: np.ndarray, gt: np.ndarray, mask: np.ndarray | None = None) -
     p = np.asarray(pred, dtype=np.float64)
     g = np.asarray(gt, dtype=np.float64)
     if p.shape != g.shape or p.ndim != 2:
-        raise UserError(f"Prediction {p.shape} and ground truth {g.shape} differ; use matching H x W maps")
+        raise UserError(f"prediction {p.shape} and ground truth {g.shape} differ; use matching H x W maps")
     with np.errstate(invalid="ignore"):
         gt_valid = np.isfinite(g) & (g > 0)
     if mask is not None:
         m = np.asarray(mask, dtype=bool)
         if m.shape != g.shape:
-            raise UserError(f"Mask {m.shape} does not match ground truth {g.shape}; use an H x W mask")
+            raise UserError(f"mask {m.shape} does not match ground truth {g.shape}; use an H x W mask")
         gt_valid &= m
     n_gt = int(gt_valid.sum())
     if n_gt == 0:
-        raise UserError("Ground truth has no valid pixels (finite and > 0); check the GT file and mask")
+        raise UserError("ground truth has no valid pixels (finite and > 0); check the GT file and mask")
     pred_valid = np.isfinite(p)
     both = gt_valid & pred_valid
     density = float(both.sum()) / n_gt

@@ -92,7 +92,7 @@ def test_errors() -> None:
         evaluate(np.ones((2, 2)), np.zeros((2, 2)))
     with pytest.raises(UserError, match="differ"):
         evaluate(np.ones((2, 3)), np.ones((2, 2)))
-    with pytest.raises(UserError, match="Mask"):
+    with pytest.raises(UserError, match=r"^mask "):
         evaluate(np.ones((2, 2)), np.ones((2, 2)), np.ones((3, 3), bool))
 
 

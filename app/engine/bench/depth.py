@@ -219,6 +219,11 @@ def bench_table(records: list[BenchRecord]) -> str:
             f"{f'{r.height}x{r.width}':>9} {r.planes:>6} {r.median_ms:>9.1f} {r.p90_ms:>9.1f} "
             f"{_ms(r.features_ms):>8} {_ms(r.planes_ms):>9} {_ms(r.check_ms):>6} {ratio:>7.2f}"
         )
+    lines.append(
+        "times in ms: median and p90 of the whole frame, then the median of its features, planes and "
+        "check stages; planes: how many were swept; x sgbm: the median over SGBM's at the same size and "
+        "mode (and plane count, but for continuous)"
+    )
     return "\n".join(lines)
 
 

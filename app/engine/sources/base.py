@@ -23,6 +23,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Literal, NamedTuple, Self
 
@@ -89,6 +90,10 @@ class StereoSource(ABC):
     @property
     def frame_count(self) -> int | None:
         """Frames in the source, or None when unknown or endless."""
+        return None
+
+    def frame_files(self, index: int) -> tuple[Path, Path] | None:
+        """The left and right image files of frame ``index`` (None: frames not read from files)."""
         return None
 
     @property

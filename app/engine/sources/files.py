@@ -269,6 +269,10 @@ class SceneSource(StereoSource):
     def describe(self) -> str:
         return self._description
 
+    def frame_files(self, index: int) -> tuple[Path, Path] | None:
+        scene = self.scenes[index]
+        return scene.left, scene.right
+
     @property
     def seekable(self) -> bool:
         return True

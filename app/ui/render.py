@@ -56,11 +56,11 @@ def _unknown_grey(rgb: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _depth_span(result: FrameResult, levels: tuple[float, float]) -> str:
-    """', depth ∞-1.21 m': the colour bar's ends as depths, with a calibration ('' without)."""
+    """', depth 1.21-∞ m': the colour bar's ends as depths, near to far, with a calibration ('' without)."""
     if result.calibration is None:
         return ""
     far, near = (float(result.calibration.depth_m(np.array([v]))[0]) for v in levels)
-    words = [f"{z:.3g}" if np.isfinite(z) else "∞" for z in (far, near)]
+    words = [f"{z:.3g}" if np.isfinite(z) else "∞" for z in (near, far)]
     return f", depth {words[0]}-{words[1]} {result.calibration.depth_unit}"
 
 

@@ -113,5 +113,5 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     # with a calibration the colour bar's ends are given as depths (the title said px alone)
     metric = dataclasses.replace(frame, calibration=Calibration(focal_px=100.0, baseline_m=0.12))
     assert render(metric, DisplaySpec(fixed_max=48.0)).depth_title.startswith(
-        "Disparity in px, depth ∞-0.25 m (bi3d, continuous)"
+        "Disparity in px, depth 0.25-∞ m (bi3d, continuous)"
     )

@@ -250,6 +250,12 @@ def test_opencv_sample_calibration(capsys: pytest.CaptureFixture[str], tmp_path:
     baseline = float(next(line for line in stdout.splitlines() if line.startswith("baseline:")).split()[1])
     assert baseline == pytest.approx(0.0836, rel=0.02)
     assert load_calibration(out)[1] is not None
+    assert "uses part of it" not in stdout
+    # a smaller pattern is found inside the 9x6 board: said, with the pattern that uses all of it
+    # (it calibrated on part of the board without a word: review)
+    argv[argv.index("9x6")] = "8x6"
+    code, stdout, _ = run(capsys, *argv)
+    assert code == 0 and "has 9x6 inner corners and --pattern 8x6 uses part of it" in stdout
 
 
 def test_a_square_in_millimetres_is_pointed_out_and_a_txt_rig_reads_back(

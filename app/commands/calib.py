@@ -182,6 +182,8 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
             f"({square:g} mm would be --square {square / 1000:g})"
         )
     print(f"coverage: {result.coverage}")
+    for note in result.notes:
+        print(f"note: {note}")
     write_opencv_yaml(args.out, result.rig)
     print(f"{wrote} {args.out}")
     return 0

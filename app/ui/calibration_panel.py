@@ -403,13 +403,16 @@ class CalibrationPanel(QWidget):
             )
             return
 
+        first = not self.views or self.target_key != key
+
         def find() -> Any:
             matched, params, size = DESK.find_view(target, raw.left, raw.right)
             hint = DESK.missing_hint(target, raw.left) if matched is None else ""
-            return matched, params, size, hint
+            larger = DESK.larger_hint(target, raw.left) if matched is not None and first else ""
+            return matched, params, size, hint, larger
 
         def done(value: Any) -> None:
-            matched, params, size, hint = value
+            matched, params, size, hint, larger = value
             if matched is None:
                 self.board_status.setText(
                     f"no {target.describe()} in both views: move it fully into both, or {_panel_words(hint)}"
@@ -425,8 +428,11 @@ class CalibrationPanel(QWidget):
             cov = DESK.coverage(self.params)
             count = f"{len(self.views)} view{'' if len(self.views) == 1 else 's'}"
             need = f"need {MIN_VIEWS}" if len(self.views) < MIN_VIEWS else "Calibrate when coverage is wide"
+            larger_words = (
+                f"; {_panel_words(larger).replace('the board in view', 'this board')}" if larger else ""
+            )
             self.board_status.setText(
-                f"{count} ({need}); coverage {cov} (each 0-1: board positions, sizes, tilts)"
+                f"{count} ({need}); coverage {cov} (each 0-1: board positions, sizes, tilts){larger_words}"
             )
             self.calibrate_button.setEnabled(len(self.views) >= MIN_VIEWS)
             self._draw_corners(last, matched)

@@ -120,6 +120,23 @@ def test_charuco_capture_finds_the_board(qtbot, tmp_path: Path) -> None:  # type
     assert len(panel.views) == 1 and "this frame is view 1 already" in panel.board_status.text()
 
 
+def test_a_capture_says_when_the_board_is_larger_than_the_pattern(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """OpenCV finds 8x6 inside the sample's 9x6 board: the calibration used part of it, unsaid."""
+    sample = Path(__file__).resolve().parents[1] / "data" / "opencv_stereo"
+    pair = StereoPair(
+        *(cv2.cvtColor(cv2.imread(str(sample / n)), cv2.COLOR_BGR2RGB) for n in ("left02.jpg", "right02.jpg"))
+    )
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, pair)
+    panel = window.calibration
+    panel.pattern.setText("8x6")
+    panel.capture_view()
+    qtbot.waitUntil(lambda: len(panel.views) == 1, timeout=20_000)
+    words = "this board has 9x6 inner corners and Pattern 8x6 uses part of it; Pattern 9x6 uses all"
+    assert words in panel.board_status.text()
+
+
 def _cross_centres(segments: np.ndarray) -> np.ndarray:
     """The corners ``corner_marks`` crossed: the midpoints of its first half (the horizontal arms)."""
     arms = np.asarray(segments).reshape(-1, 2, 2)

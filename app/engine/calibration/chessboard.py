@@ -131,6 +131,23 @@ def guess_pattern(gray: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
+LARGER_BY = 3  # `larger_board` tries boards up to this many inner corners more a side
+
+
+def larger_board(gray: np.ndarray, pattern: tuple[int, int]) -> tuple[int, int] | None:
+    """The largest board of up to ``LARGER_BY`` more inner corners a side than ``pattern`` that
+    OpenCV finds in an H x W uint8 image, or None (OpenCV finds a pattern inside a larger board)."""
+    scale = min(1.0, GUESS_WIDTH / gray.shape[1])
+    small = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else gray
+    flags = cv2.CALIB_CB_FAST_CHECK | cv2.CALIB_CB_ADAPTIVE_THRESH | cv2.CALIB_CB_NORMALIZE_IMAGE
+    cols, rows = pattern
+    sizes = [(cols + a, rows + b) for a in range(LARGER_BY + 1) for b in range(LARGER_BY + 1) if a or b]
+    for size in sorted(sizes, key=lambda p: -p[0] * p[1]):
+        if cv2.findChessboardCorners(small, size, flags=flags)[0]:
+            return size
+    return None
+
+
 def pattern_hint(pattern: tuple[int, int], gray: np.ndarray | None, where: str) -> str:
     """What to check when a board of ``pattern`` is not found; given the image (named ``where``)
     it was not found in, the board OpenCV does find there."""
@@ -254,6 +271,18 @@ class ChessboardTarget:
 
     def hint(self, gray: np.ndarray | None = None) -> str:
         return pattern_hint(self.inner, gray, "the first left image")
+
+    def larger_hint(self, gray: np.ndarray, where: str) -> str:
+        """A note when the board in ``gray`` (image ``where``) has more inner corners than the
+        pattern: OpenCV finds the pattern inside it, and the calibration uses part of the board."""
+        found = larger_board(gray, self.inner)
+        if found is None:
+            return ""
+        cols, rows = found
+        return (
+            f"the board in {where} has {cols}x{rows} inner corners and --pattern {self.inner[0]}x"
+            f"{self.inner[1]} uses part of it; --pattern {cols}x{rows} uses all its corners"
+        )
 
     def detect(self, gray: np.ndarray) -> Detection | None:
         pts = detect_corners(gray, self.inner)

@@ -100,6 +100,13 @@ class CalibrationDesk:
         return target.hint(cv2.cvtColor(left, cv2.COLOR_RGB2GRAY))
 
     @staticmethod
+    def larger_hint(target: Target, left: np.ndarray) -> str:
+        """A note when the board in an RGB view has more inner corners than ``target``'s pattern
+        (OpenCV finds the pattern inside it): '' when not, or for boards that cannot tell."""
+        larger = getattr(target, "larger_hint", None)
+        return larger(cv2.cvtColor(left, cv2.COLOR_RGB2GRAY), "view") if larger is not None else ""
+
+    @staticmethod
     def coverage(params: Sequence[np.ndarray]) -> Coverage:
         return Coverage.of(params)
 

@@ -37,6 +37,7 @@ class ChessboardResult:
     view_errors_px: np.ndarray
     outliers: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # e.g. the board in view is larger than the pattern given
 
 
 @dataclass
@@ -46,6 +47,7 @@ class _Views:
     left: list[np.ndarray] = field(default_factory=list)
     right: list[np.ndarray] = field(default_factory=list)
     params: list[np.ndarray] = field(default_factory=list)
+    first: np.ndarray | None = None  # the grey left image of the first view, for hints
 
     def without(self, drop: set[str]) -> _Views:
         keep = [i for i, n in enumerate(self.names) if n not in drop]
@@ -81,8 +83,10 @@ def _detect_folder(
     pairs = find_stereo_pairs(folder)
     for lpath, rpath in pairs:
         found = []
+        grays = []
         for path in (lpath, rpath):
             gray = cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY)
+            grays.append(gray)
             first = gray if first is None else first
             h, w = gray.shape
             size = size or (w, h)
@@ -97,6 +101,7 @@ def _detect_folder(
                 one_side["left" if fr is None else "right"] += 1
         else:
             assert fl is not None and size is not None
+            views.first = grays[0] if views.first is None else views.first
             views.names.append(lpath.name)
             views.objects.append(matched[0])
             views.left.append(matched[1])
@@ -130,6 +135,8 @@ def calibrate_folder(
     views whose reprojection error stands out.
     """
     views, skipped, size, _ = _detect_folder(folder, target, on_view)
+    larger = getattr(target, "larger_hint", None)  # a board OpenCV found part of
+    notes = (larger(views.first, views.names[0]),) if larger is not None and views.first is not None else ()
     unknown = sorted(set(drop) - set(views.names))
     if unknown:
         raise UserError(f"--drop {unknown[0]}: no such view; views are named by their left image")
@@ -153,6 +160,7 @@ def calibrate_folder(
         view_errors_px=fit.view_errors_px,
         outliers=tuple(outliers),
         dropped=tuple(dropped),
+        notes=tuple(n for n in notes if n),
     )
 
 

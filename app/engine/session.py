@@ -30,7 +30,7 @@ from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
 from app.engine.flow.base import PARAMETERS, FlowOptions, FlowParam
 from app.engine.flow.choose import create_flow, resolve_backend
-from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
+from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend, flow_scale
 from app.engine.formats import COLORMAPS, colorize
 from app.engine.metrics import evaluate
 from app.engine.sources.base import plural
@@ -164,6 +164,7 @@ class Display:
     colorize = staticmethod(colorize)
     flow_color = staticmethod(flow_color_with_legend)
     flow_arrows = staticmethod(draw_flow_arrows)
+    flow_scale = staticmethod(flow_scale)  # px of flow the colour wheel's rim (or clamp) stands for
 
 
 class Session:

@@ -257,7 +257,8 @@ class SessionController(QObject):
         result.display = render(result, job.display)
         if job.quick:
             # the mode in the title is the quick one's: say it stands in for the one asked for
-            result.display.depth_title += f" · quick answer ({QUICK_LEVELS} levels), the full one follows"
+            title = result.display.depth_title  # the preview said first: a narrow pane cut it off the end
+            result.display.depth_title = f"preview ({QUICK_LEVELS} levels), the full answer follows · {title}"
         return Outcome(job, result=result)
 
     def _finished(self, future: Future[Outcome]) -> None:

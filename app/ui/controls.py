@@ -395,6 +395,8 @@ class ControlsPanel(QWidget):
         # does not apply there (binary and selective depth take their planes from it)
         swept = mode in (Mode.CONTINUOUS, Mode.QUANTIZED)
         self.max_disparity.setEnabled(not (swept and self.settings.max_disparity_auto))
+        # ticked and live beside a number in use read as if auto applied there too (review)
+        self.max_disparity_auto.setEnabled(swept)
         self.plane_label.setVisible(mode is Mode.BINARY)
         self.range_label.setVisible(mode is Mode.SELECTIVE)
         self._update_labels()

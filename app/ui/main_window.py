@@ -483,8 +483,8 @@ class MainWindow(QMainWindow):
     def _update_position(self) -> None:
         number, count, _ = self.session.position()
         self.seek_bar.setEnabled(bool(count))
-        if not count:
-            self.seek_label.setText("")
+        if not count:  # no end to seek in (the synthetic scene, a camera): which frame, at least
+            self.seek_label.setText(f" frame {number + 1} " if number >= 0 else "")
             return
         if self.seek_bar.maximum() != count - 1:
             self.seek_bar.setRange(0, count - 1)
@@ -602,9 +602,10 @@ class MainWindow(QMainWindow):
         # (it read "Optical flow is off" beside a method just chosen)
         self._flow_title(self.session.flow is not None and self._flow_drawn)
 
-    def _flow_title(self, drawn: bool) -> None:
+    def _flow_title(self, drawn: bool, scale: float | None = None) -> None:
         if drawn:
-            self.flow_view.set_title("Optical flow (left frame to left frame)")
+            rim = f" · colour wheel's rim = {scale:.3g} px" if scale is not None else ""
+            self.flow_view.set_title(f"Optical flow{rim} (previous left frame to this one)")
         elif self.session.flow is not None:
             self.flow_view.set_title(
                 "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
@@ -652,7 +653,7 @@ class MainWindow(QMainWindow):
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
         self._flow_drawn = shown.flow_rgb is not None
-        self._flow_title(self._flow_drawn)
+        self._flow_title(self._flow_drawn, shown.flow_scale)
         self.controls.show_choice(depth)
         self._warn_if_swapped(result)
         set_aside = self.session.take_set_aside()

@@ -34,6 +34,7 @@ class Rendered:
     tint: np.ndarray | None  # mask tinted over the left image
     baseline_rgb: np.ndarray | None = None
     flow_rgb: np.ndarray | None = None
+    flow_scale: float | None = None  # px the colour wheel's rim stands for (said in the pane's title)
     errors: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (title, rgb) per engine
     histogram: tuple[np.ndarray, np.ndarray, str] | None = None  # counts, edges, unit (m or px)
 
@@ -55,6 +56,14 @@ def _unknown_grey(rgb: np.ndarray, values: np.ndarray) -> np.ndarray:
     return rgb
 
 
+def _plane_depth(result: FrameResult) -> str:
+    """' (nearer than 3.14 m)': a binary plane as a depth, with a calibration ('' without)."""
+    if result.calibration is None:
+        return ""
+    z = float(result.calibration.depth_m(np.array([result.depth.planes[0]]))[0])
+    return f" (nearer than {z:.3g} {result.calibration.depth_unit})" if np.isfinite(z) else ""
+
+
 def _depth_span(result: FrameResult, levels: tuple[float, float]) -> str:
     """', depth 1.21-∞ m': the colour bar's ends as depths, near to far, with a calibration ('' without)."""
     if result.calibration is None:
@@ -66,16 +75,20 @@ def _depth_span(result: FrameResult, levels: tuple[float, float]) -> str:
 
 def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     depth = result.depth
+    # what a narrow pane must not cut first: which engine and mode, then what the colours are
     if depth.mode is Mode.BINARY:
         shown, levels = depth.probabilities[0], (0.0, 1.0)
-        title = f"P(disparity > {depth.planes[0]:g} px)"
+        nearer = f"P(disparity > {depth.planes[0]:g} px){_plane_depth(result)}"
+        title = f"{depth.engine} binary · {nearer} · nearer: red on the left image"
         tint = depth.mask
     else:
         shown = depth.disparity
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
-        title = f"Disparity in px{_depth_span(result, levels)} ({depth.engine}, {depth.mode.value})"
+        title = f"{depth.engine} {depth.mode.value} · disparity in px{_depth_span(result, levels)}"
         if not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
             title += " · grey: unknown" + (", or outside the range" if depth.range_state is not None else "")
+        if depth.range_state is not None:
+            title += " · nearer than the range: red on the left image"
         tint = depth.range_state == 1 if depth.range_state is not None else None
     out = Rendered(spec, _unknown_grey(colorize(shown, *levels, spec.colormap), shown), levels, title, tint)
     if result.baseline is not None:
@@ -92,8 +105,8 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         # the figures first (a narrow pane cuts the title's end); dense: an unknown pixel counts
         # as wrong, so masking more by confidence raises bad-2, and the title says why
         title = (
-            f"{truth.engine}: bad-2 {100 * truth.bad2:.1f} % (unknown counts) · EPE {truth.epe:.2f} px "
-            f"· |d - truth| 0-{ERROR_MAX_PX:g} px"
+            f"{truth.engine}: bad-2 {100 * truth.bad2:.1f} %, EPE {truth.epe:.2f} px · |d - truth| "
+            f"0-{ERROR_MAX_PX:g} px · a pixel without an answer counts as wrong"
         )
         out.errors.append((title, rgb))
     if result.flow is not None:
@@ -102,6 +115,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             step = max(16, min(flow.shape[:2]) // 12)  # about 12 arrows across the short side: visible
             out.flow_rgb = Display.flow_arrows(result.pair.left, flow, step, spec.flow_max)
         else:
-            # the pane shows the frame shrunk: a legend half the height wide stays legible
+            # the pane shows the frame shrunk: the legend's figure shrinks with it, so the title says it
             out.flow_rgb = Display.flow_color(flow, spec.flow_max, max(80, flow.shape[0] // 2))
+            out.flow_scale = Display.flow_scale(flow, spec.flow_max)
     return out

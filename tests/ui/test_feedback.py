@@ -258,8 +258,10 @@ def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: 
     qtbot.waitUntil(lambda: len(shown) >= 2, timeout=10_000)
     assert quick_flags[:2] == [True, False]
     quick, full = shown[0], shown[1]
-    assert quick.request.mode is Mode.QUANTIZED and "quick answer" in quick.display.depth_title
-    assert full.request.mode is Mode.CONTINUOUS and "quick" not in full.display.depth_title
+    assert quick.request.mode is Mode.QUANTIZED and quick.display.depth_title.startswith(
+        "preview (6 levels), the full answer follows · "
+    )
+    assert full.request.mode is Mode.CONTINUOUS and "preview" not in full.display.depth_title
     assert window.left_view._shape is not None  # the images were up before the depth
 
 
@@ -369,7 +371,7 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
     assert window.error_main.isVisible() and window.error_base.isVisible()
     expected = abs(float(result.depth.disparity[0, 0]) - 6.0)
     assert (
-        "bad-2 100.0 % (unknown counts)" in window.error_main.title.full_text
+        "bad-2 100.0 %, EPE" in window.error_main.title.full_text
         and f"EPE {expected:.2f} px" in window.error_main.title.full_text
     )
     assert window.error_main.title.full_text.index("bad-2") < window.error_main.title.full_text.index(
@@ -435,10 +437,19 @@ def test_play_at_the_end_of_a_folder_starts_it_again(qtbot, tmp_path: Path) -> N
 
 
 def test_a_source_that_cannot_seek_says_so(qtbot) -> None:  # type: ignore[no-untyped-def]
-    window = _window(qtbot, lambda spec: FakeSource(1000), RecordingEngine())
+    class Counted(FakeSource):  # numbers its frames, as a source does
+        frame_number = -1
+
+        def read(self):  # type: ignore[no-untyped-def]
+            self.frame_number += 1
+            return super().read()
+
+    window = _window(qtbot, lambda spec: Counted(1000), RecordingEngine())
     window.open_spec("live")
     _shown(qtbot, window)
     assert not window.seek_bar.isEnabled()
+    # no end to seek in, but which frame is shown is said (paused and stepped, it said nothing)
+    assert window.seek_label.text().strip().startswith("frame ")
     window.controller.seek(3)
     qtbot.waitUntil(lambda: "cannot seek" in window.last_error, timeout=5000)
 

@@ -107,11 +107,19 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     image = np.zeros((8, 8, 3), np.uint8)
     depth = empty_result(image, "bi3d", Mode.CONTINUOUS)
     frame = FrameResult(1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS), depth)
-    assert render(frame, DisplaySpec()).depth_title == "Disparity in px (bi3d, continuous)"
+    assert render(frame, DisplaySpec()).depth_title == "bi3d continuous · disparity in px"
     depth.disparity[2:4, 2:4] = np.nan  # masked: unknown, drawn grey
     assert render(frame, DisplaySpec()).depth_title.endswith("· grey: unknown")
     # with a calibration the colour bar's ends are given as depths (the title said px alone)
     metric = dataclasses.replace(frame, calibration=Calibration(focal_px=100.0, baseline_m=0.12))
     assert render(metric, DisplaySpec(fixed_max=48.0)).depth_title.startswith(
-        "Disparity in px, depth 0.25-∞ m (bi3d, continuous)"
+        "bi3d continuous · disparity in px, depth 0.25-∞ m"
     )
+    # binary: which engine first, the plane as a depth, and what the red tint means
+    binary = dataclasses.replace(
+        empty_result(image, "bi3d", Mode.BINARY), planes=np.array([24.0], np.float32)
+    )
+    plane = dataclasses.replace(metric, depth=binary, request=DepthRequest(mode=Mode.BINARY))
+    title = render(plane, DisplaySpec()).depth_title
+    assert title.startswith("bi3d binary · P(disparity > 24 px) (nearer than 0.5 m)")
+    assert title.endswith("nearer: red on the left image")

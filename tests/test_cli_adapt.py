@@ -26,7 +26,8 @@ def test_adapt_writes_a_model_that_loads_as_weights(capsys, footage: Path, tmp_p
         capsys, "adapt", str(footage), "--out", str(out), "--steps", "2", "--eval-frames", "1"
     )
     assert code == 0, err
-    assert "held-back frames, before -> after:" in stdout and "  dense_bad2: " in stdout
+    assert "held-back frames, before -> after:" in stdout
+    assert "  dense bad-2 against ground truth (%, lower is better): " in stdout
     report = json.loads((tmp_path / "adapted.json").read_text())
     assert "dense_bad2" in report["report"]["after"]
     _model, info = load_model(out)
@@ -115,3 +116,17 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(footage: Path, tmp_pa
     # other --steps: the partial checkpoint belongs to another run and is refused, not overwritten
     assert resumed.returncode == 2 and "other settings" in resumed.stderr
     assert partial.is_file()
+
+
+def test_a_log_hears_from_a_long_stage(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Outside a terminal it printed one line per stage, then nothing for minutes of training."""
+    from app.commands import adapt as command
+
+    clock = [0.0]
+    monkeypatch.setattr(command.time, "monotonic", lambda: clock[0])
+    bar = command._Bar()
+    bar.tty = False
+    for step in range(1, 5):
+        clock[0] = 20.0 * step
+        bar.show("training", step, 4, f"step {step} of 4")
+    assert capsys.readouterr().out.splitlines() == ["adapt: step 1 of 4", "adapt: step 3 of 4"]

@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -54,10 +55,17 @@ def run(args: argparse.Namespace) -> int:
             result = adapt(cfg, progress, cancel)
         finally:
             bar.end()
+    from app.engine.training.adapt_report import describe
+
     print("held-back frames, before -> after:")
+    verdicts = []
     for name, before in result.before.items():
-        after = result.after.get(name, float("nan"))
-        print(f"  {name}: {before:.4g} -> {after:.4g}")
+        line, better = describe(name, before, result.after.get(name, float("nan")))
+        print(f"  {line}")
+        if better is not None:
+            verdicts.append(better)
+    if verdicts and not any(verdicts):
+        print("note: every figure is worse on the held-back frames: keep the model you started from")
     took = f"{result.steps} steps, {result.elapsed_s / 60:.1f} min"
     print(f"wrote {result.out} ({took}) and {result.report_path}")
     return 0
@@ -67,15 +75,20 @@ class _Bar:
     """On a terminal, one line on stderr, redrawn: stage, a bar, what is happening. Elsewhere (a
     log, a pipe) one line on stdout per stage, so stderr keeps to the one-line errors."""
 
+    LOG_EVERY_S = 30.0  # a log hears from a long stage this often (it went quiet for minutes)
+
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.drawn = False
         self.stage = ""
+        self.logged = 0.0
 
     def show(self, stage: str, done: int, total: int, message: str) -> None:
         if not self.tty:
-            if stage != self.stage:
+            now = time.monotonic()
+            if stage != self.stage or now - self.logged >= self.LOG_EVERY_S:
                 print(f"adapt: {message}", flush=True)
+                self.logged = now
             self.stage = stage
             return
         width = 24

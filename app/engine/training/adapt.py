@@ -317,9 +317,13 @@ class Adapter:
         data = load_tensors(path, advice)
         if not isinstance(data, dict) or data.get("format") != PARTIAL_FORMAT:
             raise UserError(f"{path} is not an adaptation checkpoint; {advice}")
-        if data.get("fingerprint") != self.cfg.fingerprint():
+        saved, now = data.get("fingerprint"), self.cfg.fingerprint()
+        if saved != now:
+            old = saved if isinstance(saved, dict) else {}
+            changed = [f"{k} {old.get(k)!r} then, {v!r} now" for k, v in now.items() if old.get(k) != v]
+            which = f" ({'; '.join(changed[:3])})" if changed else ""
             raise UserError(
-                f"{path} belongs to an adaptation with other settings; {advice} or rerun that one"
+                f"{path} belongs to an adaptation with other settings{which}; {advice} or rerun that one"
             )
         try:
             self.model.load_state_dict(data["state_dict"], strict=True)

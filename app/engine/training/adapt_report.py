@@ -30,6 +30,31 @@ from app.engine.training.pseudo import lr_consistent
 from app.engine.types import DepthRequest, Mode, StereoPair
 
 FIGURES = ("photometric_l1", "lr_consistency", "pseudo_bad2", "dense_bad2", "epe")
+# how each figure is said: words, unit, the factor from its stored value, whether higher is better
+FIGURE_WORDS: dict[str, tuple[str, str, float, bool]] = {
+    "photometric_l1": ("photometric error", "grey levels", 1.0, False),
+    "lr_consistency": ("left-right agreement", "%", 100.0, True),
+    "pseudo_bad2": ("confident SGBM pixels missed by > 2 px", "%", 100.0, False),
+    "dense_bad2": ("dense bad-2 against ground truth", "%", 100.0, False),
+    "epe": ("end-point error", "px", 1.0, False),
+}
+
+
+def describe(name: str, before: float, after: float) -> tuple[str, bool | None]:
+    """One line of the before/after report, with its unit and which way is better, and whether
+    the figure got better (None: unchanged, or a figure without a direction, such as frames)."""
+    if name not in FIGURE_WORDS:
+        return f"{name}: {before:.4g} -> {after:.4g}", None
+    words, unit, factor, higher = FIGURE_WORDS[name]
+    better = (
+        None
+        if after == before or not (np.isfinite(before) and np.isfinite(after))
+        else (after > before) == higher
+    )
+    verdict = "" if better is None else (", better" if better else ", worse")
+    way = "higher" if higher else "lower"
+    line = f"{words} ({unit}, {way} is better): {before * factor:.3g} -> {after * factor:.3g}{verdict}"
+    return line, better
 
 
 def photometric_l1(left: np.ndarray, right: np.ndarray, disparity: np.ndarray) -> float:

@@ -115,7 +115,7 @@ def test_cancel_keeps_a_checkpoint_and_the_same_call_resumes(footage: Path, tmp_
     with pytest.raises(AdaptCancelled, match=r"stopped at step 3 of 6.*again.*to resume"):
         adapt(cfg, stop_at_three, cancel)
     assert Path(str(out) + ".partial").is_file() and not out.exists()
-    with pytest.raises(UserError, match="other settings"):
+    with pytest.raises(UserError, match=r"other settings \(lr .* then, 0\.0003 now\)"):  # which one changed
         adapt(_cfg(footage, out, steps=6, lr=3e-4))
     messages: list[str] = []
     result = adapt(cfg, lambda p: messages.append(p.message))
@@ -202,3 +202,18 @@ def test_weights_of_another_kind_are_refused(footage: Path, tmp_path: Path) -> N
     ]:
         with pytest.raises(UserError, match=needle):
             adapt(AdaptConfig(str(footage), str(tmp_path / "a.pt"), weights=str(path)))
+
+
+def test_the_report_says_units_and_which_way_is_better() -> None:
+    """It printed 'pseudo_bad2: 0.004763 -> 0.005659': fractions, no unit, no direction (review)."""
+    from app.engine.training.adapt_report import describe
+
+    line, better = describe("pseudo_bad2", 0.004763, 0.005659)
+    assert line == "confident SGBM pixels missed by > 2 px (%, lower is better): 0.476 -> 0.566, worse"
+    assert better is False
+    assert describe("lr_consistency", 0.95, 0.97) == (
+        "left-right agreement (%, higher is better): 95 -> 97, better",
+        True,
+    )
+    assert describe("frames", 2, 2) == ("frames: 2 -> 2", None)
+    assert describe("epe", 1.0, 1.0)[1] is None  # unchanged: neither

@@ -148,6 +148,7 @@ def test_eval_on_demo_prints_dense_and_valid_only(capsys, demo_dir: Path, tmp_pa
     assert code == 0
     lines = [line for line in stdout.splitlines() if line.startswith("motorcycle/sgbm")]
     assert [line.split()[1] for line in lines] == ["dense", "valid-only"]
+    assert "EPE: mean |d - truth| in px" in stdout and "--json holds fractions" in stdout  # the legend
     rows = json.loads((tmp_path / "e.json").read_text())
     dense, valid = rows[0]["dense"], rows[0]["valid_only"]
     # SGBM on Motorcycle: a usable baseline, and holes make the dense figures worse

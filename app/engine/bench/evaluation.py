@@ -72,8 +72,18 @@ def evaluate_scenes(
     return rows
 
 
+EVAL_LEGEND = (
+    "EPE: mean |d - truth| in px; bad-N: % of pixels with ground truth off by more than N px; D1: "
+    "KITTI's (> 3 px and > 5 %); density: % answered. dense: every pixel with ground truth, one "
+    "without an answer counting as wrong (for EPE it is filled from its neighbours, as KITTI does); "
+    "valid-only: the answered pixels alone. --json holds fractions, not %."
+)
+
+
 def eval_table(rows: list[EvalRow]) -> str:
-    return format_table([(f"{r.scene}/{r.engine}", r.metrics) for r in rows])
+    """The figures per scene and engine, then a legend (EPE's unit, what dense means: its EPE and
+    its bad-1 looked contradictory)."""
+    return format_table([(f"{r.scene}/{r.engine}", r.metrics) for r in rows]) + "\n" + EVAL_LEGEND
 
 
 def eval_notes(rows: list[EvalRow]) -> list[str]:

@@ -56,7 +56,9 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
             update={"engine": "auto", "weights": "", "device": "cpu", "precision": "fp32"}
         )
     window = MainWindow(session, settings, None, settings_path)
-    window.resize(*window_size())
+    size = window_size()
+    window.resize(*size)
+    window.fit_width(size[0])  # a laptop's first opening: the side docks as tabs, the images wider
     if problem is None:
         window.apply_engine()  # again, now that engine-build progress can reach the status bar
     window.open_spec(source or session.demo_spec())

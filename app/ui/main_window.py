@@ -95,6 +95,9 @@ class _JumpToClick(QProxyStyle):
         return super().styleHint(hint, option, widget, returnData)
 
 
+WIDE_LAYOUT_PX = 1500  # narrower first openings tabify the side docks (``MainWindow.fit_width``)
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -286,6 +289,19 @@ class MainWindow(QMainWindow):
         self.view_menu = self.menuBar().addMenu("&View")
         for action in (*(d.toggleViewAction() for d in self.docks), playback.toggleViewAction()):
             self.view_menu.addAction(action)
+
+    def fit_width(self, width: int) -> None:
+        """A first opening narrower than ``WIDE_LAYOUT_PX`` (a laptop) puts Calibration and Measure
+        as tabs beside Controls: the three docks side by side left the images about 300 px wide at
+        1366 px. A layout the user arranged and that was saved is left as it is."""
+        if self.layout_restored or width >= WIDE_LAYOUT_PX:
+            return
+        controls, calibration, measure, latency = self.docks
+        for dock in (calibration, measure):
+            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+            self.tabifyDockWidget(controls, dock)
+        controls.raise_()
+        self.resizeDocks([latency], [110], Qt.Orientation.Vertical)
 
     def _load_calibration(self) -> None:
         self._show_dock(self.calibration)  # where the loaded file and its check are shown
@@ -895,6 +911,7 @@ class MainWindow(QMainWindow):
     def _restore_layout(self) -> None:
         q = self._layout_store()
         geometry, state, split = q.value("geometry"), q.value("windowState"), q.value("centralSplit")
+        self.layout_restored = state is not None
         if geometry is not None:
             self.restoreGeometry(geometry)
         if state is not None:

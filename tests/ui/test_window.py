@@ -542,3 +542,23 @@ def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibrati
     window.load_calibration_action.trigger()
     assert window.calibration.file_label.text().startswith("rig.yaml: f ")
     assert window.calibration.isVisible()  # its dock was brought to the front, where it says so
+
+
+def test_a_laptop_first_opening_puts_the_side_docks_beside_controls(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """At 1366 px the three docks side by side left the images about 300 px wide (review)."""
+    from PySide6.QtCore import Qt
+
+    from app.ui.main_window import WIDE_LAYOUT_PX
+
+    window = _window(qtbot, lambda spec: FakeSource(1))
+    controls, calibration, measure, _ = window.docks
+    window.layout_restored = True  # a layout the user arranged: left as it is
+    window.fit_width(1366)
+    assert window.dockWidgetArea(calibration) == Qt.DockWidgetArea.RightDockWidgetArea
+    window.layout_restored = False
+    window.fit_width(WIDE_LAYOUT_PX)  # wide enough: as built
+    assert window.dockWidgetArea(calibration) == Qt.DockWidgetArea.RightDockWidgetArea
+    window.fit_width(1366)
+    left = Qt.DockWidgetArea.LeftDockWidgetArea
+    assert window.dockWidgetArea(calibration) == left and window.dockWidgetArea(measure) == left
+    assert set(window.tabifiedDockWidgets(controls)) == {calibration, measure}

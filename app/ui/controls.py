@@ -408,10 +408,14 @@ class ControlsPanel(QWidget):
         self.range_label.setText(f"{self._px_text(lo)} to {self._px_text(hi)}")
 
     def _px_text(self, px: float) -> str:
+        """'30 px (3.14 m)', with no-break spaces: a narrow panel wraps between the two ends of a
+        range, not inside a figure ('(2.11' / 'm)'); a placeholder baseline's depth is in baselines."""
+        nb = "\u00a0"
         if self.calibration is None:
-            return f"{px:g} px"
+            return f"{px:g}{nb}px"
         z = float(self.calibration.depth_m(np.array([px]))[0])
-        return f"{px:g} px ({z:.2f} m)" if np.isfinite(z) else f"{px:g} px (far)"
+        unit = self.calibration.depth_unit
+        return f"{px:g}{nb}px{nb}({z:.2f}{nb}{unit})" if np.isfinite(z) else f"{px:g}{nb}px{nb}(far)"
 
     # ---- used by the controller -----------------------------------------------------------
     def set_calibration(self, calibration: Calibration | None) -> None:

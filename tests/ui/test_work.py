@@ -50,7 +50,15 @@ def test_calibration_panel_loads_checks_and_draws(qtbot, demo_dir: Path) -> None
     with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
         panel.load(demo_dir / "calib.txt")
     assert "baseline 193.0 mm" in panel.file_label.text()
-    assert " m)" in window.controls.plane_label.text()  # metres next to pixels
+    assert "\u00a0m)" in window.controls.plane_label.text()  # metres next to pixels, kept on one line
+    # a placeholder baseline's depths are in baselines there too (the label said metres)
+    window.controls.set_calibration(
+        dataclasses.replace(window.controller.last.calibration, baseline_known=False)
+    )
+    assert (
+        "baselines)" in window.controls.plane_label.text()
+        and "\u00a0m)" not in window.controls.plane_label.text()
+    )
     assert window.controller.last is not None and window.controller.last.calibration is not None
     with qtbot.waitSignal(panel.linesReady, timeout=20_000):
         panel.run_check()

@@ -119,16 +119,10 @@ def guess_pattern(gray: np.ndarray) -> tuple[int, int] | None:
     """The largest chessboard (inner corners, cols >= rows, 3 to 15 a side) OpenCV finds in an
     H x W uint8 image, or None: a hint for a --pattern found in no image (a few seconds; OpenCV's
     detector also finds a smaller board inside a larger one, hence the largest first)."""
-    scale = min(1.0, GUESS_WIDTH / gray.shape[1])
-    small = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else gray
-    flags = cv2.CALIB_CB_FAST_CHECK | cv2.CALIB_CB_ADAPTIVE_THRESH | cv2.CALIB_CB_NORMALIZE_IMAGE
     sizes = sorted(
         ((c, r) for c in GUESS_SIDES for r in GUESS_SIDES if r <= c), key=lambda p: (-p[0] * p[1], -p[0])
     )
-    for cols, rows in sizes:
-        if cv2.findChessboardCorners(small, (cols, rows), flags=flags)[0]:
-            return cols, rows
-    return None
+    return _first_found(gray, sizes)
 
 
 LARGER_BY = 3  # `larger_board` tries boards up to this many inner corners more a side
@@ -137,12 +131,18 @@ LARGER_BY = 3  # `larger_board` tries boards up to this many inner corners more 
 def larger_board(gray: np.ndarray, pattern: tuple[int, int]) -> tuple[int, int] | None:
     """The largest board of up to ``LARGER_BY`` more inner corners a side than ``pattern`` that
     OpenCV finds in an H x W uint8 image, or None (OpenCV finds a pattern inside a larger board)."""
+    cols, rows = pattern
+    sizes = [(cols + a, rows + b) for a in range(LARGER_BY + 1) for b in range(LARGER_BY + 1) if a or b]
+    return _first_found(gray, sorted(sizes, key=lambda p: -p[0] * p[1]))
+
+
+def _first_found(gray: np.ndarray, sizes: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The first of ``sizes`` (inner corners) whose board OpenCV's quick check finds in the image,
+    reduced to ``GUESS_WIDTH`` first; None when none is."""
     scale = min(1.0, GUESS_WIDTH / gray.shape[1])
     small = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else gray
     flags = cv2.CALIB_CB_FAST_CHECK | cv2.CALIB_CB_ADAPTIVE_THRESH | cv2.CALIB_CB_NORMALIZE_IMAGE
-    cols, rows = pattern
-    sizes = [(cols + a, rows + b) for a in range(LARGER_BY + 1) for b in range(LARGER_BY + 1) if a or b]
-    for size in sorted(sizes, key=lambda p: -p[0] * p[1]):
+    for size in sizes:
         if cv2.findChessboardCorners(small, size, flags=flags)[0]:
             return size
     return None

@@ -427,9 +427,7 @@ class MainWindow(QMainWindow):
             self._from_the_start()
             return
         self._ended = True
-        with QSignalBlocker(self.pause_action):  # the button offers Play, which starts it again
-            self.pause_action.setChecked(True)
-        self.pause_action.setText("Play")
+        self._show_paused(True)  # the button offers Play, which starts it again
         self.latency.mark_ended()
         cut = self.session.cut_short_note()
         if cut is not None:  # not a whole file's end: said as a problem, not as news
@@ -507,6 +505,12 @@ class MainWindow(QMainWindow):
         if not self.seek_bar.isSliderDown():
             self.seek_bar.setValue(max(number, 0))
             self._seek_label_text(max(number, 0))
+
+    def _show_paused(self, on: bool) -> None:
+        """The Pause button as paused (it offers Play) or playing, without pausing anything."""
+        with QSignalBlocker(self.pause_action):
+            self.pause_action.setChecked(on)
+        self.pause_action.setText("Play" if on else "Pause")
 
     def _pause(self, on: bool) -> None:
         self.pause_action.setText("Play" if on else "Pause")
@@ -690,9 +694,7 @@ class MainWindow(QMainWindow):
         self._update_position()
         if self._ended and not self.controller.holds_still():  # a seek after the end plays on
             self._ended = False
-            with QSignalBlocker(self.pause_action):
-                self.pause_action.setChecked(False)
-            self.pause_action.setText("Pause")
+            self._show_paused(False)
         self.cloud_view.set_result(result)
         self.latency.add(result.timings, still=self.controller.holds_still())
         self.controls.set_calibration(result.calibration)

@@ -40,6 +40,8 @@ from app.engine.depth.agreement import (
 from app.engine.depth.alignment import VerticalAligner, with_alignment
 from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
+    BEYOND_NOTE_SHARE,
+    beyond_text,
     continuous_range,
     dense_span,
     hold_far_planes,
@@ -142,7 +144,6 @@ def resolve_device(name: str) -> torch.device:
 
 
 WIDEN_ABOVE = 0.005  # share of pixels "closer" at an auto bound's last plane that widens the sweep
-BEYOND_NOTE_SHARE = 0.01  # share of pixels "closer" at a fixed sweep's last plane that a note points out
 ONE_LEVEL_SHARE = 0.5  # share of pixels beyond the nearest or farthest quantized level that a note points out
 # a light model's binary plane this far or more is held to the one at half of it: on the 16 + 16
 # held-out selection scenes it cost 0.1-0.25 points of agreement at 66 and 96 px and gained
@@ -324,7 +325,7 @@ class Bi3DEngine:
                     request, plan, lowres = widened
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
                 if found is None and request.mode is Mode.CONTINUOUS:  # a range the user fixed
-                    result.notes.extend(beyond_note(result))
+                    result.notes.extend(beyond_note(result, request.max_disparity))
         # the probe of a new size is reported apart: the cost model learns the frame's own time
         timings["total"] = (time.perf_counter() - t0) * 1000 - probe_ms
         self._record_costs(size, request, plan, timings)
@@ -853,8 +854,10 @@ class Bi3DEngine:
             )
         if request.mode is Mode.CONTINUOUS and len(planes):
             # nothing is known beyond the planes swept (full sweep or search): the refinement's
-            # moves past the first or last plane (below 0 px: behind the rig) are pinned there
-            np.clip(disparity, min(float(planes[0]), 0.0), float(planes[-1]), out=disparity)
+            # moves past the first or last plane (below 0 px: behind the rig) are pinned there,
+            # and never past the maximum asked for (20 px sweeps to the plane at 21 px)
+            top = min(float(planes[-1]), float(request.max_disparity))
+            np.clip(disparity, min(float(planes[0]), 0.0), top, out=disparity)
         result = DepthResult(
             disparity=disparity,
             probabilities=np.ascontiguousarray(record, np.float32),
@@ -894,9 +897,10 @@ def unknown(result: DepthResult) -> None:
         result.range_state[:] = 0
 
 
-def beyond_note(result: DepthResult) -> list[str]:
+def beyond_note(result: DepthResult, top: float | None = None) -> list[str]:
     """A note when a share of the pixels (``BEYOND_NOTE_SHARE``) is nearer than a continuous
-    sweep's last plane: "closer" there, and answered at that plane (within one plane step). The
+    sweep's last plane: "closer" there, and answered at that plane (within one plane step), or at
+    ``top``, the maximum asked for, where the last plane passes it. The
     curve at the last plane alone is not enough: a per-plane classifier answers "closer" on far
     planes beyond a scene (isolated false runs the step readout passes over), which on the
     Motorcycle pair at 0-192 px made a third of the pixels "nearer than 192 px" while none read
@@ -910,10 +914,7 @@ def beyond_note(result: DepthResult) -> list[str]:
         beyond = float(np.mean((result.plane_probabilities(-1) > 0.5) & (result.disparity >= last - step)))
     if beyond < BEYOND_NOTE_SHARE:
         return []
-    return [
-        f"{100 * beyond:.1f} % of the pixels are nearer than the sweep reaches ({last:g} px) and read "
-        f"{last:g} px; raise the maximum disparity, or set it to auto"
-    ]
+    return [beyond_text(beyond, last if top is None else min(last, float(top)))]
 
 
 def one_level_note(probs: np.ndarray, planes: np.ndarray, explicit: bool = False) -> list[str]:

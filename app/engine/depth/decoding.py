@@ -156,6 +156,18 @@ def requested_planes(request: DepthRequest) -> np.ndarray:
     return uniform_planes(levels, lo, hi)
 
 
+BEYOND_NOTE_SHARE = 0.01  # share of pixels nearer than a fixed range's top that a note points out
+
+
+def beyond_text(share: float, top: float) -> str:
+    """The note on ``share`` of the pixels nearer than a fixed continuous range reaches, read at
+    its top, ``top`` px (both engines)."""
+    return (
+        f"{100 * share:.1f} % of the pixels are nearer than the range reaches ({top:g} px) and read "
+        f"{top:g} px; raise the maximum disparity, or set it to auto"
+    )
+
+
 def dense_span(lo: float, hi: float, step: int, top: int) -> tuple[int, int]:
     """Plane grid [first, last] (multiples of ``step``, inside [0, top]) covering [lo, hi]."""
     first = math.floor(lo / step) * step

@@ -16,7 +16,14 @@ import cv2
 import numpy as np
 
 from app.engine.depth.alignment import VerticalAligner, with_alignment
-from app.engine.depth.decoding import continuous_range, quantized_disparity, range_state, requested_planes
+from app.engine.depth.decoding import (
+    BEYOND_NOTE_SHARE,
+    beyond_text,
+    continuous_range,
+    quantized_disparity,
+    range_state,
+    requested_planes,
+)
 from app.engine.depth.exposure import identical_pair_note
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import RangeTracker, bounded, widest_search
@@ -141,6 +148,15 @@ class SGBMEngine:
             request = dataclasses.replace(request, max_disparity=fit)
         self._check_memory(left.shape[:2], request)
         disp = self.disparity(left, right, request.max_disparity)
+        if found is None and request.mode is Mode.CONTINUOUS:
+            # OpenCV searched up to a multiple of 16: nothing reads past the maximum the user set
+            # (20 px searched 0-31 px), as Bi3D's sweep reads its last plane there
+            top = np.float32(request.max_disparity)
+            with np.errstate(invalid="ignore"):
+                beyond = float(np.mean(disp > top))
+            np.minimum(disp, top, out=disp)
+            if beyond >= BEYOND_NOTE_SHARE:
+                notes.append(beyond_text(beyond, float(top)))
         t1 = time.perf_counter()
         result = self._answer(disp, request)
         t2 = time.perf_counter()
@@ -156,8 +172,7 @@ class SGBMEngine:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):
             planes = len(requested_planes(request))
         else:
-            lo, hi = continuous_range(request)
-            planes = len(np.arange(np.floor(lo), np.ceil(hi) + 1, 3))
+            planes = len(range_planes(*continuous_range(request)))
         full_dp = self.params.mode == "hh"  # OpenCV: only HH keeps the whole H x W x D volume
         needed = sgbm_bytes(size, search_range(request.max_disparity), planes, full_dp)
         require_frame(needed, planes, size, "SGBM")
@@ -172,7 +187,7 @@ class SGBMEngine:
             disparity = quantized_disparity(probs, planes, request.max_disparity)
             return self._result(request, disparity, probs, planes)
         lo, hi = continuous_range(request)
-        planes = np.arange(np.floor(lo), np.ceil(hi) + 1, 3, dtype=np.float64)
+        planes = range_planes(lo, hi)
         probs = plane_probabilities(disp, planes)
         if request.mode is Mode.SELECTIVE:
             state = range_state(disp, lo, hi)
@@ -198,6 +213,13 @@ class SGBMEngine:
             runtime="opencv",
             **extra,  # type: ignore[arg-type]
         )
+
+
+def range_planes(lo: float, hi: float) -> np.ndarray:
+    """The planes of the probability record over a continuous or selective range: every 3 px from
+    ``floor(lo)``, and ``hi`` itself where the grid stops short of it (0, 3, ..., 18, 20 for 0-20 px)."""
+    planes = np.arange(np.floor(lo), np.ceil(hi) + 1, 3, dtype=np.float64)
+    return planes if planes[-1] >= hi else np.append(planes, float(hi))
 
 
 def plane_probabilities(disp: np.ndarray, planes: np.ndarray) -> np.ndarray:

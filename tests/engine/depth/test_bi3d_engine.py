@@ -464,13 +464,13 @@ def test_light_answers_stay_within_the_planes_swept_and_say_when_the_scene_is_ne
     torch.manual_seed(0)
     engine = Bi3DEngine(LightBi3D(width=0.5))
     result = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=20))
-    last = float(result.planes[-1])
+    assert float(result.planes[-1]) == 21.0  # the 3 px grid's plane past 20 px
     d = result.disparity[np.isfinite(result.disparity)]
-    assert d.min() >= 0.0 and d.max() <= last
+    assert d.min() >= 0.0 and d.max() <= 20.0  # never past the maximum asked for
     selective = engine.compute(left, right, DepthRequest(mode=Mode.SELECTIVE, range=(9.0, 15.0)))
     inside = selective.range_state == 0
     assert np.all((selective.disparity[inside] >= 9.0) & (selective.disparity[inside] <= 15.0))
-    assert any("nearer than the sweep reaches" in n for n in result.notes)
+    assert any("nearer than the range reaches (20 px) and read 20 px" in n for n in result.notes)
     # the note, on the answer's own "closer" curve at the last plane and its answer there
     probs = np.zeros((3, 10, 10), np.float32)
     probs[-1, :, :4] = 0.9  # 40 % of the pixels "closer" than the last plane, 20 % answered there
@@ -479,7 +479,7 @@ def test_light_answers_stay_within_the_planes_swept_and_say_when_the_scene_is_ne
     disparity[0, 0] = np.nan  # masked by the confidence: not counted as beyond
     fake = DepthResult(disparity, probs, np.array([0.0, 3.0, 6.0]), Mode.CONTINUOUS, "bi3d")
     (note,) = beyond_note(fake)
-    assert note.startswith("19.0 % of the pixels are nearer than the sweep reaches (6 px)")
+    assert note.startswith("19.0 % of the pixels are nearer than the range reaches (6 px)")
     probs[-1] = 0.1
     assert beyond_note(fake) == []
     # "closer" on the last plane but answered far (a false run the readout passed over): no note

@@ -141,6 +141,24 @@ def test_continuous_mode(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> 
     assert res.runtime == "opencv"
 
 
+def test_continuous_answers_stay_within_the_maximum_asked_for(
+    layered: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    """OpenCV searches 0-31 px for a 0-18 px request: the rectangle at 20 px reads 18 px, the
+    record's planes end at 18 px, and a note says what was nearer."""
+    left, right, _ = layered
+    res = SGBMEngine().compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=18))
+    d = res.disparity[np.isfinite(res.disparity)]
+    assert d.max() <= 18.0
+    assert np.nanmedian(fg_interior(res.disparity)) == 18.0
+    assert res.planes[-1] == 18.0
+    (note,) = [n for n in res.notes if "nearer than the range reaches" in n]
+    assert "(18 px) and read 18 px" in note
+    res = SGBMEngine().compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=20))
+    assert list(res.planes[-2:]) == [18.0, 20.0]  # the 3 px grid, then the top itself
+    assert not any("nearer than the range reaches" in n for n in res.notes)
+
+
 def test_timings_have_total(layered: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     res = run(layered, mode=Mode.BINARY, planes=(14,))
     assert res.timings["total"] == pytest.approx(res.timings["match"] + res.timings["readout"])

@@ -357,7 +357,16 @@ def test_eval_folder_of_middlebury_scenes(capsys, tmp_path: Path) -> None:  # ty
         _scene(tmp_path / f"scene{shift}", *_textured_pair(shift))
     code, stdout, _ = run(capsys, "eval", str(tmp_path), "--engines", "sgbm", "--max-disparity", "32")
     assert code == 0
-    assert sum(line.startswith(("scene5/sgbm", "scene9/sgbm")) for line in stdout.splitlines()) == 4
+    lines = stdout.splitlines()
+    assert sum(line.startswith(("scene5/sgbm", "scene9/sgbm")) for line in lines) == 4
+    # each figure's mean over the two scenes, per kind, and the legend says what it is
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in lines if "/sgbm" in line}
+    epe = [float(rows[(name, "dense")][0]) for name in ("scene5/sgbm", "scene9/sgbm")]
+    assert float(rows[("mean/sgbm", "dense")][0]) == pytest.approx(sum(epe) / 2, abs=1.5e-3)
+    assert ("mean/sgbm", "valid-only") in rows
+    assert "averaged over the 2 scenes" in stdout
+    code, stdout, _ = run(capsys, "eval", str(tmp_path / "scene5"), "--engines", "sgbm")
+    assert code == 0 and "mean/" not in stdout  # one scene: no mean
 
 
 def _kitti_scene(root: Path, shift: int) -> None:

@@ -81,9 +81,41 @@ EVAL_LEGEND = (
 
 
 def eval_table(rows: list[EvalRow]) -> str:
-    """The figures per scene and engine, then a legend (EPE's unit, what dense means: its EPE and
-    its bad-1 looked contradictory)."""
-    return format_table([(f"{r.scene}/{r.engine}", r.metrics) for r in rows]) + "\n" + EVAL_LEGEND
+    """The figures per scene and engine, with each engine's mean over the scenes where there are
+    several, then a legend (EPE's unit, what dense means: its EPE and its bad-1 looked
+    contradictory)."""
+    table = [(f"{r.scene}/{r.engine}", r.metrics) for r in rows]
+    means = mean_rows(rows)
+    legend = EVAL_LEGEND
+    if means:
+        table += [(f"mean/{engine}", metrics) for engine, metrics in means.items()]
+        scenes = len({r.scene for r in rows})
+        legend += f" mean: each figure averaged over the {scenes} scenes, each scene counting once."
+    return format_table(table) + "\n" + legend
+
+
+def mean_rows(rows: list[EvalRow]) -> dict[str, dict[str, StereoMetrics]]:
+    """Per engine with two or more scenes, each figure's mean over its scenes (each scene counts
+    once, whatever its size), per kind; {} where no engine has two."""
+    by_engine: dict[str, list[EvalRow]] = {}
+    for r in rows:
+        by_engine.setdefault(r.engine, []).append(r)
+    means: dict[str, dict[str, StereoMetrics]] = {}
+    for engine, own in by_engine.items():
+        if len(own) < 2:
+            continue
+        kinds = [k for k in own[0].metrics if all(k in r.metrics for r in own)]
+        means[engine] = {kind: _mean_metrics([r.metrics[kind] for r in own]) for kind in kinds}
+    return means
+
+
+def _mean_metrics(items: list[StereoMetrics]) -> StereoMetrics:
+    values = {
+        f.name: float(np.mean([getattr(m, f.name) for m in items]))
+        for f in dataclasses.fields(StereoMetrics)
+        if f.name != "n_valid_gt"
+    }
+    return StereoMetrics(**values, n_valid_gt=sum(m.n_valid_gt for m in items))
 
 
 def eval_notes(rows: list[EvalRow]) -> list[str]:

@@ -13,8 +13,9 @@ import numpy as np
 from app import vocabulary
 from app.commands.arguments import whole
 from app.commands.common import add_engine_args, add_setting, argument_type, depth_request, engine_options
-from app.engine.errors import UserError
+from app.engine.errors import UserError, word_settings
 from app.engine.types import Calibration
+from app.vocabulary import cli_words
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
     left, right = _rectifier(rig)(left, right)
     refuse_swapped(args.left, args.right, left, right)
     engine, reason = build_engine(engine_options(args), "binary")
-    print(f"engine: {engine.name} ({reason})")
+    print(f"engine: {engine.name} ({word_settings(reason, cli_words)})")
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
-    print(format_summary(result, calibration, _depth_unit(args.calib)))
+    print(format_summary(result, calibration, _depth_unit(args.calib), cli_words))
     extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, args.calib)}
     written = write_result(Path(args.out), result, request, extra)
     print("wrote " + ", ".join(str(p) for p in written))
@@ -132,7 +133,7 @@ def run_source(args: argparse.Namespace) -> int:
         unit = _depth_unit(args.calib)  # read once, not with every frame
         request = depth_request(args, calibration)
         engine, reason = build_engine(engine_options(args), "binary")
-        print(f"engine: {engine.name} ({reason}); source: {source.describe()}")
+        print(f"engine: {engine.name} ({word_settings(reason, cli_words)}); source: {source.describe()}")
         numbers: list[int] = []  # the source's frame numbers written (a damaged frame is skipped)
         said: set[str] = set()  # notes printed for an earlier frame (each frame's result.json keeps all)
         for pair in itertools.chain([first], pairs):
@@ -141,7 +142,7 @@ def run_source(args: argparse.Namespace) -> int:
             index = len(numbers) if source.live else source.frame_number
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
-            lines = format_summary(result, calibration, unit).splitlines()
+            lines = format_summary(result, calibration, unit, cli_words).splitlines()
             print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
             said.update(line for line in lines if line.startswith("note: "))
             out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from app.engine.errors import UserError
+from app.engine.errors import UserError, Wording, plain_words, word_settings
 from app.engine.fileio import default_folder_mode, make_folder
 from app.engine.formats import atomic_write, colorize, write_color_png, write_kitti_png, write_pfm
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
@@ -215,7 +215,7 @@ def summary(result: DepthResult) -> dict[str, Any]:
         "planes_px": _planes_text(result.planes),
         "valid_fraction": round(float(valid.mean()), 4),
         "timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
-        "notes": result.notes,
+        "notes": [word_settings(n, plain_words) for n in result.notes],
     }
     if valid.any():
         out["disparity_px"] = {
@@ -256,9 +256,11 @@ def _planes_text(planes: np.ndarray) -> str:
     return f"{len(planes)} from {planes[0]:g} to {planes[-1]:g}"
 
 
-def format_summary(result: DepthResult, calibration: Calibration | None = None, unit: str = "m") -> str:
+def format_summary(
+    result: DepthResult, calibration: Calibration | None = None, unit: str = "m", words: Wording = plain_words
+) -> str:
     """A few human-readable lines about a result; ``unit`` of depths ('baselines' where the
-    calibration's baseline is a placeholder of 1)."""
+    calibration's baseline is a placeholder of 1); ``words``: how the notes name settings."""
     info = summary(result)
     if result.engine == "sgbm" and result.mode is Mode.CONTINUOUS and len(result.planes):
         # semi-global matching sweeps no planes: it scores every whole disparity of the range
@@ -300,5 +302,5 @@ def format_summary(result: DepthResult, calibration: Calibration | None = None, 
     if "budget_choice" in info:
         lines.append("budget: " + ", ".join(f"{k} {v:g}" for k, v in info["budget_choice"].items()))
     lines.append("time: " + ", ".join(f"{k} {v:.1f} ms" for k, v in info["timings_ms"].items()))
-    lines += [f"note: {n}" for n in result.notes]
+    lines += [f"note: {word_settings(n, words)}" for n in result.notes]
     return "\n".join(lines)

@@ -700,7 +700,7 @@ class MainWindow(QMainWindow):
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)
         self.calibration.frame_shown(result)
-        notes = "; ".join(depth.notes)
+        notes = "; ".join(vocabulary.word(n) for n in depth.notes)
         status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
         if depth.searched is not None:
             status += f" · searched {depth.searched[0]:g}-{depth.searched[1]:g} px"

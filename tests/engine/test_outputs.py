@@ -148,3 +148,16 @@ def test_the_summary_of_semi_global_matching_names_no_planes() -> None:
     assert outputs.format_summary(bi3d).startswith("mode continuous, planes: 29 every 3 from 0 to 84 px")
     uneven = DepthResult(d, np.zeros((9, 4, 4), np.float32), np.geomspace(2, 90, 9), Mode.QUANTIZED, "bi3d")
     assert outputs.format_summary(uneven).startswith("mode quantized, planes: 9 from 2 to 90 px")
+
+
+def test_notes_name_settings_as_the_front_end_words_them() -> None:
+    """A note naming a setting reached the command line and result.json with the engine's
+    invisible markers around a bare name; each front end now words it."""
+    from app.engine.errors import setting
+    from app.vocabulary import cli_words
+
+    result, _ = _result(Mode.CONTINUOUS, 5.0)
+    result.notes = [f"set {setting('max_disparity')} above it"]
+    assert "note: set --max-disparity above it" in outputs.format_summary(result, words=cli_words)
+    assert "note: set max_disparity above it" in outputs.format_summary(result)
+    assert outputs.summary(result)["notes"] == ["set max_disparity above it"]

@@ -69,7 +69,13 @@ from app.engine.depth.readout import (
     step_fit,
     upsampled_step_fit,
 )
-from app.engine.depth.scene_range import RangeTracker, bounded, closer_than_top
+from app.engine.depth.scene_range import (
+    RangeTracker,
+    bounded,
+    ceiling_note,
+    ceiling_remedy,
+    closer_than_top,
+)
 from app.engine.depth.search import coarse_planes
 from app.engine.depth.searched import (
     SEARCHES,
@@ -326,6 +332,12 @@ class Bi3DEngine:
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
                 if found is None and request.mode is Mode.CONTINUOUS:  # a range the user fixed
                     result.notes.extend(beyond_note(result, request.max_disparity))
+                elif (
+                    request.mode is Mode.CONTINUOUS and request.max_disparity >= ceiling
+                ):  # auto, no room left
+                    remedy = ceiling_remedy(self.model.max_disparity)
+                    reach = None if found is None else found.estimate
+                    result.notes.extend(ceiling_note(result.disparity, request.max_disparity, remedy, reach))
         # the probe of a new size is reported apart: the cost model learns the frame's own time
         timings["total"] = (time.perf_counter() - t0) * 1000 - probe_ms
         self._record_costs(size, request, plan, timings)

@@ -26,7 +26,7 @@ from app.engine.depth.decoding import (
 )
 from app.engine.depth.exposure import identical_pair_note
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
-from app.engine.depth.scene_range import RangeTracker, bounded, widest_search
+from app.engine.depth.scene_range import RangeTracker, bounded, ceiling_note, ceiling_remedy, widest_search
 from app.engine.errors import UserError, setting
 from app.engine.types import SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
 
@@ -141,6 +141,7 @@ class SGBMEngine:
         same = identical_pair_note(left, right)
         notes = [*notes, same] if same else notes
         t0 = time.perf_counter()
+        ceiling = request.max_disparity
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto
         fit = widest_search(left.shape[1])
         narrow = search_range(request.max_disparity) > fit
@@ -164,6 +165,11 @@ class SGBMEngine:
         if found is not None:
             result.searched = (0.0, float(request.max_disparity))
             result.notes.insert(0, found.note)
+            if request.mode is Mode.CONTINUOUS and request.max_disparity >= ceiling:  # no room left
+                remedy = ceiling_remedy(None)
+                result.notes.extend(
+                    ceiling_note(result.disparity, request.max_disparity, remedy, found.estimate)
+                )
         if narrow:
             result.notes.append(f"SGBM searched 0-{fit} px: the images are {left.shape[1]} px wide")
         return with_alignment(result, notes, align_ms)

@@ -135,3 +135,32 @@ def test_levels_even_in_depth_span_the_scene_not_out_to_infinity() -> None:
     assert any("the scene's far end" in n for n in result.notes)
     given = SGBMEngine().compute(left, right, dataclasses.replace(request, range=(3.0, 45.0)))
     assert given.planes.min() < 10  # an explicit --range is kept
+
+
+def test_a_scene_nearer_than_an_auto_range_can_reach_is_said_and_what_to_do() -> None:
+    """The demo at 720p moved 140 px nearer read a median 176 px of its 215 at the 192 px ceiling,
+    without a word: a note now says so when the answers pile up at the top, with each engine's
+    remedy, worded as each front end names its settings."""
+    from app.engine.depth.scene_range import ceiling_note, ceiling_remedy
+    from app.engine.errors import plain_words, word_settings
+
+    near_left, near_right = _pair(60)  # nearer than a 48 px ceiling
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48, auto_range=True)
+    result = SGBMEngine().compute(near_left, near_right, request)
+    (note,) = [n for n in result.notes if "past the top of the range (48 px)" in n]
+    assert note.startswith("the scene reaches about 6")
+    assert note.endswith("(SGBM searches up to the image width)")
+    assert word_settings(note, plain_words).count("max_disparity") == 1
+    far = SGBMEngine().compute(*_pair(20), request)  # inside: no note
+    assert not any("top of the range" in n for n in far.notes)
+    fixed = SGBMEngine().compute(near_left, near_right, dataclasses.replace(request, auto_range=False))
+    assert not any("top of the range" in n for n in fixed.notes)  # the fixed range's own note
+    # the rule alone: 5 % of the answered pixels within one plane step of the top
+    disparity = np.full((10, 10), 20.0)
+    disparity[0, :6] = 190.0
+    disparity[1:, 0] = np.nan
+    (note,) = ceiling_note(disparity, 192, ceiling_remedy(192))
+    assert note.startswith("7 % of the answers read the top of the range (192 px)")
+    assert "this model reaches 192 px: give the images at half size" in word_settings(note, plain_words)
+    disparity[0, :6] = 188.0  # more than a step below
+    assert ceiling_note(disparity, 192, ceiling_remedy(192)) == []

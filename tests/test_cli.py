@@ -427,8 +427,30 @@ def test_a_pair_given_the_wrong_way_round_is_refused_before_the_work(
 ) -> None:  # type: ignore[no-untyped-def]
     left, right = demo_dir / "im0.png", demo_dir / "im1.png"
     msg = _bad(capsys, "depth", str(right), str(left), "--engine", "sgbm", "--out", str(tmp_path / "o"))
-    assert "look swapped" in msg and "left camera's image first" in msg
+    assert "look swapped" in msg and "left camera's image first, or --swap-views" in msg
     assert not (tmp_path / "o").exists()  # nothing written as if it were depth
+    # the same pair as one source (LEFT,RIGHT), and as a side-by-side video, was written in silence
+    msg = _bad(capsys, "depth", f"{right},{left}", "--engine", "sgbm", "--out", str(tmp_path / "o"))
+    assert "the left view and the right view look swapped" in msg and "--swap-views" in msg
+    video = tmp_path / "swapped.avi"
+    images = [cv2.imread(str(p)) for p in (right, left)]
+    writer = cv2.VideoWriter(
+        str(video), cv2.VideoWriter_fourcc(*"MJPG"), 5, (2 * images[0].shape[1], images[0].shape[0])
+    )
+    writer.write(np.hstack(images))
+    writer.release()
+    assert "look swapped" in _bad(
+        capsys, "depth", str(video), "--engine", "sgbm", "--out", str(tmp_path / "o")
+    )
+    assert not (tmp_path / "o").exists()
+    # --swap-views: the cameras are the wrong way round, and the depth is the scene's
+    for given in ([str(right), str(left)], [str(video)]):
+        code, stdout, _ = run(
+            capsys, "depth", *given, "--swap-views", "--engine", "sgbm", "--out", str(tmp_path / "s")
+        )
+        assert code == 0, stdout
+        median = float(stdout.split("disparity: median ")[1].split(" px")[0])
+        assert 40 < median < 50  # Motorcycle's median: about 44 px
 
 
 def test_an_unrectified_pair_is_computed_with_a_note_not_refused_as_swapped(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -519,7 +541,16 @@ def test_depth_notes_a_video_in_the_other_layout_and_transparent_pixels(capsys, 
     left, right = demo_views()
     write_video(tmp_path / "tb.avi", [np.concatenate([left, right], axis=0)] * 2)
     out = tmp_path / "out"
+    # opened by its path, the layout is the first frame's: top-bottom, said with how to override it
     code, stdout, _ = run(capsys, "depth", str(tmp_path / "tb.avi"), "--engine", "sgbm", "--out", str(out))
+    assert code == 0
+    assert "source: video tb.avi (top-bottom)" in stdout
+    assert "note: video tb.avi looks top-bottom" in stdout and "?layout=sbs opens it side by side" in stdout
+    median = float(stdout.split("disparity: median ")[1].split(" px")[0])
+    assert 15 < median < 25  # the demo at 320 px: about 19 px
+    # a layout given is kept: the note says the depth is noise and how to open it
+    spec = f"video:{tmp_path / 'tb.avi'}?layout=sbs"
+    code, stdout, _ = run(capsys, "depth", spec, "--engine", "sgbm", "--out", str(out))
     assert code == 0
     assert "note: video tb.avi was opened side by side, but its frames look top-bottom" in stdout
     assert f"open it as video:{tmp_path / 'tb.avi'}?layout=tb" in stdout
@@ -555,3 +586,29 @@ def test_ctrl_c_while_the_libraries_load_is_one_line(
     monkeypatch.setattr(cli, "build_parser", loading)
     assert cli.main(["depth", "a.png", "b.png"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["bi3d-studio: interrupted"]
+
+
+def test_depth_says_after_the_last_frame_that_a_video_was_cut_short(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The note comes when reading fails at the end, after the last frame's lines were printed:
+    the command line never said it."""
+    from tests.engine.sources.test_sources import demo_views, write_video
+
+    left, right = demo_views(160)
+    whole = tmp_path / "whole.avi"
+    write_video(whole, [np.concatenate([left, right], axis=1)] * 30)
+    data = whole.read_bytes()
+    (tmp_path / "cut.avi").write_bytes(data[: len(data) // 2])
+    args = [
+        "depth",
+        str(tmp_path / "cut.avi"),
+        "--frames",
+        "30",
+        "--engine",
+        "sgbm",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    code, stdout, _ = run(capsys, *args)
+    assert code == 0
+    lines = stdout.splitlines()
+    assert "the file looks cut short" in lines[-2] and lines[-1].startswith("wrote ")

@@ -141,6 +141,10 @@ def test_recording_a_video_in_the_other_layout_says_so(
     write_video(tmp_path / "tb.avi", [np.concatenate([left, right], axis=0)] * 2)
     code, stdout, _ = run(capsys, "record", str(tmp_path / "tb.avi"), str(tmp_path / "rec"))
     assert code == 0 and "wrote 2 frames" in stdout
+    assert "note: video tb.avi looks top-bottom" in stdout  # opened so, and recorded as pairs
+    spec = f"video:{tmp_path / 'tb.avi'}?layout=sbs"  # a layout given is kept, and called out
+    code, stdout, _ = run(capsys, "record", spec, str(tmp_path / "rec2"))
+    assert code == 0 and "wrote 2 frames" in stdout
     assert "note: video tb.avi was opened side by side, but its frames look top-bottom" in stdout
 
 

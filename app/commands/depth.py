@@ -35,7 +35,10 @@ def run(args: argparse.Namespace) -> int:
     calibration, rig = _calibration(args.calib, left, args.calib2)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)
-    refuse_swapped(args.left, args.right, left, right)
+    if args.swap_views:
+        left, right = right, left
+    else:
+        refuse_swapped(args.left, args.right, left, right)
     engine, reason = build_engine(engine_options(args), "binary")
     print(f"engine: {engine.name} ({word_settings(reason, cli_words)})")
     result = engine.compute(left, right, request)
@@ -53,7 +56,9 @@ Rectify = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 SWAP_CHECK_MIN_PX = 64  # smaller frames have too few features to tell (and the engine refuses the tiniest)
 
 
-def refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np.ndarray) -> None:
+def refuse_swapped(
+    left_name: str, right_name: str, left: np.ndarray, right: np.ndarray, advice: str | None = None
+) -> None:
     """A pair given the wrong way round is refused before the work: its depth would be noise
     (the engines search positive disparities only), written as if it were an answer. The
     feature matches decide (``pair_geometry``: most of them at negative disparity)."""
@@ -63,8 +68,21 @@ def refuse_swapped(left_name: str, right_name: str, left: np.ndarray, right: np.
     if min(left.shape[:2]) >= SWAP_CHECK_MIN_PX and pair_geometry(left, right).swapped:
         raise UserError(
             f"{left_name} and {right_name} look swapped: most features sit further right in the right "
-            "image than in the left (negative disparity); give the left camera's image first"
+            f"image than in the left (negative disparity); {advice or SWAP_ADVICE}"
         )
+
+
+SWAP_ADVICE = "give the left camera's image first, or --swap-views"
+
+
+def _swapped(rectify: Rectify) -> Rectify:
+    """``rectify``, then the views exchanged (--swap-views: the cameras are the wrong way round)."""
+
+    def swap(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rectified = rectify(left, right)
+        return rectified[1], rectified[0]
+
+    return swap
 
 
 def _depth_unit(path: str | None) -> str:
@@ -130,6 +148,11 @@ def run_source(args: argparse.Namespace) -> int:
         calibration, rig = _calibration(args.calib, first.left, args.calib2)
         calibration = calibration or first.calibration  # --calib wins over the source's own
         rectify = _rectifier(rig)
+        if args.swap_views:
+            rectify = _swapped(rectify)
+        else:  # as a pair given the wrong way round is: its depth would be noise
+            views = rectify(first.left, first.right)
+            refuse_swapped(f"{source.describe()}: the left view", "the right view", *views)
         unit = _depth_unit(args.calib)  # read once, not with every frame
         request = depth_request(args, calibration)
         engine, reason = build_engine(engine_options(args), "binary")
@@ -153,6 +176,10 @@ def run_source(args: argparse.Namespace) -> int:
                 extra["inputs"] = _inputs(left, right, args.calib)
             write_result(out, result, request, extra)
             numbers.append(index)
+        # what the source learnt at its end (a video cut short): said after the last frame
+        for note in source.notes:
+            if f"note: {note}" not in said:
+                print(f"note: {note}")
     count = len(numbers)
     stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:
@@ -195,5 +222,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--calib2", help="the right camera's ROS camera_info, or OpenCV's extrinsics.yml")
     p.add_argument("--out", default="out", help="output folder (default ./out)")
     add_setting(p, vocabulary.MIN_CONFIDENCE)
+    p.add_argument(
+        "--swap-views",
+        action="store_true",
+        help="the cameras are the wrong way round: the right image (a video's right or lower half) "
+        "is the left camera's; exchange them before the depth",
+    )
     add_engine_args(p, engine=True, auto_range=True)
     p.set_defaults(func=run, usage_error=p.error)

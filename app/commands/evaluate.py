@@ -78,7 +78,7 @@ def _refuse_swapped_pair(scene: Any) -> None:
     from app.engine.formats import read_pair_rgb
 
     left, right = read_pair_rgb(scene.left, scene.right)
-    refuse_swapped(str(scene.left), str(scene.right), left, right)
+    refuse_swapped(str(scene.left), str(scene.right), left, right, "give the left camera's image first")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

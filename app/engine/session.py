@@ -36,6 +36,7 @@ from app.engine.metrics import evaluate
 from app.engine.sources.base import plural
 from app.engine.sources.files import left_first
 from app.engine.sources.layout import MARK as LAYOUT_MARK
+from app.engine.sources.layout import NOT_STEREO_MARK
 from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note
 from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
@@ -343,8 +344,8 @@ class Session:
     @staticmethod
     def layout_note(result: FrameResult) -> str | None:
         """The source's note that its frames look like the other layout (side by side against
-        top-bottom), or None."""
-        return next((n for n in result.depth.notes if LAYOUT_MARK in n), None)
+        top-bottom), or like no stereo pair at all; or None."""
+        return next((n for n in result.depth.notes if LAYOUT_MARK in n or NOT_STEREO_MARK in n), None)
 
     def _new_stream(self) -> None:
         for engine in (self.engine, self.baseline):

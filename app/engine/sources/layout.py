@@ -24,11 +24,13 @@ ROW_PX = 4.0  # at the working scale: a match this close to its row counts as st
 MIN_MATCHES = 25  # stereo matches the other split needs before it is named
 RATIO = 3.0  # ... and this many times those of the split in use
 MARK = "but its frames look"  # every note says this (the window finds it by it)
+NOT_STEREO_MARK = "does not look like a stereo video"  # and every note of a mono video this
 
 
-def stereo_matches(left: np.ndarray, right: np.ndarray) -> int:
+def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False) -> int:
     """ORB matches between two RGB views that a rectified (or nearly rectified) pair makes:
-    on the same row within ``ROW_PX`` and at a disparity between -2 px and the view's width."""
+    on the same row within ``ROW_PX`` and at a disparity between -2 px and the view's width
+    (``either_way``: of either sign, as a pair given the wrong way round has them)."""
     scale = min(1.0, WORK_WIDTH / max(left.shape[1], 1))
     greys = []
     for view in (left, right):
@@ -42,7 +44,33 @@ def stereo_matches(left: np.ndarray, right: np.ndarray) -> int:
     if len(pl) == 0:
         return 0
     dx, dy = pl[:, 0] - pr[:, 0], pl[:, 1] - pr[:, 1]
-    return int(np.count_nonzero((np.abs(dy) <= ROW_PX) & (dx >= -2.0) & (dx <= greys[0].shape[1])))
+    low = -float(greys[0].shape[1]) if either_way else -2.0
+    return int(np.count_nonzero((np.abs(dy) <= ROW_PX) & (dx >= low) & (dx <= greys[0].shape[1])))
+
+
+def better_layout(frame: np.ndarray, layout: Layout) -> tuple[Layout, int, int] | None:
+    """The other layout than ``layout`` with its stereo matches and those of ``layout``, when it is
+    clearly the better split of ``frame`` (as read: BGR, BGRA or grey); else None."""
+    other: Layout = next(name for name in LAYOUTS if name != layout)
+    used = stereo_matches(*split_frame(frame, layout))
+    found = stereo_matches(*split_frame(frame, other))
+    if found < MIN_MATCHES or found < RATIO * max(used, 1):
+        return None
+    return other, found, used
+
+
+def not_stereo_note(frame: np.ndarray, what: str) -> str | None:
+    """A note when neither split of ``frame`` looks like a stereo pair, the right way round or
+    not (a mono video: its halves are parts of one image); None otherwise. Row-aligned matches
+    were 554-1295 in the side-by-side and top-bottom test videos, 0-3 in mono ones."""
+    counts = {name: stereo_matches(*split_frame(frame, name), either_way=True) for name in LAYOUTS}
+    if max(counts.values()) >= MIN_MATCHES:
+        return None
+    return (
+        f"{what} {NOT_STEREO_MARK}: its halves share few features along rows "
+        f"({counts['sbs']} side by side, {counts['tb']} top-bottom), so depth from it is noise; "
+        "give a side-by-side or top-bottom stereo video, or two videos (LEFT,RIGHT)"
+    )
 
 
 def layout_note(frame: np.ndarray, layout: Layout, what: str, fix: str) -> str | None:
@@ -50,11 +78,10 @@ def layout_note(frame: np.ndarray, layout: Layout, what: str, fix: str) -> str |
     ``layout``; None when the layout in use is the better (or neither is clearly a stereo pair).
     ``what`` names the source ("video rig.mp4"), ``fix`` says how to open it in the other
     layout, given that layout ("video:rig.mp4?layout={layout}")."""
-    other: Layout = next(name for name in LAYOUTS if name != layout)
-    used = stereo_matches(*split_frame(frame, layout))
-    found = stereo_matches(*split_frame(frame, other))
-    if found < MIN_MATCHES or found < RATIO * max(used, 1):
+    better = better_layout(frame, layout)
+    if better is None:
         return None
+    other, found, used = better
     return (
         f"{what} was opened {LAYOUT_NAMES[layout]}, {MARK} {LAYOUT_NAMES[other]} ({found} features "
         f"match along rows that way, {used} this way), so this depth is noise: "

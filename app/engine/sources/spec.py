@@ -99,7 +99,8 @@ def _build(spec: str, camera_factory: CaptureFactory) -> StereoSource:
             return _camera(body, query, camera_factory)
         if kind == "synthetic":
             return _synthetic(body, query)
-        return _video_file(Path(body), _options(query, {"layout": str}, "video").get("layout", "sbs"))
+        layout = _options(query, {"layout": str}, "video").get("layout")
+        return _video_file(Path(body), layout)
     path = Path(spec)
     if path.is_dir():
         return _folder(path)
@@ -153,10 +154,14 @@ def _file(path: Path) -> StereoSource:
             f"{path} is one image; give LEFT,RIGHT for a pair, a folder of pairs, or video:{path} if it "
             f"holds both views side by side (video:{path}?layout=tb: one above the other)"
         )
-    return _video_file(path, "sbs")
+    return _video_file(path, None)
 
 
-def _video_file(path: Path, layout: str) -> VideoSource:
+def _video_file(path: Path, layout: str | None) -> VideoSource:
+    """One stereo video: side by side unless ``layout`` says otherwise or, not given, its first
+    frame looks top-bottom."""
+    if layout is None:
+        return VideoSource([path], "sbs", explicit=False)
     return VideoSource([path], _layout(layout))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from app.engine.errors import UserError
 from app.engine.sources.base import Frame, Layout, StereoSource, split_frame, to_rgb
-from app.engine.sources.layout import LAYOUT_NAMES, layout_note
+from app.engine.sources.layout import LAYOUT_NAMES, better_layout, layout_note, not_stereo_note
 from app.engine.types import StereoPair
 
 VIDEO_SUFFIXES = frozenset(
@@ -36,16 +36,22 @@ CUT_SHORT_WORDS = "looks cut short"  # the note of a video that ends before its 
 
 
 class VideoSource(StereoSource):
-    """One stereo video (``layout`` sbs or tb), or two mono videos (left, right)."""
+    """One stereo video (``layout`` sbs or tb), or two mono videos (left, right). ``explicit``
+    False: the layout is a default, and the first frame may show the other (``_check_layout``)."""
 
     def __init__(
-        self, paths: Sequence[str | Path], layout: Layout = "sbs", factory: VideoFactory = cv2.VideoCapture
+        self,
+        paths: Sequence[str | Path],
+        layout: Layout = "sbs",
+        factory: VideoFactory = cv2.VideoCapture,
+        explicit: bool = True,
     ) -> None:
         super().__init__()
         if len(paths) not in (1, 2):
             raise UserError(f"a stereo video is one file or two, got {len(paths)}")
         self.paths = [Path(p) for p in paths]
         self.layout = layout
+        self.explicit = explicit
         self._factory = factory
         self._captures: list[Any] = []
         self._fps = DEFAULT_FPS
@@ -114,12 +120,29 @@ class VideoSource(StereoSource):
             )
 
     def _check_layout(self, frame: np.ndarray) -> None:
-        """Once per source, on its first frame: does the video look like the other layout?"""
+        """Once per source, on its first frame: does the video look like the other layout? A
+        layout the user chose is kept, with a note; the default gives way to the other when that
+        is clearly the better split, and says so. Neither looking like a stereo pair is said too."""
         if self._layout_checked:
             return
         self._layout_checked = True
         path = self.paths[0]
-        note = layout_note(frame, self.layout, f"video {path.name}", f"video:{path}?layout={{layout}}")
+        what = f"video {path.name}"
+        if self.explicit:
+            note = layout_note(frame, self.layout, what, f"video:{path}?layout={{layout}}")
+        else:
+            better = better_layout(frame, self.layout)
+            note = None
+            if better is not None:
+                other, found, used = better
+                note = (
+                    f"{what} looks {LAYOUT_NAMES[other]} ({found} features match along rows that way, "
+                    f"{used} {LAYOUT_NAMES[self.layout]}): opened {LAYOUT_NAMES[other]} "
+                    f"(video:{path}?layout={self.layout} opens it {LAYOUT_NAMES[self.layout]})"
+                )
+                self.layout = other
+        if note is None:
+            note = not_stereo_note(frame, what)
         if note is not None:
             self.notes.append(note)
 

@@ -261,6 +261,34 @@ def test_a_video_opened_in_the_other_layout_says_so(tmp_path: Path, written: str
         assert "rig.avi was opened" in note and f"video:{path}?layout={written}" in note
 
 
+def test_a_video_opened_by_its_path_takes_the_layout_its_first_frame_shows(tmp_path: Path) -> None:
+    """A top-bottom video opened by its path was split side by side, its depth noise; a mono
+    video (one camera's frames) gave confident depth without a word."""
+    left, right = demo_views()
+    path = tmp_path / "rig.avi"
+    write_video(path, [np.concatenate([left, right], axis=0)] * 2)
+    with open_source(str(path)) as source:
+        pairs = list(source)
+        assert source.layout == "tb" and source.describe() == "video rig.avi (top-bottom)"
+    assert all(p.left.shape == left.shape for p in pairs)
+    assert np.abs(pairs[0].left.astype(int) - left).mean() < 4
+    (note,) = source.notes
+    assert note.startswith("video rig.avi looks top-bottom (") and f"video:{path}?layout=sbs" in note
+    write_video(path, [np.concatenate([left, right], axis=1)] * 2)  # side by side: nothing to say
+    with open_source(str(path)) as source:
+        list(source)
+    assert source.layout == "sbs" and source.notes == []
+    write_video(path, [np.concatenate([left, np.fliplr(left)], axis=1)] * 2)  # one camera: not stereo
+    with open_source(str(path)) as source:
+        list(source)
+    (note,) = source.notes
+    assert note.startswith("video rig.avi does not look like a stereo video") and "noise" in note
+    write_video(path, [np.concatenate([right, left], axis=1)] * 2)  # swapped views are still stereo
+    with open_source(str(path)) as source:
+        list(source)
+    assert source.notes == []
+
+
 def test_layout_note_needs_a_clear_stereo_pair() -> None:
     from app.engine.sources.layout import layout_note, stereo_matches
 

@@ -30,6 +30,8 @@ from app.vocabulary import window_words
 TICK_MS = 30
 QUICK_AFTER_MS = 300  # a full answer slower than this is preceded by a quick one
 QUICK_LEVELS = 6  # the quick answer: quantized depth in this many planes (a few network passes)
+PREVIEW_FOLLOWS = f"preview ({QUICK_LEVELS} levels), the full answer follows"
+PREVIEW_REFUSED = f"preview ({QUICK_LEVELS} levels); the full answer was refused: see the message above"
 
 
 class MainView(Protocol):
@@ -258,7 +260,7 @@ class SessionController(QObject):
         if job.quick:
             # the mode in the title is the quick one's: say it stands in for the one asked for
             title = result.display.depth_title  # the preview said first: a narrow pane cut it off the end
-            result.display.depth_title = f"preview ({QUICK_LEVELS} levels), the full answer follows · {title}"
+            result.display.depth_title = f"{PREVIEW_FOLLOWS} · {title}"
         return Outcome(job, result=result)
 
     def _finished(self, future: Future[Outcome]) -> None:
@@ -281,6 +283,8 @@ class SessionController(QObject):
         if outcome.error:
             self.view.show_error(outcome.error)
             self._refusal = outcome.error if outcome.refused else None
+            if outcome.refused and self.showing_quick:
+                self._preview_stays()
             if outcome.ended:  # a broken source stops where it is; its last frame stays live
                 self._stop_pulling()
         elif outcome.task is not None:
@@ -299,6 +303,15 @@ class SessionController(QObject):
                 self._refusal = None
             self._show(outcome.result)
         self._kick()
+
+    def _preview_stays(self) -> None:
+        """The full answer was refused after its preview was shown: the preview's title no longer
+        promises it (it said "the full answer follows" for good)."""
+        last = self.last
+        if last is None or last.display is None or PREVIEW_FOLLOWS not in last.display.depth_title:
+            return
+        last.display.depth_title = last.display.depth_title.replace(PREVIEW_FOLLOWS, PREVIEW_REFUSED)
+        self.view.show_result(last)
 
     def _stop_pulling(self) -> None:
         """The source gives no more frames: the last one shown stays live for every control."""

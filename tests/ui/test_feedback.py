@@ -265,6 +265,26 @@ def test_a_slow_full_answer_is_preceded_by_a_quick_one(qtbot) -> None:  # type: 
     assert window.left_view._shape is not None  # the images were up before the depth
 
 
+def test_a_preview_whose_full_answer_is_refused_says_so(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Max disparity past the model's reach: the preview showed "the full answer follows" for
+    good beside the refusal."""
+
+    class RefusingBi3D(RecordingEngine):
+        name = "bi3d"
+
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            if request.mode is not Mode.QUANTIZED:
+                raise UserError("this model reaches 192 px of disparity, the request asks for 288")
+            return super().compute(left, right, request)
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RefusingBi3D())
+    window.open_spec("pair")
+    qtbot.waitUntil(lambda: window.notices.level == "error", timeout=10_000)
+    qtbot.waitUntil(lambda: "refused" in window.depth_view.title.full_text, timeout=10_000)
+    title = window.depth_view.title.full_text
+    assert title.startswith("preview (6 levels); the full answer was refused") and "follows" not in title
+
+
 def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
     from app.engine.types import Calibration
 

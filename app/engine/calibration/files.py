@@ -258,7 +258,9 @@ def _has_node(path: Path, name: str) -> bool:
 
 def _read_opencv(
     path: Path, second: Path | None, image_size: tuple[int, int] | None
-) -> tuple[Calibration, StereoRig | None]:
+) -> tuple[Calibration, StereoRig | None, tuple[int, int] | None]:
+    """The file's geometry, its raw rig (None: rectified projections only) and the image size the
+    file says (None: none; the rig is then built for ``image_size``, the frames')."""
     fields, size = _opencv_fields(path)
     other = second or (_partner(path) if any(k not in fields for k in _REQUIRED) else None)
     if other is not None:
@@ -283,14 +285,19 @@ def _read_opencv(
             else "OpenCV stereo files need M1 D1 M2 D2 R T"
         )
         raise UserError(f"{path}: no field {missing[0]!r}; {hint}")
+    said = size
     size = size or image_size
     if size is None:
         if "P1" in fields and "P2" in fields:
             calibration = calibration_from_projections(fields["P1"], fields["P2"])
-            return check_values(calibration, str(path), "P1[0,0]", "baseline (-P2[0,3] / P2[0,0])"), None
+            return (
+                check_values(calibration, str(path), "P1[0,0]", "baseline (-P2[0,3] / P2[0,0])"),
+                None,
+                None,
+            )
         raise UserError(f"{path} has no image size (image_width, image_height); add them to the file")
     rig = check_rig(StereoRig(size, **fields), str(path))
-    return _checked_rig(rig, path), rig
+    return _checked_rig(rig, path), rig, said
 
 
 def _checked_rig(rig: StereoRig, path: Path) -> Calibration:
@@ -451,5 +458,7 @@ def _load(
             )
         calibration, rig = read_ros_camera_info_pair(path, second)
     else:
-        calibration, rig = _read_opencv(path, second, image_size)
+        # the size the file says (None: it says none, and the rig was built for the frames)
+        calibration, rig, said = _read_opencv(path, second, image_size)
+        return calibration, rig, said
     return calibration, rig, rig.image_size if rig is not None else None

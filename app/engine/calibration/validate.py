@@ -67,7 +67,9 @@ def fit_to_frames(
 ) -> tuple[Calibration, StereoRig | None, str | None]:
     """The calibration for frames of ``frame_size`` (w, h): as it is when the sizes agree (or
     the file gives none), rescaled when only the scale differs, with a note; else refused."""
-    if calib_size is None or tuple(calib_size) == tuple(frame_size):
+    if calib_size is None:
+        return calibration, rig, _off_centre_note(calibration, rig, frame_size, where)
+    if tuple(calib_size) == tuple(frame_size):
         return calibration, rig, None
     (cw, ch), (fw, fh) = calib_size, frame_size
     s, sy = fw / cw, fh / ch
@@ -94,6 +96,31 @@ def fit_to_frames(
         (fw, fh), a @ r.K1, r.D1, a @ r.K2, r.D2, r.R, r.T, r.R1, r.R2, p1, p2, q_from_projections(p1, p2)
     )
     return moved.rectified(), moved, note
+
+
+OFF_CENTRE = 0.15  # share of the frame's width (height) a principal point may lie off its centre
+
+
+def _off_centre_note(
+    calibration: Calibration, rig: StereoRig | None, frame_size: tuple[int, int], where: str
+) -> str | None:
+    """A file that does not say its image size (OpenCV's stereo_calib sample writes none) is taken
+    as made for the frames; a note when its principal point lies far (``OFF_CENTRE``) from their
+    centre: it was likely made at another size (the sample's 640x480 file on 1280x960 frames
+    read every depth 0.57 x too near, without a word)."""
+    k = rig.K1 if rig is not None else None
+    cx, cy = (float(k[0, 2]), float(k[1, 2])) if k is not None else (calibration.cx, calibration.cy)
+    fw, fh = frame_size
+    if cx <= 0 or cy <= 0:  # no principal point given
+        return None
+    if abs(cx - (fw - 1) / 2) <= OFF_CENTRE * fw and abs(cy - (fh - 1) / 2) <= OFF_CENTRE * fh:
+        return None
+    return (
+        f"{where} does not say its image size, and its principal point ({cx:.0f}, {cy:.0f}) lies far "
+        f"from the centre of these {fw}x{fh} frames: it looks made for about {2 * cx + 1:.0f}x"
+        f"{2 * cy + 1:.0f} images, and metric depth from it is likely wrong; give the frames it was "
+        "made for, or calibrate at this size"
+    )
 
 
 def check_rig(rig: StereoRig, where: str) -> StereoRig:

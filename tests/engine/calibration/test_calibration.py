@@ -86,6 +86,23 @@ def test_opencv_sample_pair_of_files(tmp_path: Path) -> None:
     assert cal.focal_px == pytest.approx(expected.focal_px)
 
 
+def test_a_file_without_its_size_on_frames_of_another_size_is_said(tmp_path: Path) -> None:
+    """OpenCV's sample writes no image size: a 1280x720 calibration on 2560x1440 frames was taken as
+    made for them (every depth half as far as it is), in silence."""
+    from app.engine.calibration.files import load_for_frames
+
+    _stereo_calib_sample(tmp_path)
+    _, found, note = load_for_frames(tmp_path / "intrinsics.yml", None, (1280, 720))
+    assert found is not None and note is None  # its own size: nothing to say
+    _, found, note = load_for_frames(tmp_path / "intrinsics.yml", None, (2560, 1440))
+    assert found is not None and found.image_size == (2560, 1440)
+    assert note is not None and "does not say its image size" in note
+    assert "principal point (640, 360)" in note and "made for about 1281x721 images" in note
+    write_opencv_yaml(tmp_path / "sized.yml", rig())  # a file with its size is rescaled, as before
+    _, _, note = load_for_frames(tmp_path / "sized.yml", None, (2560, 1440))
+    assert note is not None and "scaled its intrinsics by 2" in note
+
+
 @pytest.mark.parametrize(
     ("drop", "corrupt", "needle"),
     [("T", None, "no field 'T'"), ("M1", None, "no field 'M1'"), (None, "M2", "field 'M2' has 5 values")],

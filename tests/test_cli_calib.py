@@ -258,19 +258,48 @@ def test_opencv_sample_calibration(capsys: pytest.CaptureFixture[str], tmp_path:
     assert code == 0 and "has 9x6 inner corners and --pattern 8x6 uses part of it" in stdout
 
 
-def test_a_square_in_millimetres_is_pointed_out_and_a_txt_rig_reads_back(
+def test_a_square_in_millimetres_or_centimetres_is_refused_and_a_txt_rig_reads_back(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """--square 2.5 (centimetres) wrote an 8.3 m baseline, with a hint to give 0.0025 (millimetres):
+    every depth 10 x too near. A square of a metre or more is now refused, both readings named."""
     out = tmp_path / "rig.txt"  # OpenCV YAML in a .txt: read as YAML, not as a Middlebury file
     sample = Path(__file__).parent / "data" / "opencv_stereo"
     argv = ["calib", "chessboard", str(sample), "--pattern", "9x6", "--square", "25", "--out", str(out)]
+    msg = _bad(capsys, *argv)
+    assert "--square is in metres" in msg and "25 mm is --square 0.025" in msg and not out.exists()
+    argv[argv.index("25")] = "2.5"
+    assert "2.5 cm is --square 0.025, 2.5 mm is --square 0.0025" in _bad(capsys, *argv)
+    argv[argv.index("2.5")] = "0.025"
     code, stdout, _ = run(capsys, *argv)
-    assert code == 0 and "note: squares of 25 m give this baseline; --square is in metres" in stdout
-    assert "--square 0.025" in stdout
+    assert code == 0 and "baseline: 0.08" in stdout
     assert load_calibration(out)[1] is not None
     pair = [str(sample / name) for name in ("left01.jpg", "right01.jpg")]
     code, stdout, _ = run(capsys, "calib", "check", *pair, "--calib", str(out))
     assert code in (0, 1) and "verdict:" in stdout
+
+
+def test_a_calibration_too_poor_to_use_is_not_written_without_force(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One pair of two different views (left04 with right09) put the fit 3.9 px off, and the file
+    was written with exit 0."""
+    import shutil
+
+    sample = Path(__file__).parent / "data" / "opencv_stereo"
+    folder = tmp_path / "views"
+    shutil.copytree(sample, folder)
+    shutil.copy(folder / "left04.jpg", folder / "left18.jpg")
+    shutil.copy(folder / "right09.jpg", folder / "right18.jpg")
+    out = tmp_path / "rig.yaml"
+    argv = ["calib", "chessboard", str(folder), "--pattern", "9x6", "--square", "0.025", "--out", str(out)]
+    msg = _bad(capsys, *argv)
+    assert "error: not written: the fit is off by" in msg and "--drop-outliers" in msg and not out.exists()
+    code, _, _ = run(capsys, *argv, "--drop-outliers")
+    assert code == 0 and out.exists()
+    out.unlink()
+    code, _, _ = run(capsys, *argv, "--force")
+    assert code == 0 and out.exists()
 
 
 def test_a_calibration_is_written_only_under_a_name_it_reads_back_as(
@@ -307,8 +336,14 @@ def test_a_baseline_in_millimetres_is_pointed_out(capsys: pytest.CaptureFixture[
     code, stdout, _ = run(
         capsys, "calib", "check", *pair, "--calib", str(millimetres), "--pattern", "9x6", "--square", "0.025"
     )
-    assert "longer than a stereo rig's; if the file gives T in millimetres" in stdout
+    assert "longer than a stereo rig's; if the file gives T in millimetres (or centimetres)" in stdout
     assert "baseline (T) looks written in millimetres" in stdout
+    centimetres = tmp_path / "rig_cm.yaml"  # read as 8.3 m: its fix is 0.083 m, not 0.0083
+    write_opencv_yaml(centimetres, dataclasses.replace(mm, T=rig.T * 100).with_rectification())
+    code, stdout, _ = run(
+        capsys, "calib", "check", *pair, "--calib", str(centimetres), "--pattern", "9x6", "--square", "0.025"
+    )
+    assert "m from centimetres" in stdout and "baseline (T) looks written in centimetres" in stdout
     code, stdout, _ = run(
         capsys, "calib", "check", *pair, "--calib", str(metres), "--pattern", "9x6", "--square", "0.025"
     )

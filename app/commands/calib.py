@@ -27,7 +27,8 @@ def parse_pattern(text: str) -> tuple[int, int]:
     return cols, rows
 
 
-SQUARE_NOTE_M = 1.0  # a chessboard square this large is most likely millimetres typed as metres
+SQUARE_NOTE_M = 1.0  # a chessboard square this large is centimetres or millimetres typed as metres
+USABLE_RMS_PX = 1.0  # reprojection or epipolar error past which a calibration is not written (--force)
 
 
 def positive_metres(text: str) -> float:
@@ -89,7 +90,7 @@ def run_check(args: argparse.Namespace) -> int:
                 f"({board.square_error_percent:+.2f} %)"
             )
             ratio = measured / given if given > 0 else 1.0
-            for factor, unit in ((1000.0, "millimetres"), (0.001, "kilometres")):
+            for factor, unit in ((1000.0, "millimetres"), (100.0, "centimetres"), (0.001, "kilometres")):
                 if 0.8 * factor < ratio < 1.25 * factor:  # a unit slip, not a poor calibration
                     print(
                         f"note: the board measures {ratio:.0f} x the square given: the calibration's "
@@ -147,7 +148,14 @@ def _check_out(path: str) -> str:
 def _calibrate(args: argparse.Namespace, target: Any) -> int:
     from app.engine.calibration.files import write_opencv_yaml
     from app.engine.calibration.folder import calibrate_folder
+    from app.engine.errors import UserError
 
+    square = getattr(target, "square_m", None)
+    if square is not None and square >= SQUARE_NOTE_M:  # a typing slip: refused before the work
+        raise UserError(
+            f"--square is in metres: {square:g} m squares are larger than any board's; "
+            f"{square:g} cm is --square {square / 100:g}, {square:g} mm is --square {square / 1000:g}"
+        )
     wrote = _check_out(args.out)
 
     def progress(name: str, missing: str | None) -> None:
@@ -175,15 +183,20 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
     print(f"rms reprojection error: {result.rms_px:.3f} px")
     print(f"epipolar error: {result.epipolar_rms_px:.3f} px")
     print(f"baseline: {result.baseline_m:.4f} m")
-    square = getattr(target, "square_m", None)
-    if square is not None and square >= SQUARE_NOTE_M:
-        print(
-            f"note: squares of {square:g} m give this baseline; --square is in metres "
-            f"({square:g} mm would be --square {square / 1000:g})"
-        )
     print(f"coverage: {result.coverage}")
     for note in result.notes:
         print(f"note: {note}")
+    worst = max(result.rms_px, result.epipolar_rms_px)
+    if worst > USABLE_RMS_PX and not args.force:
+        remedy = (
+            "drop the outlier views (--drop-outliers)"
+            if result.outliers
+            else "check the views and the board size"
+        )
+        raise UserError(
+            f"not written: the fit is off by {worst:.2f} px (a usable calibration is under "
+            f"{USABLE_RMS_PX:g} px); {remedy}, or give --force to write it anyway"
+        )
     write_opencv_yaml(args.out, result.rig)
     print(f"{wrote} {args.out}")
     return 0
@@ -260,6 +273,11 @@ def _calibration_file(text: str) -> str:
 def _calibrate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", required=True, type=_calibration_file, help="output calibration (.yaml/.yml, or .xml)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help=f"write the calibration even when its reprojection or epipolar rms is over {USABLE_RMS_PX:g} px",
     )
     p.add_argument(
         "--drop", action="append", default=[], metavar="VIEW", help="leave out this view (left image name)"

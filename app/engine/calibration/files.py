@@ -408,7 +408,8 @@ def baseline_note(calibration: Calibration, where: str) -> str | None:
         return None
     return (
         f"{where}: the baseline is {b:g} m, longer than a stereo rig's; if the file gives T in "
-        f"millimetres, depths read 1000 x too far: write T in metres ({b / 1000:g} m)"
+        f"millimetres (or centimetres), depths read 1000 (100) x too far: write T in metres "
+        f"({b / 1000:g} m from millimetres, {b / 100:g} m from centimetres)"
     )
 
 

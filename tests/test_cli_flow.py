@@ -85,6 +85,37 @@ def test_video_reports_per_frame_latency(capsys, tmp_path: Path) -> None:  # typ
     assert code == 0 and "2 frame pairs" in stdout
 
 
+def test_a_stereo_video_gives_the_flow_of_its_left_view_and_a_flow_video(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A side-by-side video was timed on its whole frame (both views: flow across the seam), where
+    `depth` splits it, and --out wrote only latency.csv."""
+    video = tmp_path / "rig.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (512, 192))
+    if not writer.isOpened():
+        pytest.skip("this OpenCV cannot write MJPG")
+    scene = _texture(192, 256)
+    for i in range(3):
+        left = _shifted(scene, 2.0 * i, 0.0)
+        writer.write(np.hstack([left, _shifted(left, -10.0, 0.0)]))
+    writer.release()
+
+    def movie_width(out: Path) -> int:
+        capture = cv2.VideoCapture(str(out / "flow.avi"))
+        ok, picture = capture.read()
+        frames = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        capture.release()
+        assert ok and frames == 2
+        return int(picture.shape[1])
+
+    argv = ["flow", str(video), "--backend", "dis"]
+    code, stdout, _ = run(capsys, *argv, "--out", str(tmp_path / "split"))
+    assert code == 0 and "looks like a side by side stereo video" in stdout and "its left view" in stdout
+    assert "flow.avi (colours: the wheel's rim is" in stdout
+    code, stdout, _ = run(capsys, *argv, "--whole-frame", "--out", str(tmp_path / "whole"))
+    assert code == 0 and "stereo video" not in stdout
+    legend = movie_width(tmp_path / "whole") - 512
+    assert legend > 0 and movie_width(tmp_path / "split") == 256 + legend
+
+
 def test_bench_adds_flow_latency_per_backend(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "b.json"
     argv = ["bench", "--engines", "sgbm", "--modes", "binary", "--size", "96x128", "--max-disparity", "32"]

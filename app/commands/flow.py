@@ -105,7 +105,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
     spec = args.inputs[0]
     path = Path(spec)
     if path.is_file():
-        frames, what = _video_frames(path), str(path)
+        frames, what = _video_frames(path, args.whole_frame), str(path)
     elif path.is_dir() or is_source_spec(spec):
         if args.max_frames is None and not path.is_dir():
             args.max_frames = LIVE_FRAMES
@@ -117,18 +117,25 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
             "a folder of pairs, synthetic, camera:N)"
         )
     latencies: list[float] = []
+    movie = _FlowMovie(Path(args.out) / "flow.avi", args.max_magnitude) if args.out else None
     with contextlib.closing(frames):
         previous = next(frames, None)
         if previous is None:
             raise UserError(f"{what} has no readable frame; check the source")
-        while args.max_frames is None or len(latencies) < args.max_frames:
-            current = next(frames, None)
-            if current is None:
-                break
-            result = backend.compute(previous, current)
-            latencies.append(result.timings["total"])
-            print(f"frame {len(latencies)}: {latencies[-1]:.1f} ms")
-            previous = current
+        try:
+            while args.max_frames is None or len(latencies) < args.max_frames:
+                current = next(frames, None)
+                if current is None:
+                    break
+                result = backend.compute(previous, current)
+                latencies.append(result.timings["total"])
+                print(f"frame {len(latencies)}: {latencies[-1]:.1f} ms")
+                if movie is not None:
+                    movie.add(result.flow)
+                previous = current
+        finally:
+            if movie is not None:
+                movie.close()
     if not latencies:
         raise UserError(f"{what} has a single frame; flow needs at least two")
     med, p90 = float(np.median(latencies)), float(np.percentile(latencies, 90))
@@ -141,14 +148,58 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
         make_folder(out)
         rows = ["frame,latency_ms", *(f"{i + 1},{ms:.3f}" for i, ms in enumerate(latencies))]
         atomic_write(out / "latency.csv", ("\n".join(rows) + "\n").encode())
-        print(f"wrote {out / 'latency.csv'}")
+        wrote = [str(out / "latency.csv")]
+        if movie is not None and movie.written:
+            wrote.append(f"{movie.path} (colours: the wheel's rim is {movie.scale:.3g} px)")
+        print("wrote " + ", ".join(wrote))
 
 
-def _video_frames(path: Path) -> Generator[np.ndarray, None, None]:
-    """A video file's frames, RGB; a file OpenCV cannot decode is a ``UserError``."""
+class _FlowMovie:
+    """The colour-coded flow of each frame pair, with its legend, as an MJPG video at 10 fps.
+    One colour scale for the whole video (``max_magnitude``, else the first pair's longest
+    vector), so that colours compare between frames."""
+
+    FPS = 10.0
+
+    def __init__(self, path: Path, max_magnitude: float | None) -> None:
+        self.path = path
+        self.scale = max_magnitude
+        self.written = 0
+        self._writer: Any = None
+
+    def add(self, flow: np.ndarray) -> None:
+        import cv2
+
+        from app.engine.fileio import make_folder
+        from app.engine.flow.draw import flow_color_with_legend, flow_scale
+
+        if self.scale is None:
+            self.scale = flow_scale(flow)
+        picture = cv2.cvtColor(flow_color_with_legend(flow, self.scale), cv2.COLOR_RGB2BGR)
+        if self._writer is None:
+            make_folder(self.path.parent)
+            size = (picture.shape[1], picture.shape[0])
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter.fourcc(*"MJPG"), self.FPS, size)
+            if not self._writer.isOpened():
+                raise UserError(f"cannot write {self.path}; check the output folder")
+        self._writer.write(picture)
+        self.written += 1
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.release()
+
+
+def _video_frames(path: Path, whole_frame: bool = False) -> Generator[np.ndarray, None, None]:
+    """A video file's frames, RGB; a file OpenCV cannot decode is a ``UserError``. A stereo video
+    (its first frame's halves match along rows) gives its left view, as ``depth`` splits it,
+    unless ``whole_frame``."""
     import os
 
     import cv2
+
+    from app.engine.sources.base import split_frame
+    from app.engine.sources.layout import LAYOUT_NAMES, stereo_layout
 
     # FFmpeg's own log lines ("moov atom not found") would break the one-line error contract;
     # read by OpenCV when it first opens a file, and a value the user set wins
@@ -158,8 +209,15 @@ def _video_frames(path: Path) -> Generator[np.ndarray, None, None]:
         ok, frame = capture.read() if capture.isOpened() else (False, None)
         if not ok or frame is None:
             raise UserError(f"{path} is not a readable video; use a file OpenCV can decode (MP4, AVI, ...)")
+        stereo = None if whole_frame else stereo_layout(frame)
+        if stereo is not None:
+            layout, matches = stereo
+            print(
+                f"note: {path.name} looks like a {LAYOUT_NAMES[layout]} stereo video ({matches} features "
+                "match along rows): flow over its left view (--whole-frame for the whole frame)"
+            )
         while ok and frame is not None:
-            yield cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+            yield split_frame(frame, stereo[0])[0] if stereo else cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
             ok, frame = capture.read()
     finally:
         capture.release()
@@ -206,8 +264,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="optical flow for two frames, or latency over a video or stereo source",
         description=(
             "FRAME0 FRAME1: writes OUT/flow.flo (Middlebury), flow.png (colour coding with its "
-            "legend) and flow_arrows.png. VIDEO: flow between consecutive frames, with per-frame "
-            "latency (OUT/latency.csv when --out is given); SOURCE (a recording or folder of pairs, "
+            "legend) and flow_arrows.png. VIDEO: flow between consecutive frames (of the left view "
+            "of a side-by-side or top-bottom stereo video), with per-frame latency (with --out: "
+            "OUT/latency.csv, and OUT/flow.avi, the colour-coded flow); SOURCE (a recording or "
+            "folder of pairs, "
             f"synthetic, camera:N): the same over its left view ({LIVE_FRAMES} frame pairs of a live "
             "or endless one unless --frames). The 'nvof' backend needs an NVIDIA "
             "GPU with the Optical Flow Accelerator and an OpenCV built with CUDA; 'auto' uses it "
@@ -234,6 +294,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=_at_least(1),
         help="video: stop after this many frame pairs (--max-frames: the older name)",
     )
-    p.add_argument("--out", help="output folder (default ./out for a pair; none for a video)")
+    p.add_argument(
+        "--whole-frame",
+        action="store_true",
+        help="video: flow over the whole frame even when it looks like a stereo video "
+        "(default: its left view)",
+    )
+    p.add_argument(
+        "--out",
+        help="output folder (default ./out for a pair; for a video or source: latency.csv and flow.avi, "
+        "only when given)",
+    )
     p.add_argument("--probe", action="store_true", help="say whether nvof can run here, then exit")
     p.set_defaults(func=run)

@@ -59,11 +59,24 @@ def better_layout(frame: np.ndarray, layout: Layout) -> tuple[Layout, int, int] 
     return other, found, used
 
 
+def layout_matches(frame: np.ndarray) -> dict[Layout, int]:
+    """Each split of ``frame`` (as read) with its stereo matches, the right way round or not."""
+    return {name: stereo_matches(*split_frame(frame, name), either_way=True) for name in LAYOUTS}
+
+
+def stereo_layout(frame: np.ndarray) -> tuple[Layout, int] | None:
+    """The split of ``frame`` (as read) that makes a stereo pair, with its matches; None for a
+    mono frame (neither split does)."""
+    counts = layout_matches(frame)
+    best = max(LAYOUTS, key=lambda name: counts[name])
+    return (best, counts[best]) if counts[best] >= MIN_MATCHES else None
+
+
 def not_stereo_note(frame: np.ndarray, what: str) -> str | None:
     """A note when neither split of ``frame`` looks like a stereo pair, the right way round or
     not (a mono video: its halves are parts of one image); None otherwise. Row-aligned matches
     were 554-1295 in the side-by-side and top-bottom test videos, 0-3 in mono ones."""
-    counts = {name: stereo_matches(*split_frame(frame, name), either_way=True) for name in LAYOUTS}
+    counts = layout_matches(frame)
     if max(counts.values()) >= MIN_MATCHES:
         return None
     return (

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import vocabulary
+from app.engine.session import plural
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
 from app.ui.folders import FolderMemory
 from app.ui.log_slider import LogSlider
@@ -452,9 +453,9 @@ class ControlsPanel(QWidget):
         if result.choice:
             planes = int(result.choice.get("planes", len(result.planes)))
             step = result.choice.get("step_px")
-            kind = " quantized" if result.choice.get("quantized") else ""  # continuous did not fit
+            noun = "quantized plane" if result.choice.get("quantized") else "plane"  # continuous did not fit
             every = f" every {step:g} px" if step else ""
-            text = f"chose {planes}{kind} planes{every}, took {took:.0f} ms"
+            text = f"chose {plural(planes, noun)}{every}, took {took:.0f} ms"
             # the budget this answer was planned for: the slider may have moved on since
             budget = float(result.choice.get("budget_ms", self.settings.budget_ms))
             if self.settings.budget_on and took > OVER_BUDGET * budget:
@@ -462,8 +463,7 @@ class ControlsPanel(QWidget):
         elif result.engine == "sgbm":  # a matcher over every disparity: no planes to count
             text = f"took {took:.0f} ms"
         else:
-            count = len(result.planes)
-            text = f"{count} plane{'' if count == 1 else 's'}, took {took:.0f} ms"
+            text = f"{plural(len(result.planes), 'plane')}, took {took:.0f} ms"
         if result.searched is not None:
             text += f"; searched {result.searched[0]:g}-{result.searched[1]:g} px (auto)"
         self.budget_label.setText(text)

@@ -395,6 +395,9 @@ class MainWindow(QMainWindow):
 
     def _source_changed(self, description: str) -> None:
         """A new source: nothing derived from the previous one stays on screen."""
+        unswapped = self.settings.swap_views and description != self.settings.source
+        if unswapped:  # the last source's cameras were the wrong way round, not this one's
+            self.controls.swap_views.setChecked(False)
         self.settings.source = description
         self.left_view.show_lines(None)
         self.left_view.show_tint(None)
@@ -419,7 +422,9 @@ class MainWindow(QMainWindow):
         self._ended = False
         self.pause_action.setChecked(False)
         self._update_position()
-        self.show_status(f"opened {description}")
+        self.show_status(
+            f"opened {description}" + (f' ("{SWAP_LABEL}" was for the last source: off)' if unswapped else "")
+        )
         self.setWindowTitle(f"Bi3D Studio — {description}")
 
     def _source_ended(self) -> None:
@@ -557,7 +562,8 @@ class MainWindow(QMainWindow):
         self.session.set_compare(on)
         self.top.setCurrentIndex(1 if on else 0)
         self.measure.set_pane(self.compare_main if on else self.depth_view)  # measure where depth is shown
-        if on:
+        last = self.controller.last
+        if on and last is not None and last.pair.gt_disparity is not None:  # errors to see
             self.extra.setCurrentWidget(self.compare_tab)
         self.controller.refresh()
 

@@ -383,11 +383,13 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
             gt = np.full(pair.left.shape[:2], 6.0, np.float32)
             return StereoPair(pair.left, pair.right, pair.timestamp, None, gt)
 
-    window = _window(qtbot, lambda spec: WithTruth(1), RecordingEngine(), compare=True)
-    window.session.set_compare(True)
+    window = _window(qtbot, lambda spec: WithTruth(1), RecordingEngine())
     window.open_spec("pair")
-    result = _shown(qtbot, window)
-    window.extra.setCurrentWidget(window.compare_tab)
+    _shown(qtbot, window)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.controls.compare.setChecked(True)  # with ground truth: the errors come to the front
+    result = blocker.args[0]
+    assert window.extra.currentWidget() is window.compare_tab
     assert window.error_main.isVisible() and window.error_base.isVisible()
     expected = abs(float(result.depth.disparity[0, 0]) - 6.0)
     assert (
@@ -532,6 +534,12 @@ def test_swapped_images_are_called_out_and_the_switch_swaps_them(qtbot) -> None:
     with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
         window.controls.swap_views.setChecked(True)  # and the warning goes with the cause
     assert window.notices.level != "error" and "look swapped" not in window.notices.text.text()
+    # another source: its cameras are not the last one's, so the swap does not carry over
+    source.left, source.right = source.right, source.left
+    with qtbot.waitSignal(window.controller.sourceChanged, timeout=10_000):
+        window.open_spec("another pair")
+    assert not window.controls.swap_views.isChecked() and not window.session.swap_views
+    assert "was for the last source: off" in window.notices.text.text()
 
 
 class _UnrectifiedEngine(RecordingEngine):

@@ -223,6 +223,7 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         c.compare.setChecked(True)
     assert blocker.args[0].baseline is not None and blocker.args[0].baseline.engine == "sgbm"
+    assert window.extra.currentWidget() is not window.compare_tab  # no ground truth: no errors to show
     # continuous depth opens with the automatic range, up to the default ceiling
     assert engine.requests[-1].auto_range and engine.requests[-1].max_disparity == 192
     assert 0 < engine.requests[-1].min_confidence < 1
@@ -459,6 +460,9 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     result.timings = {"total": 190.0}
     panel.show_choice(result)
     assert "over" not in panel.budget_label.text()
+    result.choice = {"planes": 1.0, "budget_ms": 200.0}  # one plane: not "1 planes"
+    panel.show_choice(result)
+    assert panel.budget_label.text().startswith("chose 1 plane, took 190 ms")
 
 
 def test_a_device_that_cannot_run_goes_back_and_its_error_goes_with_the_next_good_change(qtbot) -> None:  # type: ignore[no-untyped-def]

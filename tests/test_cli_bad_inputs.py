@@ -289,7 +289,9 @@ def test_disk_full_while_recording_keeps_every_committed_frame(capsys, tmp_path,
     # the log and the session; frame 0: both views, its ground truth and the session with the
     # calibration; frames 1 and 2: views and ground truth; then frame 3's left view only
     _full_disk_after(monkeypatch, 2 + 4 + 3 + 3 + 1)
-    line = bad(capsys, "record", "synthetic:24x32?frames=10", str(tmp_path / "rec"))
+    code, _, err = run(capsys, "record", "synthetic:24x32?frames=10", str(tmp_path / "rec"))
+    (line,) = err.strip().splitlines()
+    assert code == 1  # a failure while running, not argparse's 2 for a mistyped command line
     assert "the disk is full" in line and "keeps the 3 frames recorded before it" in line
     monkeypatch.undo()
     source = open_recording(tmp_path / "rec")

@@ -257,7 +257,7 @@ def test_sigterm_stops_a_recording_as_ctrl_c_does(tmp_path: Path) -> None:
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err  # stopped, as Ctrl-C: not the 0 of a recording that finished
     assert "terminated (SIGTERM)" in out and "wrote " in out and "Traceback" not in err
     written = int(out.split("wrote ")[1].split()[0])
     with open_source(str(rec)) as played:
@@ -426,3 +426,98 @@ def test_depth_on_a_folder_numbers_its_results_as_the_source_numbers_its_frames(
     )
     assert code == 0 and "frame 2:" in stdout and "frame 1:" not in stdout
     assert sorted(p.name for p in out.iterdir()) == ["000000", "000002"]
+
+
+def test_a_synthetic_scene_is_recorded_at_the_rate_it_announces(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`record synthetic OUT` said "@ 10 fps" and wrote 130 frames a second (13 GB in 10 min); it
+    goes at its rate, as a camera would. Files go as fast as they can, announcing no rate."""
+    from app.engine.sources import recording
+
+    now = [0.0]
+    paces: list[recording.Pace] = []
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    class FakeClock(recording.Pace):
+        def __init__(self) -> None:
+            super().__init__(clock=lambda: now[0], sleep=sleep)
+            paces.append(self)
+
+    monkeypatch.setattr(recording, "Pace", FakeClock)
+    code, out, _ = run(capsys, "record", "synthetic:16x16?fps=5&frames=4", str(tmp_path / "rec"))
+    assert code == 0 and "synthetic 16x16 @ 5 fps" in out and "wrote 4 frames" in out
+    assert len(paces) == 1 and now[0] == pytest.approx(0.6)  # the 4th frame 3 intervals after the 1st
+    source = pairs_folder(tmp_path / "pairs", 3, size=(40, 60))
+    code, out, _ = run(capsys, "record", str(source), str(tmp_path / "copy"))
+    assert code == 0 and "wrote 3 frames" in out and "fps" not in out and len(paces) == 1
+
+
+def test_ctrl_c_mid_recording_keeps_the_frames_and_exits_130(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C ended `record` with exit 0, as if the source had ended; the frames stay, and say so."""
+    from app.engine.sources import recording
+
+    real_record = recording.record
+
+    def interrupted_after_two(source, recorder, *_args: object, **_kwargs: object) -> int:  # type: ignore[no-untyped-def]
+        real_record(source, recorder, frames=2)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recording, "record", interrupted_after_two)
+    code, out, err = run(capsys, "record", SYNTH, str(tmp_path / "rec"))
+    assert code == 130 and "stopped" in out and f"wrote 2 frames to {tmp_path / 'rec'}" in out, err
+    with open_source(str(tmp_path / "rec")) as played:
+        assert sum(1 for _ in played) == 2
+
+
+def test_a_full_disk_while_recording_exits_1_not_the_usage_code(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk ended `record` with 2, argparse's code for a mistyped command line."""
+    import errno
+
+    from app.engine.sources import recording
+
+    real_commit = recording.Recorder._commit
+
+    def commit(self, line: str) -> None:  # type: ignore[no-untyped-def]
+        if line.startswith("000002"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.folder / "timestamps.txt"))
+        real_commit(self, line)
+
+    monkeypatch.setattr(recording.Recorder, "_commit", commit)
+    code, _, err = run(capsys, "record", SYNTH, str(tmp_path / "rec"))
+    (line,) = err.strip().splitlines()
+    assert code == 1 and line.startswith("bi3d-studio record: error: cannot write ")
+    assert "No space left on device" in line and "keeps the 2 frames recorded before it" in line
+
+
+def test_recording_into_another_recording_or_nowhere_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`record synthetic REC/left` nested a recording in another's frames folder; an empty DIR was
+    refused as '. exists and is not an empty folder'."""
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", SYNTH, str(rec), "--frames", "2")[0] == 0
+    for inner in (rec / "left", rec / "left" / "new", rec / "sub"):
+        line = bad(capsys, "record", SYNTH, str(inner))
+        assert f"{inner} lies inside the recording {rec}; record into a folder outside it" in line
+    assert not (rec / "sub").exists() and not (rec / "left" / "new").exists()
+    assert "DIR is empty; give the folder to record into" in bad(capsys, "record", SYNTH, "")
+    assert "no source given" in bad(capsys, "record", "", str(tmp_path / "other"))  # not "overlaps ."
+    assert "DIR is empty" in bad(capsys, "record", "--reindex", " ")
+
+
+def test_reindex_says_where_the_damaged_session_file_went(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", SYNTH, str(rec), "--frames", "2")[0] == 0
+    (rec / "session.json").write_text("{ damaged")
+    code, out, _ = run(capsys, "record", "--reindex", str(rec))
+    assert code == 0 and "the old one is kept as session.json.bak" in out
+    assert (rec / "session.json.bak").read_text() == "{ damaged"

@@ -5,21 +5,40 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.commands.arguments import real, whole
 
+if TYPE_CHECKING:
+    from app.engine.sources.base import StereoSource
+    from app.engine.sources.recording import Pace
+
+
+EXIT_FAILURE = 1  # as ``app.cli``'s: a failure while running (a full disk), not a usage error
+
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.common import EXIT_INTERRUPTED
-    from app.engine.errors import Terminated, UserError
-    from app.engine.sources.base import SourceEvent, plural
-    from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, record, record_live
+    from app.engine.sources.recording import WriteFailed
 
     if args.reindex:
         return _reindex(args)
     if args.dir is None:
         args.usage_error("give SOURCE DIR (or --reindex DIR)")
+    if not args.dir.strip():  # Path("") is the current folder: said as "." otherwise
+        args.usage_error("DIR is empty; give the folder to record into, e.g. 'record synthetic rec'")
     refuse_overlap(args.source, Path(args.dir))
+    try:
+        return _record(args)
+    except WriteFailed as exc:  # the disk, not the input: what was kept is in the message
+        print(f"bi3d-studio record: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _record(args: argparse.Namespace) -> int:
+    from app.commands.common import EXIT_INTERRUPTED
+    from app.engine.errors import Terminated, UserError
+    from app.engine.sources.base import SourceEvent, plural
+    from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, record, record_live
 
     said: set[str] = set()
 
@@ -30,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     from app.engine.sources.spec import open_source
 
+    code = 0
     with open_source(args.source, on_event=report) as source:
         recorder = Recorder(args.dir, overwrite=args.overwrite, source=source.describe())
         print(f"recording {source.describe()} to {args.dir}")
@@ -38,26 +58,27 @@ def run(args: argparse.Namespace) -> int:
             if source.live and hasattr(source, "add_capture_listener"):  # every frame, not the newest
                 record_live(source, recorder, args.frames, args.seconds, started=live.append)
             else:
-                record(source, recorder, args.frames, args.seconds)
+                record(source, recorder, args.frames, args.seconds, _pace(source))
             if not recorder.frames_written:  # every frame skipped as damaged: no empty recording
                 raise UserError(
                     f"no frame of {source.describe()} could be read (each is named above): nothing recorded"
                 )
         except KeyboardInterrupt as exc:  # the usual way to end a live recording; what is written stays
             how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "stopped"
+            code = EXIT_INTERRUPTED  # as every command stopped so: scripts tell it from a finished one
             if not recorder.frames_written:  # an empty recording would block the folder
                 recorder.discard()
                 kept = f"; {args.dir} keeps the recording it held before" if recorder.restored else ""
                 print(f"{how} before the first frame: nothing recorded{kept}", file=sys.stderr)
-                return EXIT_INTERRUPTED
+                return code
             print(how)
         except UserError as exc:  # one line still, saying what was kept
             recorder.discard()  # nothing recorded: no empty recording left to block the folder
             if recorder.frames_written:
                 kept = plural(recorder.frames_written, "frame")
-                raise UserError(f"{exc}; {args.dir} keeps the {kept} recorded before it") from exc
+                raise type(exc)(f"{exc}; {args.dir} keeps the {kept} recorded before it") from exc
             if recorder.restored:
-                raise UserError(f"{exc}; {args.dir} keeps the recording it held before") from exc
+                raise type(exc)(f"{exc}; {args.dir} keeps the recording it held before") from exc
             raise
         except BaseException:
             recorder.discard()
@@ -70,7 +91,17 @@ def run(args: argparse.Namespace) -> int:
         if live and live[0].dropped:
             print(f"note: {dropped_note(live[0], source.describe())}")
     print(f"wrote {plural(recorder.frames_written, 'frame')} to {args.dir}")
-    return 0
+    return code
+
+
+def _pace(source: StereoSource) -> Pace | None:
+    """A synthetic scene is recorded at the rate it announces, as a camera would be (written as
+    fast as the disk took it, "@ 10 fps" filled gigabytes a minute); files go as fast as they
+    can, announcing no rate, their timestamps kept."""
+    from app.engine.sources.recording import Pace
+    from app.engine.sources.synthetic import SyntheticSource
+
+    return Pace() if isinstance(source, SyntheticSource) else None
 
 
 def _reindex(args: argparse.Namespace) -> int:
@@ -78,6 +109,8 @@ def _reindex(args: argparse.Namespace) -> int:
 
     if args.dir is not None:
         args.usage_error("--reindex takes the recording's folder alone: record --reindex DIR")
+    if not args.source.strip():
+        args.usage_error("DIR is empty; give the recording's folder: record --reindex DIR")
     count, notes = rebuild_index(Path(args.source))
     for note in notes:
         print(f"note: {note}")
@@ -88,6 +121,8 @@ def _reindex(args: argparse.Namespace) -> int:
 def source_paths(spec: str) -> list[Path]:
     """The files or folders a source spec reads (none for cameras and synthetic scenes)."""
     text = spec.strip()
+    if not text:  # no source: not the current folder (Path("") is "."), which overlaps everything
+        return []
     scheme, _, rest = text.partition(":")
     if scheme.lower() in ("camera", "synthetic"):
         return []
@@ -121,8 +156,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Record SOURCE (a folder, a video, LEFT,RIGHT, camera:0,1, camera:0, synthetic; see "
             "'Sources' in the README) into DIR: lossless PNG pairs, timestamps, calibration and ground "
-            "truth when the source has it. DIR plays back as a source. Stops when the source ends, "
-            "after --frames or --seconds (of the source's time), or on Ctrl-C."
+            "truth when the source has it. DIR plays back as a source. A camera or a synthetic scene "
+            "is recorded at its frame rate; files and videos as fast as they are read, their "
+            "timestamps kept. Stops when the source ends, after --frames or --seconds (of the "
+            "source's time), or on Ctrl-C (exit status 130, what was recorded kept). A full disk "
+            "ends it with exit status 1, the frames before it kept."
         ),
     )
     p.add_argument("source", help="what to record (with --reindex: the recording to index)")

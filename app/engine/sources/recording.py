@@ -48,6 +48,7 @@ from app.engine.sources.recording_index import (
     TIMESTAMPS,
     acquire_writer,
     drop_set_aside,
+    frames_on_disk,
     looks_like_recording,
     missing_index_error,
     parse_timestamps,
@@ -65,6 +66,27 @@ DEFAULT_INTERVAL_S = 0.1  # the step of a restarted clock before two frames have
 QUEUE_BYTES = (
     512 << 20
 )  # a live recording's frames waiting to be written (about 3 s of 2 x 1280 x 720 at 30 fps)
+
+
+class WriteFailed(UserError):
+    """A recording's files could not be written (a full disk, a drive gone): a failure while
+    recording, not bad input; the frames committed before it stay."""
+
+
+@contextlib.contextmanager
+def write_failures(folder: Path) -> Iterator[None]:
+    """Raise a failure to write into the recording ``folder`` as ``WriteFailed``."""
+    try:
+        yield
+    except WriteFailed:
+        raise
+    except UserError as exc:  # atomic_write's: the disk is full, a file grew past a size limit
+        raise WriteFailed(*exc.args) from exc
+    except OSError as exc:  # the index's append and the folders: raw OS errors
+        where = exc.filename or folder
+        raise WriteFailed(
+            f"cannot write {where} ({exc.strerror or exc}); free space or check the disk"
+        ) from exc
 
 
 @contextlib.contextmanager
@@ -117,17 +139,20 @@ class Recorder:
             _prepare(self.folder, overwrite)
             if self._lock_fd is None:
                 self._lock_fd = acquire_writer(self.folder)  # leftovers are cleaned only without it
-            for sub in ("left", "right"):
-                (self.folder / sub).mkdir()
             self.frames_written = 0
+            self.bytes_written = 0  # what the folder holds, for a badge that must not walk it each second
+            self._session_bytes = 0
             self._last_stamp: float | None = None
             self._clock_offset = 0.0
             self._interval = DEFAULT_INTERVAL_S
             self._calibration = calibration  # else the first frame's, written when it arrives
             self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
             self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            atomic_write(self.folder / TIMESTAMPS, b"")
-            self._write_session()
+            with write_failures(self.folder):
+                for sub in ("left", "right"):
+                    (self.folder / sub).mkdir()
+                atomic_write(self.folder / TIMESTAMPS, b"")
+                self._write_session()
         except BaseException:
             self.close()
             raise
@@ -138,25 +163,34 @@ class Recorder:
             if self._closed:
                 raise UserError(f"the recording in {self.folder} is closed; start a new one")
             index = self.frames_written
-            name = f"{index:06d}"
-            # the two PNGs encode at once (OpenCV lets go of the GIL): half the time a pair on 2+ cores
-            right = self._pool.submit(write_color_png, self.folder / "right" / f"{name}.png", pair.right)
-            try:
-                write_color_png(self.folder / "left" / f"{name}.png", pair.left)
-            finally:
-                right.result()  # its error (a full disk) is raised here, after the left one's
-            if pair.gt_disparity is not None:
-                (self.folder / "disparity").mkdir(exist_ok=True)
-                write_pfm(self.folder / "disparity" / f"{name}.pfm", pair.gt_disparity)
-            if self._calibration is None and pair.calibration is not None:
-                self._calibration = pair.calibration
-                self._write_session()
-            with signals_held():  # a Ctrl-C between the index line and the count lost count of a frame
-                self._commit(f"{name} {self._stamp(float(pair.timestamp))!r}\n")
-                self.frames_written += 1
+            with write_failures(self.folder):
+                self._write_frame(f"{index:06d}", pair)
             if self.frames_written == 1:  # the recording --overwrite replaces is no longer needed
                 drop_set_aside(self.folder)
             return index
+
+    def _write_frame(self, name: str, pair: StereoPair) -> None:
+        """The frame's files, then its index line; the caller holds the lock."""
+        files = [self.folder / "left" / f"{name}.png", self.folder / "right" / f"{name}.png"]
+        # the two PNGs encode at once (OpenCV lets go of the GIL): half the time a pair on 2+ cores
+        right = self._pool.submit(write_color_png, files[1], pair.right)
+        try:
+            write_color_png(files[0], pair.left)
+        finally:
+            right.result()  # its error (a full disk) is raised here, after the left one's
+        if pair.gt_disparity is not None:
+            (self.folder / "disparity").mkdir(exist_ok=True)
+            files.append(self.folder / "disparity" / f"{name}.pfm")
+            write_pfm(files[-1], pair.gt_disparity)
+        if self._calibration is None and pair.calibration is not None:
+            self._calibration = pair.calibration
+            self._write_session()
+        line = f"{name} {self._stamp(float(pair.timestamp))!r}\n"
+        size = len(line) + sum(path.stat().st_size for path in files)
+        with signals_held():  # a Ctrl-C between the index line and the count lost count of a frame
+            self._commit(line)
+            self.frames_written += 1
+            self.bytes_written += size
 
     def _stamp(self, timestamp: float) -> float:
         """``timestamp`` on the recording's own clock, which only grows (module docstring)."""
@@ -220,12 +254,18 @@ class Recorder:
 
     def _write_session(self) -> None:
         cal = dataclasses.asdict(self._calibration) if self._calibration else None
-        text = json.dumps({**self._meta, "calibration": cal}, indent=2) + "\n"
-        atomic_write(self.folder / SESSION, text.encode())
+        data = (json.dumps({**self._meta, "calibration": cal}, indent=2) + "\n").encode()
+        atomic_write(self.folder / SESSION, data)
+        self.bytes_written += len(data) - self._session_bytes  # the file replaced the last one
+        self._session_bytes = len(data)
 
 
 def _prepare(folder: Path, overwrite: bool) -> None:
-    """Refuse to overwrite a recording (unless told to) or to mix into a folder of other files."""
+    """Refuse to overwrite a recording (unless told to), to mix into a folder of other files, or
+    to nest in another recording (its left/ would list the new one's folder among its frames)."""
+    around = recording_around(folder)
+    if around is not None:
+        raise UserError(f"{folder} lies inside the recording {around}; record into a folder outside it")
     restore_set_aside(folder)  # a recording an interrupted --overwrite run had set aside
     if is_recording(folder):
         if not overwrite:
@@ -240,6 +280,14 @@ def _prepare(folder: Path, overwrite: bool) -> None:
 
 def is_recording(folder: Path) -> bool:
     return folder.is_dir() and read_session(folder)[0] is not None
+
+
+def recording_around(folder: Path) -> Path | None:
+    """The recording that ``folder`` lies inside (a damaged one too), or None."""
+    for parent in folder.resolve().parents:
+        if is_recording(parent) or (looks_like_recording(parent) and frames_on_disk(parent)):
+            return parent
+    return None
 
 
 def read_timestamps(folder: Path) -> list[tuple[int, float]]:
@@ -264,6 +312,8 @@ def open_recording(folder: Path) -> SceneSource:
         raise missing_index_error(folder, problem or f"{folder / SESSION} is missing")
     remove_leftovers(folder)  # temporary files of a recorder that was killed while writing
     frames = read_timestamps(folder)
+    if not frames and frames_on_disk(folder):  # an emptied index: not "no frames", a rebuild away
+        raise missing_index_error(folder, f"{folder / TIMESTAMPS} lists no frame")
     scenes = []
     for index, _ in frames:
         name = f"{index:06d}"
@@ -301,10 +351,41 @@ def _calibration(meta: dict[str, Any], folder: Path) -> Calibration | None:
     return calibration
 
 
+class Pace:
+    """Holds a recording to the rate of its source's timestamps, as a camera's would be: a pair
+    is written no sooner than its timestamp's distance from the last on-time pair's, on the wall
+    clock. A late pair (a slow disk) starts the count again, so the rate is never exceeded to
+    catch up. For a source that makes frames on demand at an announced rate (a synthetic scene),
+    which would otherwise be written as fast as the disk takes it."""
+
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._origin: tuple[float, float] | None = None  # (wall clock, timestamp) of the reference pair
+
+    def wait(self, timestamp: float) -> None:
+        """Return when the pair with ``timestamp`` is due."""
+        now = self._clock()
+        if self._origin is not None:
+            wall, stamp = self._origin
+            delay = wall + (timestamp - stamp) - now
+            if delay > 0:
+                self._sleep(delay)
+                return
+        self._origin = (now, timestamp)  # the first pair, or a late one: the rate holds from here
+
+
 def record(
-    source: StereoSource, recorder: Recorder, frames: int | None = None, seconds: float | None = None
+    source: StereoSource,
+    recorder: Recorder,
+    frames: int | None = None,
+    seconds: float | None = None,
+    pace: Pace | None = None,
 ) -> int:
-    """Copy pairs until the source ends, ``frames`` are written or ``seconds`` of source time pass.
+    """Copy pairs until the source ends, ``frames`` are written or ``seconds`` of source time pass;
+    with ``pace``, no faster than the source's timestamps go.
 
     Time is the sources's own: wall-clock time for cameras, media time for files.
     """
@@ -316,6 +397,8 @@ def record(
         start = pair.timestamp if start is None else start
         if seconds is not None and pair.timestamp - start >= seconds:
             break
+        if pace is not None:
+            pace.wait(float(pair.timestamp))
         recorder.write(pair)
     return recorder.frames_written
 

@@ -139,7 +139,8 @@ def rebuild_index(folder: Path) -> tuple[int, list[str]]:
     """Write ``timestamps.txt`` (and ``session.json`` if unusable) from the pairs on disk.
 
     Timestamps of the old log are kept where its lines are readable; other frames get their
-    index at 10 fps, and a note says so. Returns the frame count and the notes.
+    index at 10 fps, and a note says so. An index file replaced by other content is copied
+    beside it first (``keep_copy``), and a note says where. Returns the frame count and the notes.
     """
     if not folder.is_dir():
         raise UserError(f"{folder} is not a folder; give the recording's folder")
@@ -196,9 +197,11 @@ def _rebuild_index(folder: Path) -> tuple[int, list[str]]:
     if meta is None:
         meta = {"format": FORMAT, "version": 1, "source": "rebuilt index", "calibration": None}
         meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        notes.append(f"{problem or SESSION + ' was missing'}: rewritten without a calibration")
-        atomic_write(folder / SESSION, (json.dumps(meta, indent=2) + "\n").encode())
-    atomic_write(folder / TIMESTAMPS, lines.encode("ascii"))
+        kept = _replace_keeping(folder / SESSION, (json.dumps(meta, indent=2) + "\n").encode())
+        notes.append(f"{problem or SESSION + ' was missing'}: rewritten without a calibration{kept}")
+    kept = _replace_keeping(folder / TIMESTAMPS, lines.encode("ascii"))
+    if kept:
+        notes.append(f"{TIMESTAMPS} rewritten{kept}")
     return len(indices), notes
 
 
@@ -215,6 +218,36 @@ def _readable_stamps(path: Path) -> dict[int, float]:
         except ValueError:
             continue
     return stamps
+
+
+def _replace_keeping(path: Path, data: bytes) -> str:
+    """Write ``data`` to ``path``, first copying what ``path`` held if that differs (a damaged
+    file the user may still mend by hand: nothing saved is lost); "" or where the copy went."""
+    try:
+        keep = path.read_bytes() not in (b"", data)
+    except FileNotFoundError:
+        keep = False
+    except OSError:
+        keep = True  # unreadable: copied all the same, or the copy says why not
+    kept = f"; the old one is kept as {keep_copy(path).name}" if keep else ""
+    atomic_write(path, data)
+    return kept
+
+
+def keep_copy(path: Path) -> Path:
+    """Copy ``path`` to the first free name of ``NAME.bak``, ``NAME.bak2``, ...; returns the copy."""
+    copy, number = path.with_name(f"{path.name}.bak"), 1
+    while copy.exists():
+        number += 1
+        copy = path.with_name(f"{path.name}.bak{number}")
+    try:
+        shutil.copy2(path, copy)
+    except OSError as exc:
+        raise UserError(
+            f"cannot keep a copy of {path} as {copy.name} ({exc.strerror or exc}) before the index is "
+            "rebuilt; free space, or copy the file away and run again"
+        ) from None
+    return copy
 
 
 @contextlib.contextmanager

@@ -179,3 +179,91 @@ def test_timestamps_keep_growing_when_the_source_starts_again(tmp_path: Path) ->
     stamps = [t for _, t in read_timestamps(tmp_path / "rec")]
     assert stamps == pytest.approx([0.0, 0.5, 1.0, 1.5, 2.0, 2.5])
     assert all(b > a for a, b in itertools.pairwise(stamps))
+
+
+def test_the_recorder_counts_the_bytes_it_wrote(tmp_path: Path) -> None:
+    """The window's badge walked the whole folder every second for its size (a second a tick at
+    100k files, on the GUI thread); the recorder keeps the count as it writes."""
+    cal = Calibration(700.0, 0.12, 320.0, 240.0)
+    with Recorder(tmp_path / "r") as recorder:
+        assert recorder.bytes_written == sum(p.stat().st_size for p in recorder.folder.rglob("*.*"))
+        recorder.write(pair(0))
+        recorder.write(StereoPair(pair(1).left, pair(1).right, 1.0, cal, np.ones((8, 12), np.float32)))
+        on_disk = sum(p.stat().st_size for p in recorder.folder.rglob("*") if p.is_file())
+        assert recorder.bytes_written == on_disk > 0  # the session grew with the calibration
+
+
+def test_a_write_that_fails_is_a_write_failure_and_the_frame_is_not_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk on the index's append was a raw OSError (the CLI said it with exit 2, as bad
+    input); it is a ``WriteFailed`` naming what to do, and the frame is not counted."""
+    import errno
+
+    from app.engine.sources.recording import WriteFailed
+
+    def full(self: Recorder, line: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(self.folder / "timestamps.txt"))
+
+    with Recorder(tmp_path / "r") as recorder:
+        recorder.write(pair(0))
+        monkeypatch.setattr(Recorder, "_commit", full)
+        with pytest.raises(WriteFailed, match=r"timestamps.txt \(No space left on device\); free space"):
+            recorder.write(pair(1))
+        assert recorder.frames_written == 1
+    assert len(play(tmp_path / "r")) == 1
+
+
+def test_pace_holds_pairs_to_their_timestamps_and_never_catches_up_faster(tmp_path: Path) -> None:
+    from app.engine.sources.recording import Pace
+
+    now = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    pace = Pace(clock=lambda: now[0], sleep=sleep)
+    for stamp in (0.0, 0.1, 0.2):
+        pace.wait(stamp)
+    assert slept == pytest.approx([0.1, 0.1])
+    now[0] += 0.5  # a slow write: the next pair is late and goes at once
+    pace.wait(0.3)
+    assert len(slept) == 2
+    pace.wait(0.4)  # the one after waits its full interval: no burst to catch up
+    assert slept[2:] == pytest.approx([0.1])
+
+
+def test_record_paced_by_a_synthetic_scenes_rate(tmp_path: Path) -> None:
+    from app.engine.sources.recording import Pace
+
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    with open_source("synthetic:16x16?fps=4&frames=5") as source, Recorder(tmp_path / "r") as recorder:
+        assert record(source, recorder, pace=Pace(clock=lambda: now[0], sleep=sleep)) == 5
+    assert now[0] == pytest.approx(1.0)  # 5 frames at 4 fps: the last one second after the first
+
+
+def test_a_recording_inside_another_is_refused(tmp_path: Path) -> None:
+    """`record synthetic REC/left` (or REC/sub) nested a recording in another one's folders."""
+    with Recorder(tmp_path / "rec") as recorder:
+        recorder.write(pair(0))
+    for inner in (tmp_path / "rec" / "left" / "new", tmp_path / "rec" / "sub", tmp_path / "rec" / "left"):
+        with pytest.raises(UserError, match=f"lies inside the recording {tmp_path / 'rec'}; record into"):
+            Recorder(inner)
+    assert sorted(p.name for p in (tmp_path / "rec").iterdir() if not p.name.startswith(".")) == [
+        "left",
+        "right",
+        "session.json",
+        "timestamps.txt",
+    ]
+    (tmp_path / "rec" / "session.json").unlink()  # damaged, yet still a recording with frames
+    with pytest.raises(UserError, match="lies inside the recording"):
+        Recorder(tmp_path / "rec" / "sub")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "timestamps.txt").write_text("a user's notes\n")  # no frames: not a recording
+    Recorder(tmp_path / "plain" / "rec").close()

@@ -116,3 +116,39 @@ def test_a_signal_during_a_frame_commit_acts_once_the_commit_is_done() -> None:
             steps.append("count")
     assert steps == ["index line", "count"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_an_emptied_index_with_frames_on_disk_says_to_reindex(copy: Path, tmp_path: Path) -> None:
+    """An empty timestamps.txt played as "recording (0 frames)": depth said "gave no frames; check
+    the source" and record "no frame could be read", while 4 pairs sat on disk."""
+    (copy / "timestamps.txt").write_bytes(b"")
+    with pytest.raises(UserError, match=r"lists no frame, while 4 frame pair\(s\) sit on disk.*--reindex"):
+        open_source(str(copy))
+    assert rebuild_index(copy)[0] == 4 and open_recording(copy).frame_count == 4
+    Recorder(tmp_path / "none").close()  # a recording that got no frame: nothing to rebuild
+    assert open_recording(tmp_path / "none").frame_count == 0
+
+
+def test_a_rebuild_keeps_the_index_files_it_replaces(copy: Path) -> None:
+    """`record --reindex` overwrote a damaged session.json: what it held was lost."""
+    (copy / "session.json").write_bytes(b'{"format": "bi3d-studio recording", "calib')
+    first = (copy / "timestamps.txt").read_bytes()
+    (copy / "timestamps.txt").write_bytes(first + b"garbage\n")
+    count, notes = rebuild_index(copy)
+    assert count == 4 and (copy / "session.json.bak").read_bytes().endswith(b'"calib')
+    assert (copy / "timestamps.txt.bak").read_bytes() == first + b"garbage\n"
+    assert (copy / "timestamps.txt").read_bytes() == first
+    assert any(
+        n.endswith("rewritten without a calibration; the old one is kept as session.json.bak") for n in notes
+    )
+    assert "timestamps.txt rewritten; the old one is kept as timestamps.txt.bak" in notes
+    (copy / "session.json").write_bytes(b"second damage")  # a copy kept before is not overwritten
+    _, notes = rebuild_index(copy)
+    assert (copy / "session.json.bak2").read_bytes() == b"second damage"
+    assert (copy / "session.json.bak").read_bytes().endswith(b'"calib') and len(notes) == 1
+    assert rebuild_index(copy) == (4, [])  # a sound index is rewritten as it was: no copy
+    assert sorted(p.name for p in copy.glob("*.bak*")) == [
+        "session.json.bak",
+        "session.json.bak2",
+        "timestamps.txt.bak",
+    ]

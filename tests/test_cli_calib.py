@@ -13,6 +13,7 @@ import pytest
 
 from app.cli import main
 from app.engine.calibration.files import load_calibration, write_opencv_yaml
+from app.engine.calibration.rig import StereoRig
 from tests.cli_helpers import bad as _bad
 from tests.cli_helpers import run
 from tests.engine.calibration.test_chessboard import BASELINE_M, POSES, render_pair, true_rig, write_views
@@ -133,8 +134,17 @@ def test_no_chessboard_in_view(capsys: pytest.CaptureFixture[str], demo_pair: tu
     assert "no 9x6 chessboard found" in msg
 
 
-def test_pattern_without_square(capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str]) -> None:
-    assert "--square" in _bad(capsys, "calib", "check", *demo_pair, "--pattern", "9x6")
+def test_a_board_check_needs_no_square_size(
+    capsys: pytest.CaptureFixture[str], raw_board: tuple[str, str, str], demo_pair: tuple[str, str]
+) -> None:
+    """The corners' rows are pixels: --pattern alone was refused for want of --square (review)."""
+    left, right, rig = raw_board
+    argv = ["calib", "check", left, right, "--calib", rig, "--pattern", "8x6"]
+    code, stdout, _ = run(capsys, *argv)
+    assert code == 0 and "chessboard: epipolar rms" in stdout
+    assert "square size: not checked (give --square, the true size, to compare)" in stdout
+    msg = _bad(capsys, "calib", "check", *demo_pair, "--square", "0.025")  # a size of no board
+    assert "--square is the size of a chessboard's squares: give the board too (--pattern" in msg
 
 
 def test_unmatched_left_right_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -336,14 +346,18 @@ def test_a_baseline_in_millimetres_is_pointed_out(capsys: pytest.CaptureFixture[
     code, stdout, _ = run(
         capsys, "calib", "check", *pair, "--calib", str(millimetres), "--pattern", "9x6", "--square", "0.025"
     )
-    assert "longer than a stereo rig's; if the file gives T in millimetres (or centimetres)" in stdout
+    assert (
+        "longer than a stereo rig's, so depths read too far; T must be in metres: if it was written in"
+        in stdout
+    )
+    assert "millimetres, divide it by 1000 (0.0832" in stdout
     assert "baseline (T) looks written in millimetres" in stdout
     centimetres = tmp_path / "rig_cm.yaml"  # read as 8.3 m: its fix is 0.083 m, not 0.0083
     write_opencv_yaml(centimetres, dataclasses.replace(mm, T=rig.T * 100).with_rectification())
     code, stdout, _ = run(
         capsys, "calib", "check", *pair, "--calib", str(centimetres), "--pattern", "9x6", "--square", "0.025"
     )
-    assert "m from centimetres" in stdout and "baseline (T) looks written in centimetres" in stdout
+    assert "in centimetres by 100 (0.0832" in stdout and "baseline (T) looks written in centimetres" in stdout
     code, stdout, _ = run(
         capsys, "calib", "check", *pair, "--calib", str(metres), "--pattern", "9x6", "--square", "0.025"
     )
@@ -563,3 +577,80 @@ def test_a_pattern_counted_the_other_way_round_is_hinted(
     assert code == 0 and "give --pattern 9x6" in stdout  # found, but mirrored in some views
     code, stdout, _ = run(capsys, *argv, "--pattern", "9x6", "--out", str(tmp_path / "b.yaml"))
     assert code == 0 and "give --pattern" not in stdout
+
+
+SAMPLE = Path(__file__).parent / "data" / "opencv_stereo"
+
+
+def test_a_pair_of_another_size_is_skipped_and_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One pair of another size aborted the whole run: "left05.jpg is 320x240 but earlier images
+    are 640x480; use one size" (review)."""
+    for number in ("01", "02", "03", "04", "05", "06"):
+        for side in ("left", "right"):
+            image = cv2.imread(str(SAMPLE / f"{side}{number}.jpg"))
+            cv2.imwrite(
+                str(tmp_path / f"{side}{number}.jpg"),
+                cv2.resize(image, (320, 240)) if number == "05" else image,
+            )
+    out = tmp_path / "rig.yaml"
+    argv = ["calib", "chessboard", str(tmp_path), "--pattern", "9x6", "--square", "0.025", "--out", str(out)]
+    code, stdout, _ = run(capsys, *argv)
+    assert code == 0 and out.exists() and "views: 5 used, 1 skipped" in stdout
+    said = (
+        "left05.jpg: 320x240, not the 640x480 of left01.jpg (one calibration is of one image size), skipped"
+    )
+    assert said in stdout and "note: left05.jpg was skipped" in stdout
+
+
+def test_drop_outliers_does_not_advise_itself(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """After --drop-outliers the outliers still left were to be "drop[ped] with --drop-outliers"."""
+    argv = ["calib", "chessboard", str(SAMPLE), "--pattern", "6x9", "--square", "0.025", "--drop-outliers"]
+    code, stdout, _ = run(capsys, *argv, "--force", "--out", str(tmp_path / "rig.yaml"))
+    line = next(x for x in stdout.splitlines() if x.startswith("outlier views:"))
+    assert code == 0 and "dropped: " in stdout and "--drop-outliers" in line
+    assert "drop them with --drop-outliers" not in stdout
+    names = line.split(": ", 1)[1].split(" (")[0].split(", ")
+    assert (
+        "after one round of --drop-outliers; leave them out with " + " ".join(f"--drop {n}" for n in names)
+        in line
+    )
+
+
+def test_metres_without_a_measured_baseline_are_refused_as_such(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A 1 m placeholder baseline made --planes 2m a plane of 306 px, refused as "outside [0, 192] px"."""
+    k = np.array([[520.0, 0, 319.5], [0, 520, 239.5], [0, 0, 1]])
+    zeros = np.zeros((1, 5))
+    calib = tmp_path / "self.yaml"
+    rig = StereoRig((640, 480), k, zeros, k, zeros, np.eye(3), np.array([-1.0, 0.0, 0.0]))
+    write_opencv_yaml(calib, rig, baseline_known=False)  # what 'calib rectify' without --baseline writes
+    pair = [str(SAMPLE / "left01.jpg"), str(SAMPLE / "right01.jpg")]
+    argv = ["depth", *pair, "--engine", "sgbm", "--mode", "binary", "--calib", str(calib), "--planes", "2m"]
+    msg = _bad(capsys, *argv, "--out", str(tmp_path / "o"))
+    assert "--planes '2m' is in metres, but the calibration has no measured baseline" in msg
+    assert "px" not in msg and "'calib rectify --baseline METRES'" in msg
+
+
+def test_a_folder_given_as_calib_is_named_a_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    pair = [str(SAMPLE / "left01.jpg"), str(SAMPLE / "right01.jpg")]
+    msg = _bad(capsys, "calib", "check", *pair, "--calib", str(SAMPLE))
+    assert f"{SAMPLE} is a folder, not a calibration file; give the calibration file (OpenCV YAML" in msg
+
+
+def test_rectify_with_a_rig_says_before_is_with_that_rig(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """ "before" was of the raw frames (11 px) while 'calib check --calib' found 0.35 px (review)."""
+    rig = tmp_path / "rig.yaml"
+    argv = ["calib", "chessboard", str(SAMPLE), "--pattern", "9x6", "--square", "0.025", "--out", str(rig)]
+    assert run(capsys, *argv)[0] == 0
+    pair = [str(SAMPLE / "left01.jpg"), str(SAMPLE / "right01.jpg")]
+    code, stdout, _ = run(
+        capsys, "calib", "rectify", *pair, "--calib", str(rig), "--out", str(tmp_path / "s.yaml")
+    )
+    line = next(x for x in stdout.splitlines() if x.startswith("vertical rms of the matches"))
+    assert code == 0 and f"px with {rig}'s rectification, " in line
+    assert float(line.split(": ")[1].split()[0]) < 1.0

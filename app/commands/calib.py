@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.commands.arguments import whole
+
+if TYPE_CHECKING:  # the engine is imported when a command runs, not when the parser is built
+    from app.engine.calibration.check import BoardReport
 
 
 def parse_pattern(text: str) -> tuple[int, int]:
@@ -50,8 +53,8 @@ def run_check(args: argparse.Namespace) -> int:
     from app.engine.formats import atomic_write, read_pair_rgb
     from app.engine.types import check_pair
 
-    if (args.pattern is None) != (args.square is None):
-        raise UserError("--pattern and --square go together: give both (e.g. --pattern 9x6 --square 0.025)")
+    if args.square is not None and args.pattern is None:
+        raise UserError("--square is the size of a chessboard's squares: give the board too (--pattern 9x6)")
     left, right = read_pair_rgb(args.left, args.right)
     check_pair(left, right)
     check_image_size(left.shape[0], left.shape[1], "feature matching needs room around each feature")
@@ -75,36 +78,50 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"misalignment: {report.misalignment}")
     print(f"verdict: {report.verdict} ({report.reason})")
     if args.pattern:
-        board = check_board(left, right, args.pattern, args.square, calibration)
-        figures.update(
-            epipolar_rms_px=round(board.epipolar_rms_px, 4),
-            square_m=board.square_m,
-            square_measured_m=board.square_measured_m,
-            square_error_percent=board.square_error_percent,
-        )
-        print(f"chessboard: epipolar rms {board.epipolar_rms_px:.3f} px over {board.corners} corners")
-        if board.square_measured_m is not None and board.square_error_percent is not None:
-            measured, given = board.square_measured_m * 1000, board.square_m * 1000
-            print(
-                f"square size: {measured:.2f} mm measured, {given:.2f} mm given "
-                f"({board.square_error_percent:+.2f} %)"
-            )
-            ratio = measured / given if given > 0 else 1.0
-            for factor, unit in ((1000.0, "millimetres"), (100.0, "centimetres"), (0.001, "kilometres")):
-                if 0.8 * factor < ratio < 1.25 * factor:  # a unit slip, not a poor calibration
-                    print(
-                        f"note: the board measures {ratio:.0f} x the square given: the calibration's "
-                        f"baseline (T) looks written in {unit}, not metres"
-                        if factor > 1
-                        else "note: the board measures a thousandth of the square given: --square "
-                        "is in metres (0.025 for 25 mm)"
-                    )
-        else:
-            print("square size: not checked (give --calib for focal length and baseline)")
+        figures.update(_board_figures(check_board(left, right, args.pattern, args.square, calibration), args))
     if args.json:
         atomic_write(args.json, (json.dumps(figures, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
     return 1 if report.verdict == "not rectified" else 0  # scripts can gate on a rig out of calibration
+
+
+def _board_figures(board: BoardReport, args: argparse.Namespace) -> dict[str, Any]:
+    """Print a ``BoardReport``: the corners' rows, and the square size measured when the check
+    could (--square, and --calib of a measured baseline); its figures for --json."""
+    from app.engine.calibration.files import baseline_field
+
+    print(f"chessboard: epipolar rms {board.epipolar_rms_px:.3f} px over {board.corners} corners")
+    figures = {
+        "epipolar_rms_px": round(board.epipolar_rms_px, 4),
+        "square_m": board.square_m,
+        "square_measured_m": board.square_measured_m,
+        "square_error_percent": board.square_error_percent,
+    }
+    if board.square_m is None or board.square_measured_m is None or board.square_error_percent is None:
+        why = (
+            "give --calib for focal length and baseline"
+            if not args.calib
+            else "give --square, the true size, to compare"
+            if board.square_m is None
+            else "the calibration has no measured baseline"
+        )
+        print(f"square size: not checked ({why})")
+        return figures
+    measured, given = board.square_measured_m * 1000, board.square_m * 1000
+    print(
+        f"square size: {measured:.2f} mm measured, {given:.2f} mm given ({board.square_error_percent:+.2f} %)"
+    )
+    ratio = measured / given if given > 0 else 1.0
+    for factor, unit in ((1000.0, "millimetres"), (100.0, "centimetres"), (0.001, "kilometres")):
+        if 0.8 * factor < ratio < 1.25 * factor:  # a unit slip, not a poor calibration
+            print(
+                f"note: the board measures {ratio:.0f} x the square given: the calibration's baseline "
+                f"({baseline_field(args.calib)}) looks written in {unit}, not metres"
+                if factor > 1
+                else "note: the board measures a thousandth of the square given: --square "
+                "is in metres (0.025 for 25 mm)"
+            )
+    return figures
 
 
 def run_chessboard(args: argparse.Namespace) -> int:
@@ -171,7 +188,13 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
     if result.dropped:
         print(f"dropped: {', '.join(result.dropped)}")
     if result.outliers:
-        print(f"outlier views: {', '.join(result.outliers)} (drop them with --drop-outliers)")
+        how = (
+            "still, after one round of --drop-outliers; leave them out with "
+            + " ".join(f"--drop {name}" for name in result.outliers)
+            if args.drop_outliers
+            else "drop them with --drop-outliers"
+        )
+        print(f"outlier views: {', '.join(result.outliers)} ({how})")
         cols, rows = getattr(target, "inner", (0, 0))
         if cols != rows and len(result.outliers) >= max(2, 0.2 * len(result.views)):
             # OpenCV finds a board counted the other way round too, but some views then pair
@@ -189,9 +212,11 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
     worst = max(result.rms_px, result.epipolar_rms_px)
     if worst > USABLE_RMS_PX and not args.force:
         remedy = (
-            "drop the outlier views (--drop-outliers)"
-            if result.outliers
-            else "check the views and the board size"
+            "check the views and the board size"
+            if not result.outliers
+            else f"leave out the outlier views (--drop {result.outliers[0]} ...)"
+            if args.drop_outliers
+            else "drop the outlier views (--drop-outliers)"
         )
         raise UserError(
             f"not written: the fit is off by {worst:.2f} px (a usable calibration is under "
@@ -242,8 +267,10 @@ def run_rectify(args: argparse.Namespace) -> int:
     )
     print(f"frames: {result.frames}, matches: {result.matches} ({args.detector})")
     print(f"method: {how}")
+    # "before" of a rig kept is measured on the frames it rectifies, as 'calib check --calib' does
+    before = f"with {args.calib}'s rectification" if result.method == "pose" else "on the raw frames"
     print(
-        f"vertical rms of the matches: {result.before_rms_px:.3f} px before, "
+        f"vertical rms of the matches: {result.before_rms_px:.3f} px {before}, "
         f"{result.after_rms_px:.3f} px after"
     )
     check = check_epipolar(*Rectifier(result.rig).rectify(*pairs[0]), args.detector)
@@ -307,8 +334,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "rectified <= 0.6 px RMS, marginal <= 1 px, else not rectified (exit status 1); unknown "
             "when the scene lacks texture. With --calib of a raw rig the "
             "pair is rectified first. "
-            "With a chessboard in view (--pattern, --square) also the epipolar RMS over its corners "
-            "and, given --calib, the measured square size against the true one."
+            "With a chessboard in view (--pattern) also the epipolar RMS over its corners and, given "
+            "--square and --calib, the measured square size against the true one."
         ),
     )
     c.add_argument("left")
@@ -319,7 +346,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--calib2", help="right camera_info of a ROS pair, or extrinsics.yml for intrinsics.yml")
     c.add_argument("--pattern", type=parse_pattern, help="chessboard inner corners COLSxROWS, e.g. 9x6")
-    c.add_argument("--square", type=positive_metres, help="chessboard square size in metres")
+    c.add_argument(
+        "--square", type=positive_metres, help="chessboard square size in metres (with --calib: size check)"
+    )
     c.add_argument("--detector", default="orb", choices=["orb", "sift"])
     c.add_argument(
         "--max-features",

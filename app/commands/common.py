@@ -49,6 +49,12 @@ def to_disparity(value: str, calibration: Calibration | None, option: str = "dis
     if text.endswith("m"):
         if calibration is None:
             raise UserError(f"{value!r} is in metres; give --calib FILE so metres can become pixels")
+        if not calibration.baseline_known:  # a 1 m placeholder would make metres a made-up disparity
+            raise UserError(
+                f"{option} {value!r} is in metres, but the calibration has no measured baseline (its "
+                "depths are in baselines); give it in pixels, or a calibration with a baseline "
+                "('calib rectify --baseline METRES')"
+            )
         depth = number(
             text[:-1], f"{option} value {value!r}", POSITIVE, "m", "give pixels (12) or metres (2.5m)"
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,7 @@ MAX_SELF_FRAMES = 10
 NO_CALIBRATION = "none: depth in pixels only"
 SOURCE_CALIBRATION = "from the source"
 SELF_RECTIFICATION = "self-rectification"
+UNKNOWN_BASELINE = "unknown (depths in baselines)"
 
 
 def match_segments(report: EpipolarReport, gain: float = LINE_GAIN) -> np.ndarray:
@@ -118,6 +120,10 @@ class CalibrationPanel(QWidget):
         self.rig: StereoRig | None = None
         self.baseline_known = True  # False: the rig's baseline is a 1 m placeholder
         self.rig_estimated = False  # the rig is a self-rectification of this panel
+        self.rig_name = ""  # the loaded file's name, or how the rig was made
+        self.rig_baseline_m: float | None = None  # the rig's measured baseline (None: none, or unknown)
+        self._odd_frame: str | None = None  # not captured for its size: a second try starts over
+        self._errors: list[str] = []  # calibration errors shown: a calibration applied later supersedes them
         self._marked: np.ndarray | None = None  # the raw left image whose board corners are crossed
         layout = QVBoxLayout(self)
         layout.addWidget(self._file_group())
@@ -158,7 +164,8 @@ class CalibrationPanel(QWidget):
         run.clicked.connect(self.run_check)
         self.verdict = QLabel("")
         self.figures = QLabel("")
-        self.figures.setWordWrap(True)
+        for label in (self.verdict, self.figures):  # long verdicts wrap, never widen the dock past its edge
+            label.setWordWrap(True)
         for w in (run, self.verdict, self.figures):
             v.addWidget(w)
         return box
@@ -210,7 +217,7 @@ class CalibrationPanel(QWidget):
         self.self_status = QLabel("uses the current frame and those added; keeps a loaded rig's intrinsics")
         self.self_status.setWordWrap(True)
         self.self_baseline = QDoubleSpinBox(decimals=4, minimum=0.0, maximum=5.0, value=0.0, suffix=" m")
-        self.self_baseline.setSpecialValueText("unknown (depths in baselines)")
+        self.self_baseline.setSpecialValueText(UNKNOWN_BASELINE)
         self.self_baseline.setToolTip(
             "the distance between the cameras' centres, measured: depth in metres (unknown: a loaded "
             "rig's baseline is kept, else depths are in baselines)"
@@ -222,6 +229,45 @@ class CalibrationPanel(QWidget):
         for w in (self.self_button, self.self_status):
             v.addWidget(w)
         return box
+
+    # ---- errors ----------------------------------------------------------------------------
+    def _show_error(self, message: str) -> None:
+        self._errors.append(message)
+        self.controller.view.show_error(message)
+
+    def _run(self, work: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """``work`` on the session's worker; its refusal (a ``UserError``) is shown as the panel's own
+        error, for a later calibration to take back."""
+
+        def guarded() -> tuple[Any, str | None]:
+            try:
+                return work(), None
+            except UserError as exc:
+                return None, exc.worded(window_words)
+
+        def finish(outcome: tuple[Any, str | None]) -> None:
+            value, error = outcome
+            if error is not None:
+                self._show_error(error)
+            else:
+                done(value)
+
+        self.controller.run_task(guarded, finish)
+
+    def _errors_superseded(self) -> None:
+        """A calibration now in use: the errors of earlier tries (a file that did not load, a
+        calibration that failed) no longer hold."""
+        for message in self._errors:
+            self.controller.view.clear_error(message)
+        self._errors = []
+
+    def _show_rig_baseline(self, calibration: Calibration | None) -> None:
+        """The Baseline field at 0 keeps the rig's baseline: it says which (it read 'unknown'
+        beside a loaded rig of a known baseline)."""
+        known = calibration is not None and calibration.baseline_known
+        self.rig_baseline_m = b = calibration.baseline_m if calibration is not None and known else None
+        text = UNKNOWN_BASELINE if b is None else f"the rig's, {b * 1000:.1f} mm"
+        self.self_baseline.setSpecialValueText(text)
 
     # ---- file ----------------------------------------------------------------------------
     def pick_file(self) -> None:
@@ -245,16 +291,18 @@ class CalibrationPanel(QWidget):
             size = None if frame is None else (frame.shape[1], frame.shape[0])
             calibration, rig, note = DESK.load(path, size, second)
         except UserError as exc:
-            self.controller.view.show_error(exc.worded(window_words))
+            self._show_error(exc.worded(window_words))
             return
         self.apply(calibration, rig, path.name)
         if note:
             self.file_label.setText(f"{self.file_label.text()}; {note}")
 
     def apply(self, calibration: Calibration, rig: StereoRig | None, name: str) -> None:
-        self.rig = rig
+        self.rig, self.rig_name = rig, name
         self.rig_estimated = name == SELF_RECTIFICATION  # its intrinsics are a projective warp's
         self.baseline_known = calibration.baseline_known
+        self._errors_superseded()
+        self._show_rig_baseline(calibration if rig is not None else None)
         self.save_button.setEnabled(rig is not None)
         rectifier = DESK.rectifier(rig) if rig is not None else None
         self.controller.session.set_calibration(calibration, rectifier)
@@ -273,6 +321,7 @@ class CalibrationPanel(QWidget):
         self-rectification (a dead end when it does not fit the next source's frames)."""
         self.rig = None
         self.baseline_known = True
+        self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
         self.controller.session.set_calibration(None, None)
         self.file_label.setText(NO_CALIBRATION)
@@ -283,6 +332,7 @@ class CalibrationPanel(QWidget):
     def set_aside(self, why: str) -> None:
         """The session stopped using the rig (it fits another frame size): the panel says so."""
         self.rig, self.baseline_known = None, True
+        self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
         self.file_label.setText(f"{NO_CALIBRATION} ({why})")
         self.reset_check()
@@ -313,7 +363,7 @@ class CalibrationPanel(QWidget):
     def run_check(self) -> None:
         last = self.controller.last
         if last is None:
-            self.controller.view.show_error("open a source first: the check needs a stereo pair")
+            self._show_error("open a source first: the check needs a stereo pair")
             return
         pair = last.pair  # rectified when a rig is loaded
         target = self._quiet_target()
@@ -344,7 +394,7 @@ class CalibrationPanel(QWidget):
             self._marked = None
             self.linesReady.emit(match_segments(report))
 
-        self.controller.run_task(measure, done)
+        self._run(measure, done)
 
     def _quiet_target(self) -> Target | None:
         """The board set below, for the check to look for; None when its fields do not parse (the
@@ -374,12 +424,10 @@ class CalibrationPanel(QWidget):
             )
         except ValueError:
             if not quiet:
-                self.controller.view.show_error(
-                    "pattern must be COLSxROWS (chessboard: inner corners; ChArUco: squares)"
-                )
+                self._show_error("pattern must be COLSxROWS (chessboard: inner corners; ChArUco: squares)")
         except UserError as exc:
             if not quiet:
-                self.controller.view.show_error(exc.worded(window_words))
+                self._show_error(exc.worded(window_words))
         return None
 
     def capture_view(self) -> None:
@@ -403,6 +451,17 @@ class CalibrationPanel(QWidget):
             )
             return
 
+        size = (raw.left.shape[1], raw.left.shape[0])
+        if self.views and self.target_key == key and size != self.image_size and frame != self._odd_frame:
+            assert self.image_size is not None
+            (w, h), (vw, vh) = size, self.image_size
+            self._odd_frame = frame
+            self.board_status.setText(
+                f"this frame is {w}x{h}, not the {vw}x{vh} of the {len(self.views)} views captured: not "
+                f"captured (one calibration is of one image size); capture {vw}x{vh} frames, or capture "
+                f"this one again to drop those views and start over at {w}x{h}"
+            )
+            return
         first = not self.views or self.target_key != key
 
         def find() -> Any:
@@ -420,7 +479,7 @@ class CalibrationPanel(QWidget):
                 return
             if self.image_size not in (None, size) or self.target_key not in (None, key):
                 self.views, self.params, self.frame_keys = [], [], []
-            self.image_size, self.target_key = size, key
+            self.image_size, self.target_key, self._odd_frame = size, key, None
             self._views_board = board
             self.views.append(matched)
             self.params.append(params)
@@ -437,7 +496,7 @@ class CalibrationPanel(QWidget):
             self.calibrate_button.setEnabled(len(self.views) >= MIN_VIEWS)
             self._draw_corners(last, matched)
 
-        self.controller.run_task(find, done)
+        self._run(find, done)
 
     def _draw_corners(self, last: FrameResult, matched: Any) -> None:
         """Cross the captured board's corners on the left view, where the view shows them: found
@@ -501,7 +560,7 @@ class CalibrationPanel(QWidget):
             )
             self._save_and_apply(rig, "board calibration")
 
-        self.controller.run_task(lambda: DESK.fit(views, size), done)
+        self._run(lambda: DESK.fit(views, size), done)
 
     def drop_outliers(self) -> None:
         """Forget the views the last calibration flagged, then calibrate again."""
@@ -523,7 +582,7 @@ class CalibrationPanel(QWidget):
         """Write the rig in use as OpenCV YAML; the label says where it went."""
         rig = self.rig
         if rig is None:
-            self.controller.view.show_error("no rig to save: load, calibrate or self-rectify one first")
+            self._show_error("no rig to save: load, calibrate or self-rectify one first")
             return
         path, _ = QFileDialog.getSaveFileName(
             self, title, self.folders.start("stereo.yaml"), "OpenCV YAML (*.yaml *.yml);;OpenCV XML (*.xml)"
@@ -533,7 +592,7 @@ class CalibrationPanel(QWidget):
         try:
             DESK.save(path, rig, self.baseline_known)
         except (UserError, OSError) as exc:
-            self.controller.view.show_error(f"could not save the calibration to {path}: {exc}")
+            self._show_error(f"could not save the calibration to {path}: {exc}")
             return
         self.folders.chose(path)
         self.file_label.setText(f"{self.file_label.text()}; saved to {path}")
@@ -543,7 +602,7 @@ class CalibrationPanel(QWidget):
     def _raw_frame(self) -> tuple[np.ndarray, np.ndarray] | None:
         last = self.controller.last
         if last is None:
-            self.controller.view.show_error("open a source first: self-rectification needs stereo frames")
+            self._show_error("open a source first: self-rectification needs stereo frames")
             return None
         raw = last.raw or last.pair
         return raw.left, raw.right
@@ -564,21 +623,42 @@ class CalibrationPanel(QWidget):
         # self-rectified has made-up intrinsics: a pose fitted through them left its matches 1.6 px
         # apart where a fresh projective warp leaves 0.4 px (so it is done afresh)
         known = None if self.rig_estimated else self.rig
-        measured = self.self_baseline.value() or None  # 0: unknown
+        measured = self.self_baseline.value() or None  # 0: the rig's (a projective re-do keeps it too)
+        if measured is None and self.rig_estimated:
+            measured = self.rig_baseline_m
         keeps_baseline = measured is not None or (known is not None and self.baseline_known)
+        name = self.rig_name
 
-        def done(result: SelfRectification) -> None:
-            # a warp can only take a rectified pair's rows apart
-            if result.before_rms_px <= DESK.RECTIFIED_RMS_PX:
+        def work() -> tuple[EpipolarReport | None, SelfRectification | None]:
+            if known is not None:  # first what 'Check the current pair' finds of the rig in use
+                report = DESK.check(*DESK.rectifier(known).rectify(*frames[-1]))
+                if report.verdict == "rectified":
+                    return report, None
+            return None, DESK.self_rectify(frames, known, measured)
+
+        def done(outcome: tuple[EpipolarReport | None, SelfRectification | None]) -> None:
+            self.self_frames = []
+            report, result = outcome
+            if report is not None:
+                self.self_status.setText(
+                    f"{name} rectifies this frame already (the check: vertical RMS "
+                    f"{report.vertical_rms_px:.2f} px over {report.matches} matches on the frame it "
+                    f"rectifies, <= {DESK.RECTIFIED_RMS_PX} px): nothing changed"
+                )
+                return
+            assert result is not None
+            # "before" as the check measures it: on the frames the rig kept rectifies ('pose')
+            with_rig = result.method == "pose"
+            before = f"with {name}" if with_rig else "on the raw frames"
+            if result.before_rms_px <= DESK.RECTIFIED_RMS_PX:  # a warp can only take its rows apart
                 self.self_status.setText(
                     f"already rectified (vertical RMS {result.before_rms_px:.2f} px over {result.matches} "
-                    f"matches, <= {DESK.RECTIFIED_RMS_PX} px): nothing changed"
+                    f"matches {before}, <= {DESK.RECTIFIED_RMS_PX} px): nothing changed"
                 )
-                self.self_frames = []
                 return
-            how = "pose re-fitted" if result.method == "pose" else "projective"
+            how = "pose re-fitted" if with_rig else "projective"
             self.self_status.setText(
-                f"vertical RMS {result.before_rms_px:.2f} px before, {result.after_rms_px:.2f} px after "
+                f"vertical RMS {result.before_rms_px:.2f} px {before}, {result.after_rms_px:.2f} px after "
                 f"({result.matches} matches, {result.frames} frames, {how})"
                 + (
                     ""
@@ -586,9 +666,6 @@ class CalibrationPanel(QWidget):
                     else "; baseline unknown: depths in baselines (give it above for metres)"
                 )
             )
-            self.self_frames = []
             self._save_and_apply(result.rig, SELF_RECTIFICATION, keeps_baseline)
 
-        self.controller.run_task(
-            lambda: DESK.self_rectify(frames, known, measured), done
-        )  # errors: show_error
+        self._run(work, done)

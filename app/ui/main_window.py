@@ -44,7 +44,7 @@ from app.engine.session import (
     left_first,
     plural,
 )
-from app.engine.types import FrameResult, StereoPair
+from app.engine.types import Calibration, FrameResult, StereoPair
 from app.ui import wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
@@ -307,6 +307,12 @@ class MainWindow(QMainWindow):
         self._show_dock(self.calibration)  # where the loaded file and its check are shown
         self.calibration.pick_file()
 
+    def _calibration_changed(self, calibration: Calibration | None, _rig: object) -> None:
+        self.controls.set_calibration(calibration)
+        if calibration is not None and self._set_aside_warned:  # a calibration in use supersedes it
+            self.clear_error(self._set_aside_warned)
+            self._set_aside_warned = None
+
     def _show_dock(self, panel: QWidget) -> None:
         for dock in self.docks:
             if dock.isAncestorOf(panel):
@@ -325,7 +331,7 @@ class MainWindow(QMainWindow):
         self.controller.sourceEnded.connect(self._source_ended)
         self.controller.progress.connect(self.show_status)
         self.calibration.linesReady.connect(self.left_view.show_lines)
-        self.calibration.calibrationChanged.connect(lambda cal, _rig: self.controls.set_calibration(cal))
+        self.calibration.calibrationChanged.connect(self._calibration_changed)
         for name, pane in (
             ("left", self.left_view), ("depth", self.depth_view), ("right", self.right_view),
             ("baseline", self.baseline_view), ("depth", self.compare_main), ("depth", self.error_main),

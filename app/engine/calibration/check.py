@@ -84,11 +84,12 @@ class EpipolarReport:
 
 @dataclass(frozen=True)
 class BoardReport:
-    """Chessboard in view: epipolar RMS over corners and, with a calibration, the size check."""
+    """Chessboard in view: epipolar RMS over corners and, with a calibration and the square's
+    size, the size check."""
 
     corners: int
     epipolar_rms_px: float
-    square_m: float
+    square_m: float | None  # None: not given (the corners' rows need no size)
     square_measured_m: float | None = None
     square_error_percent: float | None = None
 
@@ -161,14 +162,14 @@ def check_board(
     left: np.ndarray,
     right: np.ndarray,
     pattern: tuple[int, int],
-    square_m: float,
+    square_m: float | None = None,
     calibration: Calibration | None = None,
 ) -> BoardReport:
     """Epipolar RMS over chessboard corners of a rectified pair, and the board's scale.
 
-    With a calibration the corners are triangulated (Z = f B / (d + doffs)) and the mean
-    distance between neighbouring corners is compared with ``square_m``: an error in
-    percent, which is the error of every metric depth from this rig.
+    With a calibration of a measured baseline and ``square_m`` the corners are triangulated
+    (Z = f B / (d + doffs)) and the mean distance between neighbouring corners is compared with
+    ``square_m``: an error in percent, which is the error of every metric depth from this rig.
     """
     check_pair(left, right)
     cols, rows = pattern
@@ -182,7 +183,7 @@ def check_board(
         corners.append(found.astype(np.float64))
     cl, cr = corners
     epipolar = float(np.sqrt(np.mean((cl[:, 1] - cr[:, 1]) ** 2)))
-    if calibration is None:
+    if calibration is None or square_m is None or not calibration.baseline_known:
         return BoardReport(len(cl), epipolar, square_m)
     f, b = calibration.focal_px, calibration.baseline_m
     disparity = cl[:, 0] - cr[:, 0] + calibration.doffs

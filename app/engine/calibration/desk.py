@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from app.engine.calibration.check import GOOD_RMS_PX, EpipolarReport, check_epip
 from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
 from app.engine.calibration.files import (
     baseline_note,
-    baseline_unknown,
     load_calibration,
     load_for_frames,
     write_opencv_yaml,
@@ -49,9 +47,7 @@ class CalibrationDesk:
             note = baseline_note(calibration, str(path))
         else:
             calibration, rig, note = load_for_frames(path, second, frame_size)
-        if baseline_unknown(path):  # 'calib rectify' without --baseline: a 1 m placeholder
-            calibration = dataclasses.replace(calibration, baseline_known=False)
-        return calibration, rig, note
+        return calibration, rig, note  # a placeholder baseline (calib rectify's) is marked unknown
 
     @staticmethod
     def save(path: str | Path, rig: StereoRig, baseline_known: bool = True) -> None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -392,6 +393,23 @@ def load_for_frames(
 
 
 LONGEST_BASELINE_M = 5.0  # past this a stereo rig's baseline is more likely millimetres
+# where each kind of file writes the baseline, in the words of its format
+BASELINE_FIELDS = {
+    "opencv": "T",
+    "ros": "the right camera's projection_matrix P[0,3], -fx x baseline,",
+    "kalibr": "cam1's T_cn_cnm1 translation",
+    "stereodemo": "baseline_meters",
+    "middlebury": "baseline",
+}
+
+
+def baseline_field(path: str | Path) -> str:
+    """Where the calibration file ``path`` writes its baseline ('T', a ROS pair's P[0,3], ...)."""
+    try:
+        kind, _ = _file_kind(Path(path))
+    except (OSError, UserError):
+        return "the baseline"
+    return BASELINE_FIELDS[kind]
 
 
 def baseline_note(calibration: Calibration, where: str) -> str | None:
@@ -406,11 +424,15 @@ def baseline_note(calibration: Calibration, where: str) -> str | None:
     b = calibration.baseline_m
     if b <= LONGEST_BASELINE_M:
         return None
-    return (
-        f"{where}: the baseline is {b:g} m, longer than a stereo rig's; if the file gives T in "
-        f"millimetres (or centimetres), depths read 1000 (100) x too far: write T in metres "
-        f"({b / 1000:g} m from millimetres, {b / 100:g} m from centimetres)"
-    )
+    field = baseline_field(where)
+    if field == BASELINE_FIELDS["middlebury"]:  # millimetres already: a slip of another kind
+        fix = f"Middlebury's baseline is in millimetres ({b * 1000:g} mm here): check its value"
+    else:
+        fix = (
+            f"{field} must be in metres: if it was written in millimetres, divide it by 1000 "
+            f"({b / 1000:g} m), in centimetres by 100 ({b / 100:g} m)"
+        )
+    return f"{where}: the baseline reads {b:g} m, longer than a stereo rig's, so depths read too far; {fix}"
 
 
 def _right_partner(path: Path) -> Path | None:
@@ -425,32 +447,80 @@ def _right_partner(path: Path) -> Path | None:
     return None
 
 
-def _load(
-    path: Path, second: Path | None, image_size: tuple[int, int] | None
-) -> tuple[Calibration, StereoRig | None, tuple[int, int] | None]:
-    """(geometry, raw rig or None, the image size the file is for or None)."""
-    for p in (path, second):
-        if p is not None and not p.is_file():
-            raise UserError(f"calibration file not found: {p}; check the path")
+def _file_kind(path: Path) -> tuple[str, dict[str, Any] | None]:
+    """How ``path`` is read: 'stereodemo', 'middlebury', 'kalibr', 'ros' or 'opencv' (YAML, XML or
+    JSON as OpenCV writes them), with the JSON object or YAML mapping it holds (None: not parsed)."""
     with path.open("rb") as f:
         head = f.read(4096).decode("utf-8", "replace")
     suffix = path.suffix.lower()
     if suffix == ".json" or head.lstrip().startswith("{"):
         data = _json(path)
-        if not {"M1", "K1"} & data.keys():  # OpenCV can write JSON too
-            w, h = data.get("width"), data.get("height")
-            size = (w, h) if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0 else None
-            return read_stereodemo_json(path), None, size
-    elif "cam0=" in head or (suffix == ".txt" and not head.lstrip().startswith(_OPENCV_HEADS)):
+        return ("opencv", None) if {"M1", "K1"} & data.keys() else ("stereodemo", data)
+    if "cam0=" in head or (suffix == ".txt" and not head.lstrip().startswith(_OPENCV_HEADS)):
         # a .txt holding OpenCV's YAML or XML (``calib chessboard --out rig.txt``) is read as such
+        return "middlebury", None
+    parsed = read_yaml(path)
+    if parsed is not None and is_kalibr(parsed):
+        return "kalibr", parsed
+    return ("ros", parsed) if is_camera_info(parsed) else ("opencv", None)
+
+
+MAX_LOOKED_AT = 50  # files of a folder given as a calibration looked at for the one meant
+
+
+def _check_file(path: Path) -> None:
+    """Refuse a path that is not a file: a folder (named as such, with the files in it that could
+    be its calibration), or nothing at all."""
+    if path.is_dir():
+        # a Middlebury scene's calib.txt, or a rig this app (or OpenCV) wrote: not an image list
+        found = [
+            p
+            for p in sorted(path.iterdir())[:MAX_LOOKED_AT]
+            if p.name == "calib.txt" or (p.suffix.lower() in (".yaml", ".yml", ".xml") and is_rig_file(p))
+        ]
+        which = (
+            f": {found[0]}"
+            if found
+            else " (OpenCV YAML/XML such as stereo.yaml, a Kalibr camchain, a ROS camera_info, Middlebury "
+            "calib.txt or stereodemo JSON)"
+        )
+        raise UserError(f"{path} is a folder, not a calibration file; give the calibration file{which}")
+    if not path.is_file():
+        raise UserError(f"calibration file not found: {path}; check the path")
+
+
+def _load(
+    path: Path, second: Path | None, image_size: tuple[int, int] | None
+) -> tuple[Calibration, StereoRig | None, tuple[int, int] | None]:
+    """(geometry, raw rig or None, the image size the file is for or None); a placeholder
+    baseline (``baseline_unknown``) comes back with ``baseline_known`` False."""
+    for p in (path, second):
+        if p is not None:
+            _check_file(p)
+    calibration, rig, size = _read_kind(path, second, image_size)
+    if baseline_unknown(path):  # 'calib rectify' without --baseline: a 1 m placeholder
+        calibration = replace(calibration, baseline_known=False)
+    return calibration, rig, size
+
+
+def _read_kind(
+    path: Path, second: Path | None, image_size: tuple[int, int] | None
+) -> tuple[Calibration, StereoRig | None, tuple[int, int] | None]:
+    kind, data = _file_kind(path)
+    if kind == "stereodemo":
+        assert data is not None
+        w, h = data.get("width"), data.get("height")
+        size = (w, h) if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0 else None
+        return read_stereodemo_json(path), None, size
+    if kind == "middlebury":
         meta = read_middlebury_calib(path)
         size = (meta.width, meta.height) if meta.width and meta.height else None
         return meta.calibration, None, size
-    parsed = read_yaml(path)
-    if parsed is not None and is_kalibr(parsed):
-        chain = check_rig(read_kalibr(parsed, path), str(path))
+    if kind == "kalibr":
+        assert data is not None
+        chain = check_rig(read_kalibr(data, path), str(path))
         return _checked_rig(chain, path), chain, chain.image_size
-    if is_camera_info(parsed):
+    if kind == "ros":
         second = second or _right_partner(path)
         if second is None:
             raise UserError(
@@ -458,8 +528,6 @@ def _load(
                 "FILE; found beside it when named as it is with 'right' for 'left')"
             )
         calibration, rig = read_ros_camera_info_pair(path, second)
-    else:
-        # the size the file says (None: it says none, and the rig was built for the frames)
-        calibration, rig, said = _read_opencv(path, second, image_size)
-        return calibration, rig, said
-    return calibration, rig, rig.image_size if rig is not None else None
+        return calibration, rig, rig.image_size if rig is not None else None
+    # the size the file says (None: it says none, and the rig was built for the frames)
+    return _read_opencv(path, second, image_size)

@@ -69,38 +69,50 @@ def _missing(left: bool, right: bool) -> str:
     return "board found in neither image"
 
 
+def _size_misfit(grays: Sequence[np.ndarray], size: tuple[int, int], first: str) -> str | None:
+    """Why a pair of grey images cannot join views of ``size`` (w, h) (the first pair's, ``first``),
+    or None when it can."""
+    (lh, lw), (rh, rw) = (g.shape[:2] for g in grays)
+    if (lw, lh) != (rw, rh):
+        return f"its left image is {lw}x{lh} and its right {rw}x{rh}"
+    if (lw, lh) != size:
+        return f"{lw}x{lh}, not the {size[0]}x{size[1]} of {first} (one calibration is of one image size)"
+    return None
+
+
 def _detect_folder(
     folder: str | Path, target: Target, on_view: Callable[[str, str | None], None] | None
-) -> tuple[_Views, list[str], tuple[int, int], int]:
-    """Detect the target in every pair: (usable views, skipped names, image size, pairs)."""
+) -> tuple[_Views, list[str], tuple[int, int], list[str]]:
+    """Detect the target in every pair: (usable views, skipped names, image size, notes on the
+    pairs skipped for their image size)."""
     from app.engine.formats import read_image_rgb
 
     size: tuple[int, int] | None = None
     views = _Views()
     skipped: list[str] = []
+    misfits: list[str] = []  # pairs of another image size than the first pair's
     one_side = {"left": 0, "right": 0}
     first: np.ndarray | None = None  # the first left image, for a hint when no image holds the target
     pairs = find_stereo_pairs(folder)
     for lpath, rpath in pairs:
-        found = []
-        grays = []
-        for path in (lpath, rpath):
-            gray = cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY)
-            grays.append(gray)
-            first = gray if first is None else first
-            h, w = gray.shape
-            size = size or (w, h)
-            if size != (w, h):
-                raise UserError(f"{path} is {w}x{h} but earlier images are {size[0]}x{size[1]}; use one size")
-            found.append(target.detect(gray))
-        fl, fr = found
+        grays = [cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY) for path in (lpath, rpath)]
+        first = grays[0] if first is None else first
+        size = size or (grays[0].shape[1], grays[0].shape[0])
+        misfit = _size_misfit(grays, size, pairs[0][0].name)
+        if misfit is not None:  # the pair is left out, not the whole run
+            skipped.append(lpath.name)
+            misfits.append(f"{lpath.name} was skipped: {misfit}")
+            if on_view is not None:
+                on_view(lpath.name, misfit)
+            continue
+        fl, fr = (target.detect(gray) for gray in grays)
         matched = target.match(fl, fr) if fl is not None and fr is not None else None
         if matched is None:
             skipped.append(lpath.name)
             if (fl is None) != (fr is None):
                 one_side["left" if fr is None else "right"] += 1
         else:
-            assert fl is not None and size is not None
+            assert fl is not None
             views.first = grays[0] if views.first is None else views.first
             views.names.append(lpath.name)
             views.objects.append(matched[0])
@@ -111,13 +123,15 @@ def _detect_folder(
             on_view(lpath.name, None if matched is not None else _missing(fl is not None, fr is not None))
     if len(views.names) < MIN_VIEWS or size is None:
         alone = [f"{n} in the {side} image only" for side, n in one_side.items() if n]
+        if misfits:
+            alone.append(f"{len(misfits)} pair(s) skipped for their image size")
         more = f" (found {' and '.join(alone)})" if alone else ""
         hint = target.hint(first if not views.names and not more else None)  # none found: which board
         raise UserError(
             f"a {target.describe()} was found in both images of {len(views.names)} of {len(pairs)} pairs "
             f"in {folder}{more}; need {MIN_VIEWS}; {hint}"
         )
-    return views, skipped, size, len(pairs)
+    return views, skipped, size, misfits
 
 
 def calibrate_folder(
@@ -134,9 +148,11 @@ def calibrate_folder(
     views (left image names) to leave out; ``drop_outliers`` fits once more without the
     views whose reprojection error stands out.
     """
-    views, skipped, size, _ = _detect_folder(folder, target, on_view)
+    views, skipped, size, misfits = _detect_folder(folder, target, on_view)
     larger = getattr(target, "larger_hint", None)  # a board OpenCV found part of
-    notes = (larger(views.first, views.names[0]),) if larger is not None and views.first is not None else ()
+    notes = [*misfits]
+    if larger is not None and views.first is not None:
+        notes.append(larger(views.first, views.names[0]))
     unknown = sorted(set(drop) - set(views.names))
     if unknown:
         raise UserError(f"--drop {unknown[0]}: no such view; views are named by their left image")

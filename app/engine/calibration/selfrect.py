@@ -38,7 +38,9 @@ FRAME_MARGIN = 0.05  # of the frame, around the left view (or matched content) o
 class SelfRectification:
     """The rig found, the matches it came from and their vertical RMS before and after (px).
 
-    ``method``: 'pose' (known intrinsics, R and t re-estimated) or 'projective'.
+    ``method``: 'pose' (known intrinsics, R and t re-estimated) or 'projective'. "Before" is
+    measured as the check measures the frames shown: with a known rig, on the frames that rig
+    rectifies ('pose'); without one, on the raw frames ('projective').
     """
 
     rig: StereoRig
@@ -253,10 +255,21 @@ def self_rectify(
         raise UserError(f"the calibration is for {kw}x{kh} but frames are {w}x{h}; use matching frames")
     if known is not None:
         rig, method = _pose(pl, pr, known, baseline_m).with_rectification(), "pose"
+        try:
+            rig.rectified()
+        except UserError:  # a pose with no stereo baseline left (worded for a file, it said 'check the file')
+            raise UserError(
+                "no relative pose fits the matches (a repetitive pattern such as a chessboard misleads the "
+                "matcher); use frames of a static scene with varied texture that both cameras see"
+            ) from None
     else:
         rig, method = _projective(pl, pr, image_size, 1.0 if baseline_m is None else baseline_m), "projective"
-    before = float(np.sqrt(np.mean((pl[:, 1] - pr[:, 1]).astype(np.float64) ** 2)))
-    after = epipolar_rms(rig, [pl.astype(np.float32)], [pr.astype(np.float32)])
+    ql, qr = pl.astype(np.float32), pr.astype(np.float32)
+    if known is not None:  # the rig in use rectifies the frames: its rows are what "before" means
+        before = epipolar_rms(known, [ql], [qr])
+    else:
+        before = float(np.sqrt(np.mean((pl[:, 1] - pr[:, 1]).astype(np.float64) ** 2)))
+    after = epipolar_rms(rig, [ql], [qr])
     known_baseline = baseline_m is not None or known is not None
     return SelfRectification(rig, len(pl), frames, before, after, method, known_baseline)
 
@@ -309,9 +322,10 @@ def rectify_frames(
         else self_rectify(ql, qr, size, known, baseline_m, count)
     )
     if not found.after_rms_px <= MARGINAL_RMS_PX:  # a rig that leaves its own matches rows apart
+        before = "with the rig given" if known is not None else "before"
         raise UserError(
             f"the self-rectification failed: its matches still lie {found.after_rms_px:.2f} px apart "
-            f"vertically ({found.before_rms_px:.2f} px before), above the {MARGINAL_RMS_PX:g} px a usable "
+            f"vertically ({found.before_rms_px:.2f} px {before}), above the {MARGINAL_RMS_PX:g} px a usable "
             "one leaves; use frames of a static scene with varied texture that both cameras see (the "
             "repeated squares of a chessboard mislead the matcher: calibrate with the board instead)"
         )

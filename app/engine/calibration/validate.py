@@ -95,7 +95,7 @@ def fit_to_frames(
     moved = StereoRig(
         (fw, fh), a @ r.K1, r.D1, a @ r.K2, r.D2, r.R, r.T, r.R1, r.R2, p1, p2, q_from_projections(p1, p2)
     )
-    return moved.rectified(), moved, note
+    return replace(moved.rectified(), baseline_known=calibration.baseline_known), moved, note
 
 
 OFF_CENTRE = 0.15  # share of the frame's width (height) a principal point may lie off its centre

@@ -325,3 +325,51 @@ def test_an_unrelated_json_and_a_one_camera_file_are_named_for_what_they_are(tmp
     fs.release()
     with pytest.raises(UserError, match=r"one camera's calibration .* not a stereo rig's"):
         load_calibration(mono)
+
+
+def _folder_error(folder: Path) -> str:
+    with pytest.raises(UserError) as exc:
+        load_calibration(folder)
+    return _one_line(exc)
+
+
+def test_a_folder_given_as_a_calibration_is_named_a_folder(tmp_path: Path) -> None:
+    """``--calib FOLDER`` said "calibration file not found": the folder is there (review)."""
+    msg = _folder_error(tmp_path)
+    assert f"{tmp_path} is a folder, not a calibration file; give the calibration file (OpenCV YAML" in msg
+    assert "not found" not in msg
+    write_opencv_yaml(tmp_path / "stereo.yaml", rig())  # the file meant is named
+    (tmp_path / "notes.txt").write_text("not a calibration")
+    assert _folder_error(tmp_path).endswith(f"give the calibration file: {tmp_path / 'stereo.yaml'}")
+    with pytest.raises(UserError, match="calibration file not found"):
+        load_calibration(tmp_path / "missing.yaml")
+
+
+def test_a_ros_baseline_in_millimetres_is_mended_in_the_ros_field_not_t(tmp_path: Path) -> None:
+    """A camera_info pair has no T: "write T in metres" left its user looking for one (review)."""
+    from app.engine.calibration.files import load_for_frames
+
+    full = rig().with_rectification()
+    assert full.R1 is not None and full.R2 is not None and full.P1 is not None and full.P2 is not None
+    p2 = full.P2.copy()
+    p2[0, 3] *= 1000  # -fx x baseline written with the baseline in millimetres
+    left, right = tmp_path / "left.yaml", tmp_path / "right.yaml"
+    left.write_text(_ros_yaml(K1, D1, full.R1, full.P1, "stereo/left"))
+    right.write_text(_ros_yaml(K2, D2, full.R2, p2, "stereo/right"))
+    _, _, note = load_for_frames(left, right, (1280, 720))
+    assert note is not None and "write T" not in note and "T must" not in note
+    assert "the right camera's projection_matrix P[0,3], -fx x baseline, must be in metres" in note
+    assert "divide it by 1000 (0.1" in note
+
+
+def test_a_placeholder_baseline_loads_as_unknown_also_rescaled(tmp_path: Path) -> None:
+    """'calib rectify' without --baseline writes 1 m: every loader says the baseline is unknown."""
+    from app.engine.calibration.files import load_for_frames
+
+    path = tmp_path / "self.yaml"
+    write_opencv_yaml(path, rig(), baseline_known=False)
+    assert not load_calibration(path)[0].baseline_known
+    assert not load_for_frames(path, None, (1280, 720))[0].baseline_known
+    assert not load_for_frames(path, None, (640, 360))[0].baseline_known  # rescaled to the frames
+    write_opencv_yaml(path, rig())
+    assert load_for_frames(path, None, (640, 360))[0].baseline_known

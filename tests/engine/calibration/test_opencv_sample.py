@@ -175,3 +175,47 @@ def test_the_checks_agree_with_a_fresh_calibration_on_its_own_chessboard_pairs(r
         raw = check_epipolar(left, right)  # the same pairs unrectified are still caught
         assert raw.verdict in ("not rectified", "unknown"), (lname, raw.reason)
     assert verdicts.count("rectified") >= 10, verdicts
+
+
+def _sample_copy(folder: Path, numbers: tuple[str, ...], small: str) -> Path:
+    """The sample's pairs ``numbers`` copied into ``folder``, pair ``small`` at half the size."""
+    folder.mkdir()
+    for number in numbers:
+        for side in ("left", "right"):
+            name = f"{side}{number}.jpg"
+            image = cv2.imread(str(SAMPLE / name))
+            cv2.imwrite(str(folder / name), cv2.resize(image, (320, 240)) if number == small else image)
+    return folder
+
+
+def test_a_pair_of_another_size_is_skipped_not_the_whole_run(tmp_path: Path) -> None:
+    """One 320x240 pair among 640x480 ones aborted the calibration (review)."""
+    numbers = ("01", "02", "03", "04", "05", "06")
+    result = calibrate_folder(
+        _sample_copy(tmp_path / "all", numbers, "03"), ChessboardTarget(PATTERN, SQUARE_M)
+    )
+    assert "left03.jpg" in result.skipped and "left03.jpg" not in result.views and len(result.views) == 5
+    said = (
+        "left03.jpg was skipped: 320x240, not the 640x480 of left01.jpg (one calibration is of one "
+        "image size)"
+    )
+    assert said in result.notes and result.rig.image_size == (640, 480)
+    # too few pairs of the one size left: refused, saying why
+    few = _sample_copy(tmp_path / "few", numbers[:4], "03")
+    with pytest.raises(UserError, match=r"of 4 pairs .*1 pair\(s\) skipped for their image size\); need 4"):
+        calibrate_folder(few, ChessboardTarget(PATTERN, SQUARE_M))
+
+
+def test_self_rectifying_with_the_sample_rig_measures_its_rows_as_the_check_does(result) -> None:  # type: ignore[no-untyped-def]
+    """With a good rig kept, "before" was of the raw frames (11 px) where the check of the frames the
+    rig rectifies finds 0.35 px: the two contradicted each other (review)."""
+    from app.engine.calibration.check import check_epipolar
+    from app.engine.calibration.rig import Rectifier
+    from app.engine.calibration.selfrect import rectify_frames
+
+    names = ("left01.jpg", "right01.jpg")
+    left, right = (cv2.cvtColor(cv2.imread(str(SAMPLE / n)), cv2.COLOR_BGR2RGB) for n in names)
+    check = check_epipolar(*Rectifier(result.rig).rectify(left, right))
+    found = rectify_frames([(left, right)], result.rig)
+    assert check.verdict == "rectified" and found.method == "pose"
+    assert found.before_rms_px < 1.0 and abs(found.before_rms_px - check.vertical_rms_px) < 0.3

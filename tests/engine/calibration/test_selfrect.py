@@ -151,3 +151,21 @@ def test_no_overlap_is_a_user_error(handheld: tuple[np.ndarray, np.ndarray], dem
     )
     with pytest.raises(UserError, match="calibration is for 741x500 but frames are"):
         rectify_frames([(left[:400], raw[:400])], known=stale)
+
+
+def test_a_pose_fit_without_a_stereo_baseline_is_refused_in_words_of_frames(
+    monkeypatch: pytest.MonkeyPatch, handheld: tuple[np.ndarray, np.ndarray]
+) -> None:
+    """A chessboard's matches fitted a pose that looks straight along the baseline, and the error
+    was a file's: "P1[0,0] and P2[0,0] (focal length) must be positive; check the file"."""
+    from app.engine.calibration import selfrect
+
+    h, w = handheld[0].shape[:2]
+    k = np.array([[w, 0, (w - 1) / 2], [0, w, (h - 1) / 2], [0, 0, 1.0]])
+    zeros = np.zeros((1, 5))
+    known = StereoRig((w, h), k, zeros, k, zeros, np.eye(3), np.array([-0.08, 0.0, 0.0]))
+    along = StereoRig((w, h), k, zeros, k, zeros, np.eye(3), np.array([0.0, 0.0, 0.08]))
+    monkeypatch.setattr(selfrect, "_pose", lambda *_a: along)
+    with pytest.raises(UserError) as exc:
+        rectify_frames([handheld], known)
+    assert str(exc.value).startswith("no relative pose fits the matches") and "file" not in str(exc.value)

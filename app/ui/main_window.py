@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,14 @@ def engine_options(
     return vocabulary.engine_options(engine_values(settings), base)
 
 
+def _output_folder_hint(message: str) -> str:
+    """An error that asks for another folder says where the window chooses one."""
+    for asks in ("choose another folder", "choose another"):
+        if asks in message:
+            return message.replace(asks, "choose another with File > Output folder…", 1)
+    return message
+
+
 SWAPPED_WORDS = "look swapped"  # in the warning, and how it is found again to be cleared
 
 
@@ -127,6 +136,9 @@ class MainWindow(QMainWindow):
         # the window's questions, replaceable in tests: where to write the adapted model, whether to load it
         self.ask_adapt_path: Callable[[], str] = self._ask_adapt_path
         self.ask_load_adapted: Callable[[AdaptResult], bool] = self._ask_load_adapted
+        self.ask_output_folder: Callable[[], str] = self._ask_output_folder
+        if settings.output_folder and Path(settings.output_folder).is_dir():
+            session.output_root = Path(settings.output_folder)
         self._build_views()
         self._build_docks()
         self._build_menus()
@@ -260,11 +272,15 @@ class MainWindow(QMainWindow):
         file.addSeparator()
         self.snapshot_action = QAction("Snapshot", self, shortcut=QKeySequence("Ctrl+S"))
         self.snapshot_action.triggered.connect(self.snapshot)
-        self.record_action = QAction("Record input", self, checkable=True)
+        self.record_action = QAction("Record input", self, checkable=True, shortcut=QKeySequence("Ctrl+R"))
+        self.record_action.setToolTip("record every captured frame pair, as a folder you can open again")
         self.record_action.toggled.connect(self.toggle_recording)
         self.ply_action = QAction("Export point cloud (PLY)…", self)
         self.ply_action.triggered.connect(self.export_ply)
-        for action in (self.snapshot_action, self.record_action, self.ply_action):
+        self.output_action = QAction("Output folder…", self)
+        self.output_action.setToolTip("where snapshots, recordings and point clouds go")
+        self.output_action.triggered.connect(self.choose_output_folder)
+        for action in (self.snapshot_action, self.record_action, self.ply_action, self.output_action):
             file.addAction(action)
         file.addSeparator()
         self.load_model_action = QAction("Load model file…", self)
@@ -474,6 +490,12 @@ class MainWindow(QMainWindow):
         for action in (self.pause_action, self.step_action, self.loop_action):
             bar.addAction(action)
             self.addAction(action)  # its key works with the toolbar hidden too (Space, Right)
+        button = bar.widgetForAction(self.pause_action)
+        if button is not None:  # as wide as its wider label: Play and Pause do not move Step and Loop
+            widths = [button.fontMetrics().horizontalAdvance(text) for text in ("Pause", "Play")]
+            button.setMinimumWidth(button.sizeHint().width() + max(widths) - widths[0])
+        bar.addSeparator()
+        bar.addAction(self.record_action)  # beside the playback, as a viewer's record button is
         self.seek_bar = QSlider(Qt.Orientation.Horizontal)
         self._seek_style = _JumpToClick()  # kept: the slider does not own a style it is given
         self.seek_bar.setStyle(self._seek_style)
@@ -680,7 +702,11 @@ class MainWindow(QMainWindow):
             self.compare_main.set_title(shown.depth_title)
             self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels)
         if shown.baseline_rgb is not None:
+            self.baseline_view.set_title("SGBM")
             self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
+        elif self.top.currentIndex() == 1:  # SGBM is the main engine: no second answer (not the last one's)
+            self.baseline_view.clear_image()
+            self.baseline_view.set_title("SGBM is the main engine: choose bi3d (Engine) to compare the two")
         self._show_errors(shown)
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
@@ -767,7 +793,7 @@ class MainWindow(QMainWindow):
             view = {"colormap": s.colormap, "min_confidence": s.min_confidence, "swap_views": s.swap_views}
             folder = self.session.snapshot(self.controller.last, s.source, view)
         except UserError as exc:
-            self.show_error(exc.worded(vocabulary.window_words))
+            self.show_error(_output_folder_hint(exc.worded(vocabulary.window_words)))
             return
         self.show_status(f"snapshot saved in {folder} (depth, the pair, result.json)")
 
@@ -797,7 +823,7 @@ class MainWindow(QMainWindow):
         try:
             recorder = self.session.start_recording()
         except UserError as exc:
-            self.show_error(exc.worded(vocabulary.window_words))
+            self.show_error(_output_folder_hint(exc.worded(vocabulary.window_words)))
             self.record_action.setChecked(False)
             return
         self.rec_badge.start()
@@ -820,13 +846,32 @@ class MainWindow(QMainWindow):
         if recorder is None:  # stopped by a new source
             self.record_action.setChecked(False)
             return
-        folder = Path(recorder.folder)
-        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
         try:
-            free: int | None = shutil.disk_usage(folder).free
+            free: int | None = shutil.disk_usage(recorder.folder).free
         except OSError:
             free = None
-        self.rec_badge.update_counts(recorder.frames_written, size, free)
+        # the recorder's own count: walking the folder took a second a tick at 100k files
+        self.rec_badge.update_counts(recorder.frames_written, recorder.bytes_written, free)
+
+    def _ask_output_folder(self) -> str:
+        return QFileDialog.getExistingDirectory(
+            self, "Folder for snapshots, recordings and point clouds", str(self.session.output_root)
+        )
+
+    def choose_output_folder(self) -> None:
+        """Where snapshots, recordings and point clouds go from now on (remembered)."""
+        folder = self.ask_output_folder()
+        if not folder:
+            return
+        if not os.access(folder, os.W_OK | os.X_OK):
+            self.show_error(f"cannot write into {folder}; choose a folder you can write to")
+            return
+        if "cannot write into" in self.last_error or "File > Output folder" in self.last_error:
+            self.clear_error(self.last_error)  # the folder it was about is no longer used
+        self.session.output_root = Path(folder)
+        self.settings.output_folder = folder
+        recording = " (the recording under way stays where it is)" if self.session.recorder else ""
+        self.show_status(f"snapshots, recordings and point clouds now go under {folder}{recording}")
 
     def export_ply(self) -> None:
         last = self.controller.last
@@ -838,6 +883,8 @@ class MainWindow(QMainWindow):
         )
         self.folders.chose(path)
         if path:
+            if not Path(path).suffix:  # Qt's own dialog adds no suffix: a viewer looks for .ply
+                path += ".ply"
             try:
                 _, count = self.session.export_point_cloud(last, Path(path))
             except UserError as exc:

@@ -61,6 +61,7 @@ class SettingsBase(BaseModel):
     flow_max: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0  # flow colour/arrow clamp; 0: auto
     calibration: str = ""
     last_folder: str = ""  # where the file dialogs start: the folder of the last file chosen
+    output_folder: str = ""  # where snapshots, recordings and point clouds go ("": Documents/Bi3D Studio)
 
     @field_validator("*", mode="before")
     @classmethod

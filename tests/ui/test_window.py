@@ -566,3 +566,31 @@ def test_a_laptop_first_opening_puts_the_side_docks_beside_controls(qtbot) -> No
     left = Qt.DockWidgetArea.LeftDockWidgetArea
     assert window.dockWidgetArea(calibration) == left and window.dockWidgetArea(measure) == left
     assert set(window.tabifiedDockWidgets(controls)) == {calibration, measure}
+
+
+def test_comparing_with_sgbm_as_the_main_engine_says_so(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """SGBM main and SGBM side by side: the second pane kept an earlier frame's answer (another
+    colour range) or nothing, without a word."""
+    window = _window(qtbot, lambda spec: FakeSource(1))  # the real SGBM engine
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.controls.compare.setChecked(True)
+    assert blocker.args[0].baseline is None and window.top.currentIndex() == 1
+    assert "SGBM is the main engine" in window.baseline_view.title.full_text
+    assert window.baseline_view.image.image is None
+
+
+def test_play_and_pause_do_not_move_the_buttons_beside_them(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QToolBar
+
+    window = _window(qtbot, lambda spec: FakeSource(1))
+    bar = window.findChild(QToolBar, "playback")
+    step = bar.widgetForAction(window.step_action)
+    before = step.x()
+    window._show_paused(True)  # the label reads Play
+    qtbot.wait(50)
+    assert window.pause_action.text() == "Play" and step.x() == before
+    window._show_paused(False)
+    qtbot.wait(50)
+    assert step.x() == before

@@ -96,6 +96,43 @@ def test_snapshot_and_point_cloud(qtbot, demo_dir: Path, tmp_path: Path) -> None
     assert 1.5 < float(np.median(points[:, 2])) < 4.0  # the motorcycle stands 2-3 m away
 
 
+def test_the_output_folder_is_chosen_in_the_window_and_kept(
+    qtbot, demo_dir: Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Errors said "choose another" folder, with no way in the window to choose one; Record had no
+    button or key; a point cloud saved as "cloud" had no .ply for a viewer to find."""
+    from PySide6.QtGui import QKeySequence
+
+    from app.ui import main_window
+
+    window = _window(qtbot, demo_dir)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
+        window.calibration.load(demo_dir / "calib.txt")
+    window.ask_output_folder = lambda: str(tmp_path / "missing")
+    window.choose_output_folder()
+    assert "cannot write into" in window.notices.text.text() and window.session.output_root != tmp_path
+    window.ask_output_folder = lambda: str(tmp_path)
+    window.choose_output_folder()
+    assert window.session.output_root == tmp_path and window.settings.output_folder == str(tmp_path)
+    assert "now go under" in window.notices.text.text()
+    window.snapshot()
+    assert len(list((tmp_path / "snapshots").iterdir())) == 1
+    again = main_window.MainWindow(window.session, window.settings)  # the next start keeps it
+    qtbot.addWidget(again)
+    assert again.session.output_root == tmp_path
+    assert window.record_action.shortcut() == QKeySequence("Ctrl+R")
+    assert window.record_action in window.findChild(main_window.QToolBar, "playback").actions()
+    monkeypatch.setattr(
+        main_window.QFileDialog,
+        "getSaveFileName",
+        staticmethod(lambda *a, **k: (str(tmp_path / "cloud"), "")),
+    )
+    window.export_ply()
+    assert (tmp_path / "cloud.ply").is_file() and not (tmp_path / "cloud").exists()
+    hint = main_window._output_folder_hint("cannot create the recording folder X (Read-only); choose another")
+    assert hint.endswith("choose another with File > Output folder…")
+
+
 def test_readout_gives_metres_when_calibrated(qtbot, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
     window = _window(qtbot, demo_dir)
     with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):

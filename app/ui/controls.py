@@ -155,6 +155,8 @@ class ControlsPanel(QWidget):
         self.budget.numberChanged.connect(self._show_budget)
         self.budget_label = QLabel("")
         self.budget_label.setWordWrap(True)
+        # room for its usual two lines before the first answer: the panel below does not jump then
+        self.budget_label.setMinimumHeight(2 * self.budget_label.fontMetrics().lineSpacing())
         form.addRow(self.budget_on, self.budget)
         form.addRow("", self.budget_label)
         # as wide as its widest text, so the slider beside it does not move under the cursor

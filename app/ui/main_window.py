@@ -444,9 +444,10 @@ class MainWindow(QMainWindow):
         self._ended = False
         self.pause_action.setChecked(False)
         self._update_position()
-        self.show_status(
-            f"opened {description}" + (f' ("{SWAP_LABEL}" was for the last source: off)' if unswapped else "")
-        )
+        describe = getattr(self.session.source, "describe", None)
+        what = describe() if callable(describe) else ""  # how it was opened: a video layout, a camera mode
+        opened = f"opened {description}" + (f": {what}" if what and what != description else "")
+        self.show_status(opened + (f' ("{SWAP_LABEL}" was for the last source: off)' if unswapped else ""))
         self.setWindowTitle(f"Bi3D Studio — {description}")
 
     def _source_ended(self) -> None:

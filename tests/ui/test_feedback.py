@@ -597,6 +597,14 @@ def test_a_video_in_the_other_layout_is_called_out_once_a_source(qtbot) -> None:
     window.open_spec("right")
     _shown(qtbot, window)
     assert window.notices.level != "error"
+    # how a source was opened is said with its name (a video's layout was not)
+    opened = FakeSource(3)
+    opened.describe = lambda: "video rig.avi (side by side)"  # type: ignore[attr-defined]
+    window._open_source = lambda spec: opened
+    window.open_spec("rig.avi")
+    qtbot.waitUntil(
+        lambda: "opened rig.avi: video rig.avi (side by side)" in window.notices.text.text(), timeout=10_000
+    )
 
 
 def test_compared_views_keep_the_whole_image_over_new_sources(qtbot) -> None:  # type: ignore[no-untyped-def]

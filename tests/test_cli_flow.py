@@ -247,3 +247,40 @@ def test_bench_rejects_an_unknown_flow_backend_before_timing(capsys) -> None:  #
         main(["bench", "--flow-backends", "dis,raft"])
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1 and "unknown flow backend 'raft'" in err[0]
+
+
+def _clip(path: Path, frames: int, fps: float) -> None:
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), fps, (128, 96))
+    if not writer.isOpened():
+        pytest.skip("this OpenCV cannot write MJPG")
+    first = _texture()
+    for i in range(frames):
+        writer.write(_shifted(first, 0.5 * i, 0.0))
+    writer.release()
+
+
+def test_the_flow_video_keeps_the_source_rate_and_a_cut_short_file_is_said(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """flow.avi was always 10 fps, and a video cut short (its header announces 20 frames, 9 were
+    readable) ended with exit 0 as if it were whole."""
+    video = tmp_path / "clip.avi"
+    _clip(video, 20, 25.0)
+    code, stdout, _ = run(capsys, "flow", str(video), "--backend", "dis", "--out", str(tmp_path / "whole"))
+    assert code == 0 and "cut short" not in stdout
+    capture = cv2.VideoCapture(str(tmp_path / "whole" / "flow.avi"))
+    assert capture.get(cv2.CAP_PROP_FPS) == pytest.approx(25.0)
+    capture.release()
+    data = video.read_bytes()
+    cut = tmp_path / "cut.avi"
+    cut.write_bytes(data[: len(data) // 2])
+    code, stdout, _ = run(capsys, "flow", str(cut), "--backend", "dis")
+    announced = [line for line in stdout.splitlines() if "looks cut short" in line]
+    assert code == 0 and len(announced) == 1 and "of the 20 its header announces" in announced[0]
+    code, stdout, _ = run(capsys, "flow", str(cut), "--backend", "dis", "--frames", "2")
+    assert code == 0 and "cut short" not in stdout  # stopped by --frames: nothing is known of the end
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_cannot_be_made_is_named(capsys, frames) -> None:  # type: ignore[no-untyped-def]
+    """It said 'cannot write into /proc (No such file or directory)', as if /proc were missing."""
+    msg = _bad(capsys, "flow", *map(str, frames), "--out", "/proc/nope")
+    assert "cannot make /proc/nope: /proc takes no new folder" in msg

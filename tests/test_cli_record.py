@@ -520,4 +520,28 @@ def test_reindex_says_where_the_damaged_session_file_went(
     (rec / "session.json").write_text("{ damaged")
     code, out, _ = run(capsys, "record", "--reindex", str(rec))
     assert code == 0 and "the old one is kept as session.json.bak" in out
+    assert "rewritten without a calibration" in out
     assert (rec / "session.json.bak").read_text() == "{ damaged"
+
+
+def test_reindex_keeps_the_calibration_a_damaged_session_file_still_holds(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A session file cut short after its calibration was rebuilt without it: the rig's metres
+    were gone from the recording (only the .bak, hand-mended, had them)."""
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", SYNTH, str(rec), "--frames", "2")[0] == 0
+    whole = json.loads((rec / "session.json").read_text())
+    assert whole["calibration"]
+    (rec / "session.json").write_bytes((rec / "session.json").read_bytes()[:-3])  # the final brace gone
+    code, out, _ = run(capsys, "record", "--reindex", str(rec))
+    assert code == 0 and "rewritten with the calibration read from it" in out
+    rebuilt = json.loads((rec / "session.json").read_text())
+    assert rebuilt["calibration"] == whole["calibration"] and rebuilt["source"] == whole["source"]
+    with open_source(str(rec)) as source:
+        pair = source.read()
+        assert pair is not None and pair.calibration is not None
+    broken = json.dumps({**whole, "calibration": {"focal_px": "x"}})[:-1]  # no numbers: not kept
+    (rec / "session.json").write_text(broken)
+    code, out, _ = run(capsys, "record", "--reindex", str(rec))
+    assert code == 0 and "rewritten without a calibration" in out

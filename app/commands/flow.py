@@ -104,8 +104,9 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
 
     spec = args.inputs[0]
     path = Path(spec)
+    meta: dict[str, float] = {}  # what a video file's header says (its frame rate)
     if path.is_file():
-        frames, what = _video_frames(path, args.whole_frame), str(path)
+        frames, what = _video_frames(path, args.whole_frame, meta), str(path)
     elif path.is_dir() or is_source_spec(spec):
         if args.max_frames is None and not path.is_dir():
             args.max_frames = LIVE_FRAMES
@@ -122,6 +123,8 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
         previous = next(frames, None)
         if previous is None:
             raise UserError(f"{what} has no readable frame; check the source")
+        if movie is not None:
+            movie.fps = meta.get("fps", movie.fps)
         try:
             while args.max_frames is None or len(latencies) < args.max_frames:
                 current = next(frames, None)
@@ -155,14 +158,16 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
 
 
 class _FlowMovie:
-    """The colour-coded flow of each frame pair, with its legend, as an MJPG video at 10 fps.
-    One colour scale for the whole video (``max_magnitude``, else the first pair's longest
-    vector), so that colours compare between frames."""
+    """The colour-coded flow of each frame pair, with its legend, as an MJPG video at ``fps``
+    (a video file's own rate, else 10 fps). One colour scale for the whole video
+    (``max_magnitude``, else the first pair's longest vector), so that colours compare between
+    frames."""
 
     FPS = 10.0
 
     def __init__(self, path: Path, max_magnitude: float | None) -> None:
         self.path = path
+        self.fps = self.FPS
         self.scale = max_magnitude
         self.written = 0
         self._writer: Any = None
@@ -179,7 +184,7 @@ class _FlowMovie:
         if self._writer is None:
             make_folder(self.path.parent)
             size = (picture.shape[1], picture.shape[0])
-            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter.fourcc(*"MJPG"), self.FPS, size)
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter.fourcc(*"MJPG"), self.fps, size)
             if not self._writer.isOpened():
                 raise UserError(f"cannot write {self.path}; check the output folder")
         self._writer.write(picture)
@@ -190,16 +195,21 @@ class _FlowMovie:
             self._writer.release()
 
 
-def _video_frames(path: Path, whole_frame: bool = False) -> Generator[np.ndarray, None, None]:
+def _video_frames(
+    path: Path, whole_frame: bool = False, meta: dict[str, float] | None = None
+) -> Generator[np.ndarray, None, None]:
     """A video file's frames, RGB; a file OpenCV cannot decode is a ``UserError``. A stereo video
     (its first frame's halves match along rows) gives its left view, as ``depth`` splits it,
-    unless ``whole_frame``."""
+    unless ``whole_frame``. ``meta`` receives the header's frame rate ("fps") when it is
+    plausible. A file that ends well before its header's frame count is said to be cut short,
+    as the window's video source says it."""
     import os
 
     import cv2
 
     from app.engine.sources.base import split_frame
     from app.engine.sources.layout import LAYOUT_NAMES, stereo_layout
+    from app.engine.sources.video import CUT_SHORT_WORDS
 
     # FFmpeg's own log lines ("moov atom not found") would break the one-line error contract;
     # read by OpenCV when it first opens a file, and a value the user set wins
@@ -216,9 +226,19 @@ def _video_frames(path: Path, whole_frame: bool = False) -> Generator[np.ndarray
                 f"note: {path.name} looks like a {LAYOUT_NAMES[layout]} stereo video ({matches} features "
                 "match along rows): flow over its left view (--whole-frame for the whole frame)"
             )
+        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+        if meta is not None and 1.0 <= fps <= 1000.0:
+            meta["fps"] = fps
+        count, read = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0), 0
         while ok and frame is not None:
+            read += 1
             yield split_frame(frame, stereo[0])[0] if stereo else cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
             ok, frame = capture.read()
+        if count - read > max(2, count // 50):  # containers' counts may be estimates: a few frames is no sign
+            print(
+                f"note: {path.name} ended at frame {read} of the {count} its header announces: the file "
+                f"{CUT_SHORT_WORDS} (an interrupted copy or recording); the frames after it are missing"
+            )
     finally:
         capture.release()
 

@@ -73,7 +73,7 @@ def check_writable(out_dir: Path) -> None:
     if not home.is_dir():
         where = "" if home == out_dir else f": {home}"  # the folder itself, or one above it
         raise UserError(f"--out {out_dir}{where} is a file; give a folder (new, or one of earlier results)")
-    os.rmdir(_new_staging(home))
+    os.rmdir(_new_staging(home, out_dir))
 
 
 def _staging_folder(out_dir: Path) -> Path:
@@ -86,11 +86,18 @@ def _check_name(out_dir: Path) -> None:
         raise UserError("the output folder name is empty; give --out FOLDER")
 
 
-def _new_staging(home: Path) -> Path:
-    """A new, empty staging folder in ``home``, or a ``UserError`` saying it cannot be made."""
+def _new_staging(home: Path, wanted: Path | None = None) -> Path:
+    """A new, empty staging folder in ``home``, or a ``UserError`` saying it cannot be made. When
+    ``wanted`` (the folder asked for) is below ``home``, the error names it too: "cannot write
+    into /proc (No such file or directory)" read as if /proc were missing."""
     try:
         return Path(tempfile.mkdtemp(prefix=_STAGING, suffix=".tmp", dir=home))
     except OSError as exc:
+        if wanted is not None and wanted != home:
+            raise UserError(
+                f"cannot make {wanted}: {home} takes no new folder ({exc.strerror}); "
+                "choose another --out folder"
+            ) from None
         raise UserError(f"cannot write into {home} ({exc.strerror}); choose another --out folder") from None
 
 

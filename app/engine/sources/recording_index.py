@@ -197,12 +197,52 @@ def _rebuild_index(folder: Path) -> tuple[int, list[str]]:
     if meta is None:
         meta = {"format": FORMAT, "version": 1, "source": "rebuilt index", "calibration": None}
         meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        salvaged = _salvage(folder / SESSION)
+        meta.update(salvaged)
         kept = _replace_keeping(folder / SESSION, (json.dumps(meta, indent=2) + "\n").encode())
-        notes.append(f"{problem or SESSION + ' was missing'}: rewritten without a calibration{kept}")
+        what = "with the calibration read from it" if meta["calibration"] else "without a calibration"
+        notes.append(f"{problem or SESSION + ' was missing'}: rewritten {what}{kept}")
     kept = _replace_keeping(folder / TIMESTAMPS, lines.encode("ascii"))
     if kept:
         notes.append(f"{TIMESTAMPS} rewritten{kept}")
     return len(indices), notes
+
+
+def _salvage(path: Path) -> dict[str, Any]:
+    """What a damaged session file still says whole: its source, creation time and calibration,
+    each read where its key starts (a file cut short keeps the fields written before the cut; a
+    rebuild that dropped the calibration lost the rig's metres). A calibration is kept only as a
+    mapping of numbers, which playback checks again."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return {}
+    decoder, found = json.JSONDecoder(), {}
+    for key in ("source", "created", "calibration"):
+        start = text.find(f'"{key}"')
+        colon = text.find(":", start) if start >= 0 else -1
+        if colon < 0:
+            continue
+        rest = text[colon + 1 :]
+        try:
+            value, _ = decoder.raw_decode(rest.lstrip())
+        except ValueError:
+            continue
+        if key == "calibration":
+            fine = (
+                isinstance(value, dict)
+                and value
+                and all(
+                    (isinstance(v, (int, float)) and not isinstance(v, bool)) or k == "baseline_known"
+                    for k, v in value.items()
+                )
+            )
+            if not fine:
+                continue
+        elif not isinstance(value, str):
+            continue
+        found[key] = value
+    return found
 
 
 def _readable_stamps(path: Path) -> dict[int, float]:

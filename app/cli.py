@@ -1,8 +1,10 @@
 """Command line: a thin layer over the engine; each command lives in ``app.commands``.
 
-Every problem with the user's input ends as one line on stderr and exit status 2. Anything
-else (a bug, a library failing) ends as one line naming what failed and the file holding the
-full report, with exit status 1; ``--debug`` shows the traceback instead.
+Every problem with the user's input ends as one line on stderr and exit status 2. A disk that
+refuses a write (full, a quota, a size limit) ends as one line with exit status 1: a failure
+while running, not a usage error. Anything else (a bug, a library failing) ends as one line
+naming what failed and the file holding the full report, with exit status 1; ``--debug`` shows
+the traceback instead.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from app import __version__
 from app.engine.allocator import tune_allocator
-from app.engine.errors import Terminated, UserError
+from app.engine.errors import DiskFailure, Terminated, UserError
 
 EXIT_FAILURE = 1
 # as ``app.commands.common``'s: the commands (and torch with them) load in ``main``, not here
@@ -69,6 +71,9 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         with terminate_as_interrupt(args.command != "gui"):  # the window closes itself on SIGTERM
             return int(args.func(args))
+    except DiskFailure as exc:  # the machine, not the command line
+        print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
     except UserError as exc:
         print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
@@ -86,7 +91,7 @@ def _run(argv: Sequence[str] | None) -> int:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             where = f" writing {exc.filename}" if exc.filename else ""
             print(f"bi3d-studio {args.command}: error: the disk is full{where}; free space", file=sys.stderr)
-            return EXIT_USAGE
+            return EXIT_FAILURE
         if args.debug:
             raise
         return _unexpected(args.command, exc)

@@ -243,6 +243,15 @@ def _full_disk_after(monkeypatch: pytest.MonkeyPatch, files: int) -> None:
     monkeypatch.setattr(fileio.os, "fdopen", fdopen)
 
 
+def _failed(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one stderr line of a command the disk failed: exit 1 (it was 2, the status of a
+    mistyped command line, though nothing the user typed was wrong)."""
+    code, _, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
@@ -253,7 +262,7 @@ def test_disk_full_during_depth_keeps_the_earlier_set(capsys, tiny, tmp_path, mo
     assert run(capsys, "depth", *tiny, *SGBM, "--mode", "binary", "--planes", "4", "--out", str(out))[0] == 0
     before = _snapshot(out)
     _full_disk_after(monkeypatch, files)
-    line = bad(capsys, "depth", *tiny, *SGBM, "--mode", "quantized", "--levels", "4", "--out", str(out))
+    line = _failed(capsys, "depth", *tiny, *SGBM, "--mode", "quantized", "--levels", "4", "--out", str(out))
     assert "the disk is full" in line
     assert f"could not write {out}{os.sep}" in line and ".result." not in line  # not the staging folder
     assert _snapshot(out) == before  # the binary set, whole: no quantized file beside it, none lost
@@ -279,7 +288,7 @@ def test_disk_full_on_a_json_keeps_the_earlier_file(capsys, tiny, tmp_path, monk
     assert run(capsys, *args)[0] == 0
     before = (tmp_path / "e.json").read_bytes()
     _full_disk_after(monkeypatch, 0)
-    assert "the disk is full" in bad(capsys, *args)
+    assert "the disk is full" in _failed(capsys, *args)
     assert (tmp_path / "e.json").read_bytes() == before and json.loads(before)
 
 

@@ -59,3 +59,9 @@ class UserError(Exception):
 
     def __str__(self) -> str:
         return self.worded(plain_words)
+
+
+class DiskFailure(UserError):
+    """The disk refused a write (full, a quota, a file-size limit): a failure while running, not
+    bad input, so the command line exits with status 1, not the usage errors' 2. The message
+    still says what to do (free space, write elsewhere), and what was saved before stays whole."""

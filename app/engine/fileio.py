@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from app.engine.errors import UserError
+from app.engine.errors import DiskFailure, UserError
 
 PathLike = str | os.PathLike[str]
 APP_NAME = "bi3d-studio"
@@ -52,12 +52,12 @@ def atomic_write(path: PathLike, data: bytes) -> None:
 
 def _write_error(target: Path, exc: OSError) -> UserError:
     if exc.errno == errno.EFBIG:  # a size limit (ulimit -f, a FAT32 disk's 4 GB), not a full disk
-        return UserError(
+        return DiskFailure(
             f"{target} is larger than this system lets a file be (ulimit -f, or a FAT32 disk's 4 GB); "
             "raise the limit or write elsewhere"
         )
     if exc.errno in _FULL:
-        return UserError(f"the disk is full: could not write {target}; free space and run again")
+        return DiskFailure(f"the disk is full: could not write {target}; free space and run again")
     return UserError(f"cannot write {target} ({exc.strerror}); choose a folder you can write to")
 
 

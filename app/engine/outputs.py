@@ -50,7 +50,7 @@ def write_result(
         try:
             names = _write_set(staging, result, request, extra)
         except UserError as exc:  # named as the file it was to become, not the hidden staging one
-            raise UserError(str(exc).replace(str(staging), str(out_dir))) from None
+            raise type(exc)(str(exc).replace(str(staging), str(out_dir))) from None
         if not out_dir.exists():
             os.chmod(staging, default_folder_mode())  # mkdtemp's 0700 would stay the folder's
             staging.rename(out_dir)  # a new folder: the whole set appears at once

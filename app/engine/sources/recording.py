@@ -36,7 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from app.engine.errors import UserError
+from app.engine.errors import DiskFailure, UserError
 from app.engine.fileio import make_folder
 from app.engine.formats import atomic_write, write_color_png, write_pfm
 from app.engine.sources.base import StereoSource, plural
@@ -68,7 +68,7 @@ QUEUE_BYTES = (
 )  # a live recording's frames waiting to be written (about 3 s of 2 x 1280 x 720 at 30 fps)
 
 
-class WriteFailed(UserError):
+class WriteFailed(DiskFailure):
     """A recording's files could not be written (a full disk, a drive gone): a failure while
     recording, not bad input; the frames committed before it stay."""
 

@@ -203,9 +203,19 @@ FLOW_VIEWS = ("colour", "arrows")  # colour wheel coding, or arrows over the lef
 SETTINGS: dict[str, Setting] = {s.name: s for s in (*ENGINE_SETTINGS, *REQUEST_SETTINGS, FLOW, COLORMAP)}
 
 
+# actions an engine message may advise (``setting(name)``), as each front end offers them: the
+# window said "self-rectify with 'calib rectify'", a command its user never typed
+ACTIONS: dict[str, tuple[str, str]] = {
+    "calib_rectify": ("'bi3d-studio calib rectify'", "the Calibration panel's Self-rectify"),
+    "calib_check": ("'bi3d-studio calib check'", "the Calibration panel's 'Check the current pair'"),
+}
+
+
 # ---- wording of engine messages -----------------------------------------------------------
 def cli_words(name: str, value: str | None) -> str:
     """A setting as the command line spells it: ``--device cpu``, ``--no-subpixel``."""
+    if name in ACTIONS:
+        return ACTIONS[name][0]
     known = SETTINGS.get(name)
     if known is None:
         return name if value is None else f"{name} {value}"
@@ -216,6 +226,8 @@ def cli_words(name: str, value: str | None) -> str:
 
 def window_words(name: str, value: str | None) -> str:
     """A setting as the window names it: ``Device: cuda``, ``the Max disparity control``."""
+    if name in ACTIONS:
+        return ACTIONS[name][1]
     known = SETTINGS.get(name)
     label = known.label if known is not None else name.replace("_", " ")
     return f"the {label} control" if value is None else f"{label}: {value}"

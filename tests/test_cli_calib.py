@@ -59,6 +59,7 @@ def test_check_of_a_rotated_pair_is_bad_and_exits_1(
     cv2.imwrite(str(path), rotated)
     code, stdout, _ = run(capsys, "calib", "check", demo_pair[0], str(path))
     assert code == 1 and "verdict: not rectified" in stdout
+    assert "self-rectify with 'bi3d-studio calib rectify'" in stdout and "\x1e" not in stdout
 
 
 def test_check_raw_rig_with_chessboard(

@@ -52,6 +52,7 @@ def run_check(args: argparse.Namespace) -> int:
     from app.engine.errors import UserError
     from app.engine.formats import atomic_write, read_pair_rgb
     from app.engine.types import check_pair
+    from app.vocabulary import cli_words
 
     if args.square is not None and args.pattern is None:
         raise UserError("--square is the size of a chessboard's squares: give the board too (--pattern 9x6)")
@@ -68,7 +69,7 @@ def run_check(args: argparse.Namespace) -> int:
             left, right = Rectifier(rig).rectify(left, right)
             print(f"rectified with {args.calib} (raw rig, {rig.image_size[0]}x{rig.image_size[1]})")
     report = check_epipolar(left, right, args.detector, args.max_features)
-    figures: dict[str, Any] = report.summary()
+    figures: dict[str, Any] = report.summary(cli_words)
     print(f"matches: {report.matches} ({args.detector}, consistent with one epipolar geometry)")
     if report.misalignment is not None:
         print(
@@ -76,7 +77,7 @@ def run_check(args: argparse.Namespace) -> int:
             f"p95 {report.vertical_p95_px:.3f} px"
         )
         print(f"misalignment: {report.misalignment}")
-    print(f"verdict: {report.verdict} ({report.reason})")
+    print(f"verdict: {report.verdict} ({report.reason_in(cli_words)})")
     if args.pattern:
         figures.update(_board_figures(check_board(left, right, args.pattern, args.square, calibration), args))
     if args.json:
@@ -237,6 +238,7 @@ def run_rectify(args: argparse.Namespace) -> int:
     from app.engine.errors import UserError
     from app.engine.formats import read_pair_rgb
     from app.engine.sources.spec import open_source
+    from app.vocabulary import cli_words
 
     if args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
@@ -274,7 +276,7 @@ def run_rectify(args: argparse.Namespace) -> int:
         f"{result.after_rms_px:.3f} px after"
     )
     check = check_epipolar(*Rectifier(result.rig).rectify(*pairs[0]), args.detector)
-    print(f"check of the first rectified frame: {check.verdict} ({check.reason})")
+    print(f"check of the first rectified frame: {check.verdict} ({check.reason_in(cli_words)})")
     if not result.baseline_known:
         print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")
     write_opencv_yaml(args.out, result.rig, result.baseline_known)

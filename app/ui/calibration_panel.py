@@ -57,6 +57,7 @@ MAX_SELF_FRAMES = 10
 NO_CALIBRATION = "none: depth in pixels only"
 SOURCE_CALIBRATION = "from the source"
 SELF_RECTIFICATION = "self-rectification"
+POSE_REFIT = ", pose re-fitted"  # a rig's name after Self-rectify re-fitted its pose (its intrinsics kept)
 UNKNOWN_BASELINE = "unknown (depths in baselines)"
 
 
@@ -297,9 +298,13 @@ class CalibrationPanel(QWidget):
         if note:
             self.file_label.setText(f"{self.file_label.text()}; {note}")
 
-    def apply(self, calibration: Calibration, rig: StereoRig | None, name: str) -> None:
+    def apply(
+        self, calibration: Calibration, rig: StereoRig | None, name: str, estimated: bool = False
+    ) -> None:
+        """Use ``calibration`` (and ``rig``, raw frames to rectify) named ``name``; ``estimated``:
+        its intrinsics are a projective self-rectification's, made up (not a pose re-fit's)."""
         self.rig, self.rig_name = rig, name
-        self.rig_estimated = name == SELF_RECTIFICATION  # its intrinsics are a projective warp's
+        self.rig_estimated = estimated
         self.baseline_known = calibration.baseline_known
         self._errors_superseded()
         self._show_rig_baseline(calibration if rig is not None else None)
@@ -385,11 +390,12 @@ class CalibrationPanel(QWidget):
             self.verdict.setText(f"<b style='color:{colour}'>{report.verdict.upper()}</b>{board_line}")
             r = report
             if r.misalignment is None:
-                self.figures.setText(f"{r.matches} matches. {r.reason}")
+                self.figures.setText(f"{r.matches} matches. {r.reason_in(window_words)}")
             else:
                 self.figures.setText(
                     f"vertical offset: mean {r.vertical_mean_px:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
-                    f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches; {r.misalignment}. {r.reason}"
+                    f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches; {r.misalignment}. "
+                    f"{r.reason_in(window_words)}"
                 )
             self._marked = None
             self.linesReady.emit(match_segments(report))
@@ -573,9 +579,11 @@ class CalibrationPanel(QWidget):
         self.drop_button.setEnabled(False)
         self.calibrate()
 
-    def _save_and_apply(self, rig: StereoRig, name: str, baseline_known: bool = True) -> None:
+    def _save_and_apply(
+        self, rig: StereoRig, name: str, baseline_known: bool = True, estimated: bool = False
+    ) -> None:
         calibration = dataclasses.replace(rig.rectified(), baseline_known=baseline_known)
-        self.apply(calibration, rig, name)
+        self.apply(calibration, rig, name, estimated)
         self.save(f"Save the {name} (Cancel: use it unsaved; Save… saves it later)")
 
     def save(self, title: str = "Save the calibration") -> None:
@@ -666,6 +674,9 @@ class CalibrationPanel(QWidget):
                     else "; baseline unknown: depths in baselines (give it above for metres)"
                 )
             )
-            self._save_and_apply(result.rig, SELF_RECTIFICATION, keeps_baseline)
+            if with_rig:  # the loaded or calibrated rig's intrinsics, its pose fitted anew
+                self._save_and_apply(result.rig, name.removesuffix(POSE_REFIT) + POSE_REFIT, keeps_baseline)
+            else:
+                self._save_and_apply(result.rig, SELF_RECTIFICATION, keeps_baseline, estimated=True)
 
         self._run(work, done)

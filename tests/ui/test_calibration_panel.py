@@ -369,6 +369,19 @@ def test_a_long_check_verdict_wraps_inside_the_dock(qtbot) -> None:  # type: ign
     assert panel.width() <= scroll.viewport().width()  # nothing cut off at the right edge
 
 
+def test_the_check_advises_the_window_s_own_self_rectify(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """An unrectified pair's figures said "self-rectify with 'calib rectify'", a command."""
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, _sample_pair())  # OpenCV's raw chessboard pair: not rectified
+    panel = window.calibration
+    with qtbot.waitSignal(panel.linesReady, timeout=20_000):
+        panel.run_check()
+    text = panel.figures.text()
+    assert "self-rectify with the Calibration panel's Self-rectify" in text, text
+    assert "calib rectify" not in text and "\x1e" not in text
+
+
 def test_self_rectify_with_a_good_rig_agrees_with_the_check(qtbot, monkeypatch, sample_rig: Path) -> None:  # type: ignore[no-untyped-def]
     """With the sample's own rig loaded the check said RECTIFIED (0.35 px) and Self-rectify
     "10.96 px before" (of the raw frames), then replaced the rig; its Baseline read "unknown"."""
@@ -398,6 +411,35 @@ def test_self_rectify_with_a_good_rig_agrees_with_the_check(qtbot, monkeypatch, 
     assert panel.rig is loaded and not saves and "before" not in text
     panel.clear()
     assert panel.self_baseline.text() == "unknown (depths in baselines)"
+
+
+def test_a_pose_re_fit_keeps_the_rig_s_name_and_its_intrinsics_count_as_measured(  # type: ignore[no-untyped-def]
+    qtbot, monkeypatch, sample_rig: Path
+) -> None:
+    """Self-rectify with a rig that no longer fits (a camera knocked by 1 degree) re-fits its pose
+    and keeps its intrinsics, but the result was named "self-rectification" and marked as made-up
+    intrinsics: the next Self-rectify threw the real intrinsics away for a projective warp."""
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, _sample_pair())
+    panel = window.calibration
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        panel.load(sample_rig)
+    loaded = panel.rig
+    assert loaded is not None
+    knock = cv2.Rodrigues(np.array([0.0, 0.0, np.radians(1.0)]))[0]
+    bent = dataclasses.replace(loaded, R=knock @ loaded.R, R1=None, R2=None, P1=None, P2=None, Q=None)
+    bent = bent.with_rectification()
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        panel.apply(bent.rectified(), bent, "sample.yaml")
+    _save_to(monkeypatch, None)
+    with qtbot.waitSignal(panel.calibrationChanged, timeout=60_000):
+        panel.self_rectify()
+    assert "pose re-fitted" in panel.self_status.text(), panel.self_status.text()
+    assert panel.file_label.text().startswith("sample.yaml, pose re-fitted: ")
+    assert not panel.rig_estimated and panel.rig is not None
+    assert np.allclose(panel.rig.K1, loaded.K1)  # the measured intrinsics, kept
+    assert "baseline 83." in panel.file_label.text()
 
 
 def test_a_calibration_in_use_takes_back_the_errors_it_supersedes(  # type: ignore[no-untyped-def]

@@ -27,7 +27,7 @@ from app.engine.epipolar import (  # noqa: F401 (the check's matching, re-export
     refine_matches,
     row_consistent,
 )
-from app.engine.errors import UserError
+from app.engine.errors import UserError, Wording, plain_words, setting, word_settings
 from app.engine.types import Calibration, check_pair
 
 GOOD_RMS_PX = 0.6
@@ -64,8 +64,12 @@ class EpipolarReport:
     misalignment: Misalignment | None = None
     subpixel: bool = True
 
-    def summary(self) -> dict[str, float | int | str | None]:
-        """The figures as JSON-ready values (None for NaN)."""
+    def reason_in(self, words: Wording) -> str:
+        """``reason`` with the actions it advises worded for a front end (``app.vocabulary``)."""
+        return word_settings(self.reason, words)
+
+    def summary(self, words: Wording = plain_words) -> dict[str, float | int | str | None]:
+        """The figures as JSON-ready values (None for NaN), the reason worded by ``words``."""
         out: dict[str, float | int | str | None] = {"matches": self.matches, "verdict": self.verdict}
         m = self.misalignment
         values = {
@@ -78,7 +82,7 @@ class EpipolarReport:
         }
         for key, value in values.items():
             out[key] = round(value, 4) if math.isfinite(value) else None
-        out["reason"] = self.reason
+        out["reason"] = self.reason_in(words)
         return out
 
 
@@ -136,7 +140,7 @@ def check_epipolar(
     if verdict == "not rectified":
         reason = (
             f"vertical RMS {rms:.2f} px, {rms / GOOD_RMS_PX:.1f} times the {GOOD_RMS_PX} px of a rectified "
-            f"pair ({misalignment}); recalibrate, or self-rectify with 'calib rectify'"
+            f"pair ({misalignment}); recalibrate, or self-rectify with {setting('calib_rectify')}"
         )
     else:
         reason = f"vertical RMS {rms:.2f} px; {limits}"

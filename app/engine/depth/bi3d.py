@@ -125,9 +125,11 @@ def resolve_precision(
 ) -> str:
     """``auto``: bf16 for a model validated in bf16 (``SweepModel.cpu_bf16``: the light model) on
     a CPU with native bf16, through torch (measured there: one plane about 0.7x the fp32
-    time); fp32 otherwise (published models reproduce their references in fp32; ONNX Runtime
-    runs fp32 only). Never int8 (``bi3d.int8``, asked for by name): 15 % faster sweeps here,
-    but 0.3 points more bad-2 on the held-out synthetic scenes. Other names pass through."""
+    time with AMX; with AVX512-BF16 alone it can be slower, so ``engines.bi3d_engine`` has the
+    runtime chain time it against fp32 on the first frame); fp32 otherwise (published models
+    reproduce their references in fp32; ONNX Runtime runs fp32 only). Never int8 (``bi3d.int8``,
+    asked for by name): 15 % faster sweeps here, but 0.3 points more bad-2 on the held-out
+    synthetic scenes. Other names pass through."""
     if precision != "auto":
         return precision
     bf16 = (

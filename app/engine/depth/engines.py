@@ -42,7 +42,7 @@ class EngineOptions:
     engine: str | None = None  # None: Bi3D with the bundled model if there is one, else SGBM
     weights: Path | None = None
     device: str = "cpu"
-    precision: str = "auto"  # bf16 on CPUs with native bf16, else fp32 (bi3d.engine.resolve_precision)
+    precision: str = "auto"  # bf16 or fp32, the faster, on CPUs with native bf16, else fp32 (bi3d_engine)
     shift_mode: str = "auto"
     width: float | None = None  # random-initialised Bi3D of this width (benchmarks only)
     sgbm: SGBMParams = field(default_factory=SGBMParams)
@@ -94,6 +94,9 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
     """A Bi3D engine on the runtime the options ask for (opened at its first frame)."""
     device = resolve_device(options.device)
     precision = resolve_precision(options.precision, device, model, options.runtime)
+    # auto precision chose bf16 for a CPU that computes it natively, but without AMX it can be
+    # slower than fp32 (41 against 35 ms a plane): both are timed on the first frame, and cached
+    timed = options.precision == "auto" and precision == "bf16" and device.type == "cpu"
     chain = open_runtime(
         model,
         options.runtime,
@@ -101,6 +104,7 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
         precision,
         options.cuda_graphs,
         options.progress or stderr_report,
+        alternatives=("fp32",) if timed else (),
     )
     return Bi3DEngine(
         model,

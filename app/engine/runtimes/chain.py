@@ -9,7 +9,9 @@ five runs after a warm-up) and the fastest runs. With a ``store`` (``cache.Choic
 ``key`` naming the device, precision and model, the decision is kept on disk per frame size and
 reused, so identical runs run the same runtime and give identical outputs; a reused decision
 opens that runtime alone (the others open only if it fails). ``reason`` says which
-one ran, whether the choice came from the cache, and why the others did not.
+one ran, whether the choice came from the cache, and why the others did not. A candidate is
+named by its opener: ``auto`` precision on a CPU with native bf16 offers torch at bf16 and at
+fp32 ("torch bf16", "torch fp32"), timed like two runtimes.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class RuntimeChain:
         self.from_cache: dict[tuple[int, int], bool] = {}
         self._pending = list(candidates)
         self._ready: list[Runtime] = []
+        self._labels: dict[int, str] = {}  # a candidate's own name ("torch fp32"), by id of its runtime
         self.probe = probe
         self.notes: list[str] = list(notes or [])
         self.choices: dict[tuple[int, int], str] = {}
@@ -84,7 +87,7 @@ class RuntimeChain:
         entry = None if key is None else self._cached(key)
         if key is None or entry is None:
             return False
-        if entry["runtime"] not in {r.name for r in self._ready}:
+        if entry["runtime"] not in {self.label(r) for r in self._ready}:
             waiting = [i for i, (pending, _) in enumerate(self._pending) if pending == entry["runtime"]]
             if not waiting or not self._open(*self._pending.pop(waiting[0])):
                 return False
@@ -94,8 +97,8 @@ class RuntimeChain:
         """Drop the current runtime after a failure; whether another one can take the frame."""
         failed = self._ready.pop(0)
         has_next = bool(self._ready) or self._open_next()
-        target = f"; fell back to {self._ready[0].name}" if has_next else ""
-        self.notes.append(f"{failed.name} failed ({exc}){target}")
+        target = f"; fell back to {self.label(self._ready[0])}" if has_next else ""
+        self.notes.append(f"{self.label(failed)} failed ({exc}){target}")
         return has_next
 
     def _open_next(self) -> bool:
@@ -107,7 +110,9 @@ class RuntimeChain:
     def _open(self, name: str, opener: Callable[[], Runtime]) -> bool:
         """Open one runtime into the ready ones; False, with its reason noted, when it cannot."""
         try:
-            self._ready.append(opener())
+            runtime = opener()
+            self._labels[id(runtime)] = name
+            self._ready.append(runtime)
             return True
         except RuntimeUnavailable as exc:
             self.notes.append(f"{name} skipped: {exc}")
@@ -131,16 +136,16 @@ class RuntimeChain:
                 timed.append((_probe(runtime, left, right), runtime))
             except RuntimeFailed as exc:
                 self._ready.remove(runtime)
-                self.notes.append(f"{runtime.name} failed while timed ({exc})")
+                self.notes.append(f"{self.label(runtime)} failed while timed ({exc})")
         timed.sort(key=lambda pair: pair[0])
         self._ready = [runtime for _, runtime in timed]
-        figures = ", ".join(f"{r.name} {ms:.0f} ms" for ms, r in timed)
+        figures = ", ".join(f"{self.label(r)} {ms:.0f} ms" for ms, r in timed)
         self.choices[self._size] = (
             f"auto picked the fastest here (features + {PROBE_PLANES} planes at {h}x{w}: {figures})"
         )
         self.from_cache[self._size] = False
         if key is not None and self.store is not None and timed:
-            self.store.put(key, timed[0][1].name, {r.name: ms for ms, r in timed})
+            self.store.put(key, self.label(timed[0][1]), {self.label(r): ms for ms, r in timed})
             self.notes.extend(n for n in self.store.notes if n not in self.notes)
 
     def _cached(self, key: str) -> dict[str, Any] | None:
@@ -152,7 +157,7 @@ class RuntimeChain:
 
     def _reuse(self, key: str, entry: dict[str, Any] | None) -> bool:
         """Run the runtime that ``entry``, the cache's for ``key``, names, if it is open here."""
-        names = [r.name for r in self._ready]
+        names = [self.label(r) for r in self._ready]
         if entry is None or entry["runtime"] not in names:
             return False
         first = names.index(entry["runtime"])
@@ -175,6 +180,11 @@ class RuntimeChain:
         if self._size not in self.from_cache:
             return ""
         return "cache" if self.from_cache[self._size] else "timed"
+
+    def label(self, runtime: Runtime) -> str:
+        """The candidate's own name: the runtime's, or with its precision ("torch fp32") where
+        ``auto`` precision times one runtime at two precisions."""
+        return self._labels.get(id(runtime), runtime.name)
 
     # ---- the runtime interface, delegated ---------------------------------------------
     @property

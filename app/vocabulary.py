@@ -278,8 +278,9 @@ def depth_request(
 ) -> DepthRequest:
     """The request for ``mode``: inputs another mode uses are dropped, numbers are checked.
     ``max_disparity`` "auto": continuous depth sweeps each frame up to its estimated reach, and
-    quantized levels spread up to it, at most ``DEFAULT_MAX_DISPARITY`` (binary and selective
-    modes use that ceiling)."""
+    quantized levels spread up to it, at most ``DEFAULT_MAX_DISPARITY``; binary and selective
+    modes need no bound for Bi3D, and SGBM searches to the scene's bound past the top plane or
+    range end (it leaves the left columns it searches without an answer)."""
     m = Mode(MODE.check(mode))
     auto = isinstance(max_disparity, str) and max_disparity.strip().lower() == "auto"
     top = DEFAULT_MAX_DISPARITY if auto else int(MAX_DISPARITY.check(max_disparity))
@@ -305,6 +306,6 @@ def depth_request(
         budget_ms=budget_ms,
         max_disparity=top,
         calibration=calibration,
-        auto_range=auto and m in (Mode.CONTINUOUS, Mode.QUANTIZED),
+        auto_range=auto,  # binary and selective: SGBM bounds its search by it (Bi3D needs no bound there)
         min_confidence=DEFAULT_MIN_CONFIDENCE if min_confidence is None else min_confidence,
     )

@@ -612,3 +612,29 @@ def test_depth_says_after_the_last_frame_that_a_video_was_cut_short(capsys, tmp_
     assert code == 0
     lines = stdout.splitlines()
     assert "the file looks cut short" in lines[-2] and lines[-1].startswith("wrote ")
+
+
+def test_sgbm_binary_and_selective_search_to_the_scene_not_to_192_px(  # type: ignore[no-untyped-def]
+    capsys, demo_dir: Path, tmp_path: Path
+) -> None:
+    """A 320 px wide crop of the demo, its right view 20 px along: SGBM searched 0-192 px in
+    binary and selective mode, left the 192 left columns unknown and counted them "not closer"
+    (40 % closer than an 18 px plane where all of it is; an obstacle there went unseen)."""
+    image = cv2.imread(str(demo_dir / "im0.png"))
+    left, right = tmp_path / "l.png", tmp_path / "r.png"
+    cv2.imwrite(str(left), image[150:390, 200:520])
+    cv2.imwrite(str(right), image[150:390, 220:540])
+    sgbm = [str(left), str(right), "--engine", "sgbm"]
+    code, out, _ = run(
+        capsys, "depth", *sgbm, "--mode", "binary", "--planes", "18", "--out", str(tmp_path / "b")
+    )
+    info = json.loads((tmp_path / "b" / "result.json").read_text())
+    assert code == 0 and info["closer_than_plane_fraction"] > 0.8 and info["max_disparity_auto_px"][1] < 96
+    assert f"{100 * info['unknown_fraction']:.1f}% unknown (no match found)" in out  # not "farther"
+    code, out, _ = run(
+        capsys, "depth", *sgbm, "--mode", "selective", "--range", "10", "30", "--out", str(tmp_path / "s")
+    )
+    fractions = json.loads((tmp_path / "s" / "result.json").read_text())["range_state_fraction"]
+    assert code == 0 and fractions["inside"] > 0.8 and abs(sum(fractions.values()) - 1) < 1e-3
+    code, out, _ = run(capsys, "depth", *sgbm, "--mode", "binary", "--planes", "18", "--max-disparity", "192")
+    assert code == 0 and "closer than the plane: 40.0% of pixels, 60.0% unknown" in out  # as asked: said

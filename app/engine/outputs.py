@@ -232,6 +232,8 @@ def summary(result: DepthResult) -> dict[str, Any]:
         }
     if result.mode is Mode.BINARY and result.mask is not None:
         out["closer_than_plane_fraction"] = round(float(result.mask.mean()), 4)
+        if result.probabilities is not None and len(result.probabilities):  # SGBM's holes: not "farther"
+            out["unknown_fraction"] = round(float(np.isnan(result.probabilities[0]).mean()), 4)
     if result.range_state is not None:
         # state 0 also covers pixels no engine could match; count only those with a disparity
         known = {
@@ -243,6 +245,8 @@ def summary(result: DepthResult) -> dict[str, Any]:
             name: round(float(known[v].mean()), 4)
             for name, v in (("farther", -1), ("inside", 0), ("closer", 1))
         }
+        answered = known[-1] | known[0] | known[1]
+        out["range_state_fraction"]["unknown"] = round(float(1.0 - answered.mean()), 4)
     if result.searched is not None:  # --max-disparity auto: the sweep this frame chose
         out["max_disparity_auto_px"] = [round(v, 2) for v in result.searched]
     if result.confidence is not None:
@@ -296,12 +300,17 @@ def format_summary(
             "disparity: no pixel kept an answer (0% valid): the pair lacks texture, or lower --min-confidence"
         )
     if "closer_than_plane_fraction" in info:
-        lines.append(f"closer than the plane: {100 * info['closer_than_plane_fraction']:.1f}% of pixels")
+        unknown = info.get("unknown_fraction", 0.0)
+        lines.append(
+            f"closer than the plane: {100 * info['closer_than_plane_fraction']:.1f}% of pixels"
+            + (f", {100 * unknown:.1f}% unknown (no match found)" if unknown > 0 else "")
+        )
     if "range_state_fraction" in info:
         f = info["range_state_fraction"]
         lines.append(
             f"range: {100 * f['inside']:.1f}% inside, {100 * f['closer']:.1f}% closer, "
             f"{100 * f['farther']:.1f}% farther"
+            + (f", {100 * f['unknown']:.1f}% unknown" if f.get("unknown", 0.0) > 0 else "")
         )
     if "max_disparity_auto_px" in info:
         lo, hi = info["max_disparity_auto_px"]

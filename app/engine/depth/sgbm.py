@@ -26,7 +26,14 @@ from app.engine.depth.decoding import (
 )
 from app.engine.depth.exposure import identical_pair_note
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
-from app.engine.depth.scene_range import RangeTracker, bounded, ceiling_note, ceiling_remedy, widest_search
+from app.engine.depth.scene_range import (
+    RangeTracker,
+    SceneRange,
+    bounded,
+    ceiling_note,
+    ceiling_remedy,
+    widest_search,
+)
 from app.engine.errors import UserError, setting
 from app.engine.types import SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
 
@@ -143,6 +150,8 @@ class SGBMEngine:
         t0 = time.perf_counter()
         ceiling = request.max_disparity
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto
+        if found is None:
+            request, found = self._bounded_planes(request, left, right)
         fit = widest_search(left.shape[1])
         narrow = search_range(request.max_disparity) > fit
         if narrow:  # no match lies farther than the image is wide: search what fits
@@ -173,6 +182,27 @@ class SGBMEngine:
         if narrow:
             result.notes.append(f"SGBM searched 0-{fit} px: the images are {left.shape[1]} px wide")
         return with_alignment(result, notes, align_ms)
+
+    def _bounded_planes(
+        self, request: DepthRequest, left: np.ndarray, right: np.ndarray
+    ) -> tuple[DepthRequest, SceneRange | None]:
+        """Binary and selective requests under ``--max-disparity auto``: SGBM searches to the
+        scene's bound or one block (16 px) past the top plane or range end, whichever is farther,
+        not to the 192 px maximum. OpenCV leaves the left ``search`` columns without an answer, so
+        at 192 px a 320 px wide pair lost 60 % of its pixels, which binary counted as "not closer"
+        (an obstacle there went unseen; Bi3D answered them)."""
+        if not request.auto_range or request.mode not in (Mode.BINARY, Mode.SELECTIVE):
+            return request, None
+        top = max(requested_planes(request)) if request.mode is Mode.BINARY else continuous_range(request)[1]
+        ceiling = min(request.max_disparity, widest_search(left.shape[1]))
+        found = self.ranges.update(left, right, ceiling, left.shape[:2])
+        bound = min(ceiling, max(found.bound, search_range(float(top) + 1.0) + 16))
+        if bound >= request.max_disparity:
+            return request, None
+        found = dataclasses.replace(
+            found, bound=bound, note=found.note.replace(f"0-{found.bound} px", f"0-{bound} px")
+        )
+        return dataclasses.replace(request, max_disparity=int(bound), auto_range=False), found
 
     def _check_memory(self, size: tuple[int, int], request: DepthRequest) -> None:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):

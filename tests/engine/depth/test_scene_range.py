@@ -73,8 +73,13 @@ def test_auto_bounds_continuous_requests_and_reports_the_sweep() -> None:
     assert np.abs(auto.disparity[20:-20, 80:-20][valid] - 30).mean() < 1
     fixed = engine.compute(left, right, DepthRequest(mode=Mode.CONTINUOUS))
     assert fixed.searched is None
+    # a binary plane is where it is asked; SGBM searches to the scene's bound past it, not to 192 px,
+    # which left the left 192 columns without an answer, counted as "not closer" (review)
     binary = engine.compute(left, right, DepthRequest(mode=Mode.BINARY, planes=(20,), auto_range=True))
-    assert binary.searched is None  # a binary plane is where it is asked
+    assert binary.searched is not None and 36 <= binary.searched[1] < 192
+    assert binary.planes.tolist() == [20.0]
+    whole = engine.compute(left, right, DepthRequest(mode=Mode.BINARY, planes=(20,)))
+    assert np.isnan(binary.probabilities[0]).mean() < np.isnan(whole.probabilities[0]).mean()
     levels = engine.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, levels=4, auto_range=True))
     assert levels.searched is not None and levels.planes.max() < auto.searched[1]  # spread to the bound
 

@@ -13,7 +13,7 @@ from app import vocabulary
 from app.engine.errors import UserError
 from app.engine.session import Session
 from app.ui.main_window import MainWindow, engine_options
-from app.ui.settings import Settings, load_settings
+from app.ui.settings import Settings, engine_values, load_settings
 
 
 def app_icon() -> QIcon:
@@ -51,10 +51,8 @@ def window_size() -> tuple[int, int]:
 def create_window(source: str | None = None, settings_path: Path | None = None) -> MainWindow:
     settings, warning = load_settings(settings_path)
     session, problem = build_session(settings)
-    if problem:
-        settings = settings.model_copy(
-            update={"engine": "auto", "weights": "", "device": "cpu", "precision": "fp32"}
-        )
+    if problem:  # every engine control shows the defaults that run (the runtime stayed "onnxruntime")
+        settings = settings.model_copy(update=engine_values(Settings()))
     window = MainWindow(session, settings, None, settings_path)
     size = window_size()
     window.resize(*size)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -316,6 +316,34 @@ class ControlsPanel(QWidget):
             setattr(self.settings, name, value)
             self._update_applicable()
             self.engineChanged.emit()
+
+    def show_engine_values(self, values: dict[str, Any]) -> None:
+        """Put the engine controls (and settings) back to ``values``, the engine's in use, without
+        applying them again: a choice that could not run (fp16 on the CPU, a file that is no
+        checkpoint) stayed shown, and saved, beside an engine that ran otherwise."""
+        for name, value in values.items():
+            setattr(self.settings, name, value)
+            widget = self.engine_controls.get(name)
+            if widget is None:
+                continue
+            target = (
+                widget.findChild(QLineEdit)
+                if not isinstance(widget, (QComboBox, QCheckBox, QSpinBox))
+                else widget
+            )
+            if target is None:
+                continue
+            blocker = QSignalBlocker(target)
+            if isinstance(target, QComboBox):
+                target.setCurrentText(str(value))
+            elif isinstance(target, QCheckBox):
+                target.setChecked(bool(value))
+            elif isinstance(target, QSpinBox):
+                target.setValue(int(value))
+            elif isinstance(target, QLineEdit):
+                target.setText(str(value))
+            blocker.unblock()
+        self._update_applicable()
 
     def _update_applicable(self) -> None:
         """Grey the controls that the current choices make moot: Bi3D's settings while SGBM is

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QComboBox,
     QDockWidget,
     QFileDialog,
     QHBoxLayout,
@@ -145,7 +145,7 @@ class MainWindow(QMainWindow):
         self._wire()
         self.last_error = ""
         self._engine_error = ""  # the engine settings' last error, gone when they next apply
-        self._reverting = False
+        self._engine_in_use = engine_values(settings)  # what the controls go back to on an error
         self._restore_layout()
         self._wheel_guard = wheel_guard.install(self)  # the wheel scrolls panels, not their fields
 
@@ -565,27 +565,17 @@ class MainWindow(QMainWindow):
         except UserError as exc:
             self._engine_error = exc.worded(vocabulary.window_words)
             self.show_error(self._engine_error)
-            self._revert_device()
+            # every control back to the engine in use (the error stays on screen): a device,
+            # precision or weights file that cannot run was left shown, and saved for next time
+            self.controls.show_engine_values(self._engine_in_use)
             return
-        if not self._reverting and self._engine_error and self.last_error == self._engine_error:
+        self._engine_in_use = engine_values(self.settings)
+        if self._engine_error and self.last_error == self._engine_error:
             self.notices.dismiss()  # the engine the error was about is gone: so is the error
             self._engine_error = ""
         self.session.set_compare(self.settings.compare)
         self.show_status(f"engine: {self.session.engine.name} ({vocabulary.word(reason)})")
         self.controller.refresh()
-
-    def _revert_device(self) -> None:
-        """A device that cannot run (cuda without a GPU): the control goes back to the device in
-        use, so it does not claim one that is not (the error stays on screen)."""
-        current = self.session.options.device
-        widget = self.controls.engine_controls.get("device")
-        if self.settings.device == current or not isinstance(widget, QComboBox):
-            return
-        self._reverting = True
-        try:
-            widget.setCurrentText(current)  # the engine is applied again, on the device that runs
-        finally:
-            self._reverting = False
 
     def _apply_compare(self, on: bool) -> None:
         self.session.set_compare(on)
@@ -879,10 +869,7 @@ class MainWindow(QMainWindow):
         if last is None or last.calibration is None:
             self.show_error("a point cloud needs depth and a calibration: load one in the calibration panel")
             return
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Point cloud", self.folders.start("points.ply"), "PLY (*.ply)"
-        )
-        self.folders.chose(path)
+        path, _ = QFileDialog.getSaveFileName(self, "Point cloud", self._ply_suggestion(), "PLY (*.ply)")
         if path:
             if not Path(path).suffix:  # Qt's own dialog adds no suffix: a viewer looks for .ply
                 path += ".ply"
@@ -892,6 +879,16 @@ class MainWindow(QMainWindow):
                 self.show_error(exc.worded(vocabulary.window_words))
                 return
             self.show_status(f"wrote {count} points to {path}")
+
+    def _ply_suggestion(self) -> str:
+        """Where the save dialog starts: a new name in the output folder, as snapshots and
+        recordings go (it started in the last source's folder: 5.5 MB went into a dataset)."""
+        root = self.session.output_root
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return self.folders.start("points.ply")  # the output folder cannot be made: said on saving
+        return str(root / time.strftime("points-%Y%m%d-%H%M%S.ply"))
 
     # ---- the model ---------------------------------------------------------------------------
     def _pick_model(self) -> None:

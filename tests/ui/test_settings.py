@@ -85,6 +85,23 @@ def test_a_window_opened_on_a_bad_settings_file_says_so_until_dismissed(qtbot, t
     assert window.notices.level == "error" and "ignored" in text and "settings.json.bad" in text
 
 
+def test_saved_engine_settings_that_do_not_load_give_way_to_every_default(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A bad weights file reset engine, weights, device and precision, but the Runtime box still
+    read "onnxruntime" while torch ran (review)."""
+    from app.ui.app import create_window
+    from app.ui.settings import engine_values, save_settings
+
+    path = tmp_path / "settings.json"
+    picture = tmp_path / "picture.png"
+    picture.write_bytes(b"not a checkpoint")
+    save_settings(Settings(engine="bi3d", weights=str(picture), runtime="onnxruntime"), path)
+    window = create_window("synthetic:96x128?frames=2", path)
+    qtbot.addWidget(window)
+    assert "saved engine settings did not load" in window.notices.text.text()
+    assert engine_values(window.settings) == engine_values(Settings())
+    assert window.controls.engine_controls["runtime"].currentText() == "auto"  # type: ignore[attr-defined]
+
+
 def test_the_budget_checkbox_keeps_its_width_as_the_value_changes(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.ui.controls import ControlsPanel
 

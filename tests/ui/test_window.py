@@ -488,6 +488,30 @@ def test_a_device_that_cannot_run_goes_back_and_its_error_goes_with_the_next_goo
     assert window.session.options.precision == "fp32"
 
 
+def test_every_engine_choice_that_cannot_run_goes_back_and_is_not_saved(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """fp16 on the CPU stayed in its box while fp32 ran, and a picture given as weights stayed in
+    the field, was saved, and broke the next start ("saved engine settings did not load")."""
+    from PySide6.QtWidgets import QLineEdit
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    qtbot.waitUntil(lambda: window.controller.last is not None, timeout=10_000)
+    c = window.controls.engine_controls
+    c["engine"].setCurrentText("bi3d")  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: window.session.engine.name == "bi3d", timeout=30_000)
+    c["precision"].setCurrentText("fp16")  # type: ignore[attr-defined]
+    assert "fp16 needs" in window.last_error
+    assert c["precision"].currentText() == window.settings.precision == window.session.options.precision  # type: ignore[attr-defined]
+    picture = tmp_path / "picture.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n not a checkpoint")
+    field = c["weights"].findChild(QLineEdit)
+    field.setText(str(picture))
+    field.editingFinished.emit()
+    assert "not a readable PyTorch checkpoint" in window.last_error
+    assert field.text() == "" and window.settings.weights == ""  # the bundled model, as runs
+    assert window.last_error and window.notices.level == "error"  # the error stays on screen
+
+
 class _BudgetFloorEngine(RecordingEngine):
     """Refuses budgets under 50 ms, as the Bi3D engine refuses one below its fastest answer."""
 

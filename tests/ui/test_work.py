@@ -122,13 +122,19 @@ def test_the_output_folder_is_chosen_in_the_window_and_kept(
     assert again.session.output_root == tmp_path
     assert window.record_action.shortcut() == QKeySequence("Ctrl+R")
     assert window.record_action in window.findChild(main_window.QToolBar, "playback").actions()
-    monkeypatch.setattr(
-        main_window.QFileDialog,
-        "getSaveFileName",
-        staticmethod(lambda *a, **k: (str(tmp_path / "cloud"), "")),
-    )
+    offered: list[str] = []
+    window.folders.chose(str(demo_dir / "im0.png"))  # the last source's folder: no place for a cloud
+
+    def save(_parent: object, _title: str, start: str, _kinds: str) -> tuple[str, str]:
+        offered.append(start)
+        return str(tmp_path / "cloud"), ""
+
+    monkeypatch.setattr(main_window.QFileDialog, "getSaveFileName", staticmethod(save))
     window.export_ply()
     assert (tmp_path / "cloud.ply").is_file() and not (tmp_path / "cloud").exists()
+    # it started in the last source's folder (a 5.5 MB cloud went into a dataset), and moved it
+    assert Path(offered[0]).parent == tmp_path and offered[0].endswith(".ply")
+    assert window.settings.last_folder == str(demo_dir)
     hint = main_window._output_folder_hint("cannot create the recording folder X (Read-only); choose another")
     assert hint.endswith("choose another with File > Output folder…")
 

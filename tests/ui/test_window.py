@@ -467,17 +467,23 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     assert panel.budget_label.text().startswith("chose 1 plane, took 190 ms")
 
 
+def _bi3d_window(qtbot):  # type: ignore[no-untyped-def]
+    """A window on a fake pair, its engine switched to the bundled Bi3D from the controls."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    qtbot.waitUntil(lambda: window.controller.last is not None, timeout=10_000)
+    window.controls.engine_controls["engine"].setCurrentText("bi3d")  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: window.session.engine.name == "bi3d", timeout=30_000)
+    return window
+
+
 def test_a_device_that_cannot_run_goes_back_and_its_error_goes_with_the_next_good_change(qtbot) -> None:  # type: ignore[no-untyped-def]
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine can run cuda")
-    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
-    window.open_spec("pair")
-    qtbot.waitUntil(lambda: window.controller.last is not None, timeout=10_000)
+    window = _bi3d_window(qtbot)
     c = window.controls.engine_controls
-    c["engine"].setCurrentText("bi3d")  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: window.session.engine.name == "bi3d", timeout=30_000)
     c["device"].setCurrentText("cuda")  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: window.notices.level == "error", timeout=10_000)
     assert "CUDA" in window.last_error
@@ -493,12 +499,8 @@ def test_every_engine_choice_that_cannot_run_goes_back_and_is_not_saved(qtbot, t
     the field, was saved, and broke the next start ("saved engine settings did not load")."""
     from PySide6.QtWidgets import QLineEdit
 
-    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
-    window.open_spec("pair")
-    qtbot.waitUntil(lambda: window.controller.last is not None, timeout=10_000)
+    window = _bi3d_window(qtbot)
     c = window.controls.engine_controls
-    c["engine"].setCurrentText("bi3d")  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: window.session.engine.name == "bi3d", timeout=30_000)
     c["precision"].setCurrentText("fp16")  # type: ignore[attr-defined]
     assert "fp16 needs" in window.last_error
     assert c["precision"].currentText() == window.settings.precision == window.session.options.precision  # type: ignore[attr-defined]

@@ -104,7 +104,6 @@ class ControlsPanel(QWidget):
         form.addRow("Spacing", self.spacing)
         self.range = RangeSlider(0, s.max_disparity)
         self.range.set_values(*(round(v) for v in s.range_px))
-        s.range_px = tuple(float(v) for v in self.range.values())  # type: ignore[assignment]
         self.range.rangeChanged.connect(lambda lo, hi: self._set("range_px", (float(lo), float(hi))))
         self.range_label = QLabel()
         self.range_label.setWordWrap(True)
@@ -359,16 +358,29 @@ class ControlsPanel(QWidget):
         self.displayChanged.emit()
 
     def _on_max_disparity(self, top: int) -> None:
+        """The number bounds the plane and range sliders, which show the chosen plane and range
+        clamped to it; the choices themselves are kept (a 32 typed for continuous depth cut the
+        binary plane and the selective range to 32 px for good, saved with the settings)."""
         s = self.settings
-        self.range.set_maximum(top)  # clamps the range's handles
-        s.update(
-            max_disparity=int(top),
-            plane_px=min(s.plane_px, float(top)),
-            range_px=tuple(float(v) for v in self.range.values()),
-        )
-        self.plane.setMaximum(top)  # clamps the plane slider, which reports through _set
+        s.max_disparity = int(top)
+        with QSignalBlocker(self.range):
+            self.range.set_maximum(top)
+            self.range.set_values(*(round(v) for v in s.range_px))
+        with QSignalBlocker(self.plane):
+            self.plane.setMaximum(top)
+            self.plane.setValue(round(s.plane_px))
+        self.range.update()
         self._update_labels()
         self._debounce.start()
+
+    def shown_plane(self) -> float:
+        """The binary plane in use: the chosen one, at most the maximum disparity."""
+        return min(self.settings.plane_px, float(self.plane.maximum()))
+
+    def shown_range(self) -> tuple[float, float]:
+        """The selective range in use: the chosen one, clamped as its slider shows it."""
+        lo, hi = self.range.values()
+        return float(lo), float(hi)
 
     def _on_max_disparity_auto(self, on: bool) -> None:
         self._set("max_disparity_auto", bool(on))
@@ -433,9 +445,8 @@ class ControlsPanel(QWidget):
         self._update_labels()
 
     def _update_labels(self) -> None:
-        s = self.settings
-        self.plane_label.setText(self._px_text(s.plane_px))
-        lo, hi = s.range_px
+        self.plane_label.setText(self._px_text(self.shown_plane()))
+        lo, hi = self.shown_range()
         self.range_label.setText(f"{self._px_text(lo)} to {self._px_text(hi)}")
 
     def _px_text(self, px: float) -> str:
@@ -467,10 +478,10 @@ class ControlsPanel(QWidget):
         mode = Mode(s.mode)
         return vocabulary.depth_request(
             s.mode,
-            planes=(s.plane_px,) if mode is Mode.BINARY else (),
+            planes=(self.shown_plane(),) if mode is Mode.BINARY else (),
             levels=s.levels,
             spacing=s.spacing if self.calibration is not None else Spacing.DISPARITY.value,
-            range_px=s.range_px if mode is Mode.SELECTIVE else None,
+            range_px=self.shown_range() if mode is Mode.SELECTIVE else None,
             budget_ms=s.budget_ms if s.budget_on else None,
             max_disparity="auto" if s.max_disparity_auto else s.max_disparity,
             calibration=self.calibration,

@@ -83,11 +83,14 @@ class SettingsBase(BaseModel):
 
     @model_validator(mode="after")
     def _inside_the_range(self) -> SettingsBase:
+        # the plane and the range are kept as chosen, within what any maximum allows: a lower
+        # max_disparity clamps what they send, not what they are (it cut them for good)
+        top = int(vocabulary.MAX_DISPARITY.maximum or vocabulary.DEFAULT_MAX_DISPARITY)
         lo, hi = self.range_px
-        if not 0 <= lo < hi <= self.max_disparity:
-            raise ValueError(f"range_px {list(self.range_px)} must satisfy 0 <= min < max <= max_disparity")
-        if not 0 <= self.plane_px <= self.max_disparity:
-            raise ValueError(f"plane_px {self.plane_px:g} must lie in [0, {self.max_disparity}]")
+        if not 0 <= lo < hi <= top:
+            raise ValueError(f"range_px {list(self.range_px)} must satisfy 0 <= min < max <= {top}")
+        if not 0 <= self.plane_px <= top:
+            raise ValueError(f"plane_px {self.plane_px:g} must lie in [0, {top}]")
         return self
 
     def update(self, **changes: Any) -> None:

@@ -234,6 +234,16 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
         c.max_disparity.setValue(32)
     assert not engine.requests[-1].auto_range
     assert engine.requests[-1].max_disparity == 32 and c.plane.maximum() == 32
+    # the binary plane and the selective range show it, but are not cut to it for good (review:
+    # a 32 typed for continuous depth was saved as the plane and the range's end)
+    plane, chosen = window.settings.plane_px, window.settings.range_px
+    assert c.shown_plane() == min(plane, 32) and c.shown_range()[1] <= 32
+    assert window.settings.range_px == chosen and window.settings.plane_px == plane
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        c.max_disparity.setValue(96)
+    assert c.shown_range() == tuple(min(v, 96) for v in chosen) and c.plane.value() == round(min(plane, 96))
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        c.max_disparity.setValue(32)
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         c.min_confidence.setValue(40)
     assert engine.requests[-1].min_confidence == 0.4

@@ -638,3 +638,19 @@ def test_sgbm_binary_and_selective_search_to_the_scene_not_to_192_px(  # type: i
     assert code == 0 and fractions["inside"] > 0.8 and abs(sum(fractions.values()) - 1) < 1e-3
     code, out, _ = run(capsys, "depth", *sgbm, "--mode", "binary", "--planes", "18", "--max-disparity", "192")
     assert code == 0 and "closer than the plane: 40.0% of pixels, 60.0% unknown" in out  # as asked: said
+
+
+def test_result_json_keeps_the_geometry_its_metres_come_from(capsys, demo_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """result.json named the calibration file only: a raw rig's rectified focal length (not its
+    M1's) and the baseline, needed to turn the saved disparity into metres, were nowhere."""
+    out = tmp_path / "o"
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    argv = [*pair, "--engine", "sgbm", "--calib", str(demo_dir / "calib.txt"), "--out", str(out)]
+    code, stdout, _ = run(capsys, "depth", *argv)
+    geometry = json.loads((out / "result.json").read_text())["calibration"]
+    assert code == 0 and geometry["baseline_m"] == pytest.approx(0.193, abs=1e-3) and geometry["baseline_known"]
+    printed = float(stdout.split("median depth ")[1].split(" m")[0])
+    assert geometry["depth_m"]["median"] == pytest.approx(printed, abs=0.006)
+    disparity = read_pfm(out / "disparity.pfm")
+    z = geometry["focal_px"] * geometry["baseline_m"] / (np.nanmedian(disparity) + geometry["doffs"])
+    assert z == pytest.approx(printed, rel=0.05)  # the formula it gives, on the disparity it saved

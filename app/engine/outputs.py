@@ -135,6 +135,8 @@ def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: 
         written.append("mask.png")
     planes = [round(float(v), 4) for v in result.planes]  # the numbers behind summary's planes_px text
     meta = {"request": request_json(request), **summary(result), "planes": planes, **extra}
+    if request.calibration is not None:  # what turns the disparity into metres (after rectification)
+        meta["calibration"] = calibration_json(request.calibration, result.disparity)
     atomic_write(folder / "result.json", (json.dumps(meta, indent=2) + "\n").encode())
     written.append("result.json")
     return written
@@ -192,6 +194,31 @@ def _older_than(path: Path, seconds: float) -> bool:
         return time.time() - path.stat().st_mtime > seconds
     except OSError:
         return False
+
+
+def calibration_json(calibration: Calibration, disparity: np.ndarray) -> dict[str, Any]:
+    """The rectified geometry the depth is in (focal length, principal point, baseline) and the
+    depth it gives: a raw rig's rectified focal length differs from its M1's (522 against 500 px
+    on a review's rig), and result.json named only the calibration file."""
+    out: dict[str, Any] = {
+        "focal_px": round(calibration.focal_px, 4),
+        "cx": round(calibration.cx, 4),
+        "cy": round(calibration.cy, 4),
+        "doffs": round(calibration.doffs, 4),
+        "baseline_m": round(calibration.baseline_m, 6),
+        "baseline_known": calibration.baseline_known,
+        "depth": "Z = focal_px * baseline_m / (disparity + doffs)",
+    }
+    z = calibration.depth_m(disparity)
+    ok = np.isfinite(z)
+    if ok.any():
+        unit = "m" if calibration.baseline_known else "baselines"
+        out[f"depth_{unit}"] = {
+            "median": round(float(np.median(z[ok])), 4),
+            "p5": round(float(np.percentile(z[ok], 5)), 4),
+            "p95": round(float(np.percentile(z[ok], 95)), 4),
+        }
+    return out
 
 
 def request_json(request: DepthRequest) -> dict[str, Any]:

@@ -648,7 +648,9 @@ def test_result_json_keeps_the_geometry_its_metres_come_from(capsys, demo_dir: P
     argv = [*pair, "--engine", "sgbm", "--calib", str(demo_dir / "calib.txt"), "--out", str(out)]
     code, stdout, _ = run(capsys, "depth", *argv)
     geometry = json.loads((out / "result.json").read_text())["calibration"]
-    assert code == 0 and geometry["baseline_m"] == pytest.approx(0.193, abs=1e-3) and geometry["baseline_known"]
+    assert (
+        code == 0 and geometry["baseline_m"] == pytest.approx(0.193, abs=1e-3) and geometry["baseline_known"]
+    )
     printed = float(stdout.split("median depth ")[1].split(" m")[0])
     assert geometry["depth_m"]["median"] == pytest.approx(printed, abs=0.006)
     disparity = read_pfm(out / "disparity.pfm")

@@ -46,7 +46,7 @@ from app.engine.session import (
     plural,
 )
 from app.engine.types import Calibration, FrameResult, StereoPair
-from app.ui import wheel_guard, work
+from app.ui import key_guard, wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
 from app.ui.cloud_view import CloudView
@@ -148,6 +148,7 @@ class MainWindow(QMainWindow):
         self._engine_in_use = engine_values(settings)  # what the controls go back to on an error
         self._restore_layout()
         self._wheel_guard = wheel_guard.install(self)  # the wheel scrolls panels, not their fields
+        self._key_guard = key_guard.install(self)  # Space and Right stay a focused control's own
 
     # ---- construction ---------------------------------------------------------------------
     def _build_views(self) -> None:

@@ -823,3 +823,32 @@ def test_a_video_cut_short_is_said_when_it_ends(qtbot, tmp_path: Path) -> None: 
     with qtbot.waitSignal(window.controller.sourceEnded, timeout=20_000):
         window.open_spec(f"video:{cut}?layout=sbs")
     assert window.notices.level == "error" and "looks cut short" in window.last_error
+
+
+def test_a_focused_control_keeps_its_own_keys_from_the_playback_shortcuts(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Right (Step) kept a focused slider from moving right, and Space (Pause) paused the source
+    instead of ticking the focused checkbox (review at 1920 x 1080)."""
+    from PySide6.QtCore import Qt
+
+    window = _window(qtbot, lambda spec: FakeSource(5))
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    steps: list[bool] = []
+    window.step_action.triggered.connect(lambda *_: steps.append(True))
+    slider = window.controls.min_confidence
+    slider.setFocus()
+    qtbot.waitUntil(slider.hasFocus, timeout=5_000)
+    before = slider.value()
+    qtbot.keyClick(slider, Qt.Key.Key_Right)
+    assert slider.value() == before + slider.singleStep() and not steps
+    swap = window.controls.swap_views
+    swap.setFocus()
+    qtbot.waitUntil(swap.hasFocus, timeout=5_000)
+    paused = window.pause_action.isChecked()
+    qtbot.keyClick(swap, Qt.Key.Key_Space)
+    assert swap.isChecked() and window.pause_action.isChecked() == paused
+    window.left_view.setFocus()  # an image: the keys are the window's
+    qtbot.keyClick(window.left_view, Qt.Key.Key_Space)
+    assert window.pause_action.isChecked() != paused

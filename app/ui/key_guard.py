@@ -1,0 +1,54 @@
+"""The playback keys (Space: pause, Right: step) leave a focused control its own keys.
+
+The window's Space and Right shortcuts work wherever the focus is, so that the playback needs no
+toolbar. They took the keys from the control being used: Right did not move a focused slider
+(Min confidence went down with Left and never up again) and Space paused the video instead of
+ticking the focused checkbox. A control with the focus that uses the key claims it first, as
+Qt's shortcut override allows; elsewhere (an image, a button-less area) the shortcut works.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSlider,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QLineEdit,
+)
+
+# a focused control of these kinds keeps these keys
+OWN_KEYS: tuple[tuple[type, frozenset[int]], ...] = (
+    (QAbstractSlider, frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right})),
+    (QAbstractSpinBox, frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Space})),
+    (QLineEdit, frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Space})),
+    (QComboBox, frozenset({Qt.Key.Key_Space})),
+    (QAbstractButton, frozenset({Qt.Key.Key_Space})),
+)
+
+
+class KeyGuard(QObject):
+    """An application event filter: a focused control's own key is not a window shortcut."""
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() != QEvent.Type.ShortcutOverride or not isinstance(event, QKeyEvent):
+            return False
+        if event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            return False  # Ctrl+R and the like stay shortcuts
+        key = event.key()
+        if any(isinstance(obj, kind) and key in keys for kind, keys in OWN_KEYS):
+            event.accept()  # the key goes to the control, not to the shortcut
+            return True
+        return False
+
+
+def install(parent: QObject) -> KeyGuard:
+    """Filter the application's shortcut overrides for as long as ``parent`` lives."""
+    guard = KeyGuard(parent)
+    app = QApplication.instance()
+    if app is not None:
+        app.installEventFilter(guard)
+    return guard

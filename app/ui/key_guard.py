@@ -15,10 +15,11 @@ from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSlider,
     QAbstractSpinBox,
-    QApplication,
     QComboBox,
     QLineEdit,
 )
+
+from app.ui.wheel_guard import filter_application
 
 # a focused control of these kinds keeps these keys
 OWN_KEYS: tuple[tuple[type, frozenset[int]], ...] = (
@@ -47,8 +48,4 @@ class KeyGuard(QObject):
 
 def install(parent: QObject) -> KeyGuard:
     """Filter the application's shortcut overrides for as long as ``parent`` lives."""
-    guard = KeyGuard(parent)
-    app = QApplication.instance()
-    if app is not None:
-        app.installEventFilter(guard)
-    return guard
+    return filter_application(KeyGuard(parent))

@@ -8,6 +8,8 @@ the panel it is in, as in most desktop applications.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (
     QAbstractSlider,
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 GUARDED = (QComboBox, QAbstractSpinBox, QAbstractSlider)
+GuardT = TypeVar("GuardT", bound=QObject)
 
 
 def _scroll_area(widget: QWidget) -> QScrollArea | None:
@@ -54,7 +57,11 @@ class WheelGuard(QObject):
 
 def install(parent: QObject) -> WheelGuard:
     """Filter the application's wheel events for as long as ``parent`` lives."""
-    guard = WheelGuard(parent)
+    return filter_application(WheelGuard(parent))
+
+
+def filter_application(guard: GuardT) -> GuardT:
+    """Install ``guard`` as an event filter of the whole application (it lives as its parent)."""
     app = QApplication.instance()
     if app is not None:
         app.installEventFilter(guard)

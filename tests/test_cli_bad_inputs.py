@@ -70,6 +70,13 @@ def test_an_unexpected_error_is_one_line_naming_the_report(
         (["--mode", "binary", "--planes", "nan"], "--planes value is nan, not a finite number; give pixels"),
         (["--mode", "binary"], "binary mode needs one plane: give --planes"),
         (["--max-disparity", "100000"], "outside [16, 1024] px"),
+        # ignored unsaid in continuous depth, where --range was refused (review)
+        (["--planes", "12,24"], "--planes sets the binary plane or the quantized levels, not continuous"),
+        (
+            ["--mode", "selective", "--range", "5", "9", "--planes", "7"],
+            "use --mode binary or --mode quantized",
+        ),
+        (["--levels", "8"], "--levels applies to quantized depth, not continuous; use --mode quantized"),
     ],
 )
 def test_numbers_that_no_engine_can_answer(capsys, tiny, tmp_path, args, needle) -> None:  # type: ignore[no-untyped-def]

@@ -91,6 +91,14 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
         raise UserError("binary mode needs one plane: give --planes (pixels, or metres with --calib)")
     if planes and args.levels is not None:
         raise UserError("--planes and --levels both set the planes; give one of them")
+    # ignored unsaid, where --range was refused: a user who gave them thinks they applied
+    if planes and args.mode not in ("binary", "quantized"):
+        raise UserError(
+            f"--planes sets the binary plane or the quantized levels, not {args.mode} depth's sweep; use "
+            "--mode binary or --mode quantized (--max-disparity bounds the sweep)"
+        )
+    if args.levels is not None and args.mode != "quantized":
+        raise UserError(f"--levels applies to quantized depth, not {args.mode}; use --mode quantized")
     rng = None
     if args.range:
         a, b = (to_disparity(v, calibration, "--range") for v in args.range)

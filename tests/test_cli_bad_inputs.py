@@ -326,3 +326,10 @@ def test_a_file_size_limit_is_not_called_a_full_disk(tmp_path: Path, monkeypatch
         fileio.atomic_write(tmp_path / "big.bin", b"x")
     assert "larger than this system lets a file be" in str(exc.value) and "disk is full" not in str(exc.value)
     assert not list(tmp_path.iterdir())
+
+
+def test_an_input_after_an_option_is_said_to_go_with_the_others(capsys, tiny) -> None:  # type: ignore[no-untyped-def]
+    """'depth LEFT --calib FILE RIGHT' named RIGHT as an unrecognized argument, nothing more."""
+    line = bad(capsys, "depth", tiny[0], "--engine", "sgbm", tiny[1])
+    assert f"unrecognized arguments: {tiny[1]}; give the inputs together" in line
+    assert "give the inputs" not in bad(capsys, "depth", *tiny, "--frobnicate")  # an unknown option is one

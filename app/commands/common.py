@@ -26,7 +26,9 @@ class Parser(argparse.ArgumentParser):
         if extra and not any(word.startswith("-") for word in extra):
             # 'depth LEFT --calib FILE RIGHT': RIGHT came after an option, so argparse took LEFT
             # alone and named RIGHT as unknown, which read as if the file were wrong
-            message += "; give the inputs together, before or after the options (e.g. LEFT RIGHT --calib FILE)"
+            message += (
+                "; give the inputs together, before or after the options (e.g. LEFT RIGHT --calib FILE)"
+            )
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 

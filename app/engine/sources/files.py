@@ -182,13 +182,18 @@ PAIR_FOLDER_HELP = (
 )
 
 
-def pair_folder_scenes(folder: Path) -> list[Scene]:
+def pair_folder_scenes(folder: Path, notes: list[str] | None = None) -> list[Scene]:
     """Pairs in the two cameras' subfolders (``PAIR_FOLDERS``; their images, or those of a
     ``data/`` folder inside), or files named ``*left*`` / ``*right*``, or with ``L`` / ``R``
     as a word of their names (``0001_L.png``).
 
-    Every image must have its partner; otherwise a ``UserError`` names one that lacks it.
+    An image without its partner is skipped, said in ``notes`` (a recording tool that dropped
+    one frame of one camera refused the whole folder); none matched is a ``UserError`` naming
+    one. Camera folders whose names never match (a ROS export stamps each camera's frames with
+    its own clock: frame_<t>.png beside frame_<t + 12 us>.png) but hold as many images each are
+    paired in name order, with a note.
     """
+    notes = [] if notes is None else notes
     found = _camera_folders(folder)
     if found is not None:
         (left_dir, right_dir), (old, new) = found
@@ -197,6 +202,12 @@ def pair_folder_scenes(folder: Path) -> list[Scene]:
         for p in lefts:  # also accept left/a_left_1.png with right/a_right_1.png (L/a_L.png, R/a_R.png)
             if not partner[p].is_file():
                 partner[p] = right_dir / _swap_side(p.name, old, new)
+        if lefts and len(lefts) == len(rights) and not any(partner[p].is_file() for p in lefts):
+            partner = dict(zip(lefts, rights, strict=True))  # both sorted by name (natural order)
+            notes.append(
+                f"{left_dir.name}/ and {right_dir.name}/ share no file name ({lefts[0].name}, "
+                f"{rights[0].name}): their {len(lefts)} images are paired in name order"
+            )
     else:
         files = _images(folder)
         lefts = [p for p in files if "left" in p.name.lower()]
@@ -208,8 +219,8 @@ def pair_folder_scenes(folder: Path) -> list[Scene]:
             partner = {p: p.with_name(_swap_side(p.name, _SIDE_TOKEN["l"].pattern, "r")) for p in lefts}
     if not lefts and not rights:
         raise UserError(f"no stereo pairs in {folder}: expected {PAIR_FOLDER_HELP}")
-    _check_matched(folder, lefts, rights, partner)
-    return [Scene(p.stem, p, partner[p]) for p in lefts]
+    _check_matched(folder, lefts, rights, partner, notes)
+    return [Scene(p.stem, p, partner[p]) for p in lefts if partner[p].is_file()]
 
 
 def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] | None:
@@ -227,15 +238,30 @@ def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] |
     return None
 
 
-def _check_matched(folder: Path, lefts: list[Path], rights: list[Path], partner: dict[Path, Path]) -> None:
-    unmatched = [f"{p.name} (no {partner[p].name})" for p in lefts if not partner[p].is_file()]
+def _check_matched(
+    folder: Path, lefts: list[Path], rights: list[Path], partner: dict[Path, Path], notes: list[str]
+) -> None:
+    """Images without a partner: skipped with a note, or a ``UserError`` when no pair is left."""
+    unmatched = [
+        f"{_inside(folder, p)} (no {_inside(folder, partner[p])})" for p in lefts if not partner[p].is_file()
+    ]
     taken = set(partner.values())
-    unmatched += [f"{p.name} (no left image)" for p in rights if p not in taken]
-    if unmatched:
-        more = f" and {len(unmatched) - 1} more" if len(unmatched) > 1 else ""
-        raise UserError(
-            f"unmatched images in {folder}: {unmatched[0]}{more}; every left image needs a right one"
-        )
+    unmatched += [f"{_inside(folder, p)} (no left image)" for p in rights if p not in taken]
+    if not unmatched:
+        return
+    more = f" and {len(unmatched) - 1} more" if len(unmatched) > 1 else ""
+    if any(partner[p].is_file() for p in lefts):
+        notes.append(f"{len(unmatched)} image(s) without a partner skipped: {unmatched[0]}{more}")
+        return
+    raise UserError(f"unmatched images in {folder}: {unmatched[0]}{more}; every left image needs a right one")
+
+
+def _inside(folder: Path, path: Path) -> str:
+    """``path`` as it lies in ``folder`` (right/frame_1.png: the camera's folder says which)."""
+    try:
+        return path.relative_to(folder).as_posix()
+    except ValueError:
+        return path.name
 
 
 def image_pair_scene(left: Path, right: Path) -> Scene:
@@ -261,6 +287,9 @@ class SceneSource(StereoSource):
         self._description = description
         self._timestamps = list(timestamps) if timestamps is not None else None
         self._calibration = calibration
+        # what the folder's listing found (images skipped, pairs matched in name order): said with
+        # the first frame read, as each frame's own notes are said with it
+        self.opening_notes: list[str] = []
 
     @property
     def frame_count(self) -> int:
@@ -298,7 +327,8 @@ class SceneSource(StereoSource):
 
     def _next(self) -> Frame | None:
         index = self.frame_number + 1
-        notes: list[str] = []
+        notes: list[str] = list(self.opening_notes)
+        self.opening_notes = []
         skipped_in_a_row = 0
         while True:
             if index >= len(self.scenes):

@@ -114,12 +114,13 @@ def _build(spec: str, camera_factory: CaptureFactory) -> StereoSource:
 def _folder(path: Path) -> StereoSource:
     if is_recording(path) or looks_like_recording(path):
         return open_recording(path)  # a damaged index is refused there, with how to rebuild it
+    notes: list[str] = []
     try:
         scenes = find_scenes(path)
         what = f"{len(scenes)} dataset scene(s)"
     except UserError:  # not a dataset: a folder of pairs, or an error saying what is missing
         try:
-            scenes = pair_folder_scenes(path)
+            scenes = pair_folder_scenes(path, notes)
         except UserError as exc:
             inner = _split_folders(path)
             if not inner:
@@ -127,7 +128,9 @@ def _folder(path: Path) -> StereoSource:
             names = " or ".join(str(path / name) for name in inner)
             raise UserError(f"{exc}; the pairs are a level down: give {names}") from None
         what = f"{len(scenes)} pair(s)"
-    return SceneSource(scenes, f"{what} in {path}")
+    source = SceneSource(scenes, f"{what} in {path}")
+    source.opening_notes.extend(notes)  # images skipped, or paired in name order
+    return source
 
 
 SPLIT_FOLDERS = ("training", "testing", "train", "test", "val", "validation")  # a dataset's root

@@ -169,9 +169,38 @@ def test_a_side_word_is_a_whole_word(tmp_path: Path) -> None:
 
 
 def test_pair_folder_with_an_unmatched_image(tmp_path: Path) -> None:
+    """A recorder that dropped one camera's frame now and then: the folder was refused whole."""
     for name in ("a_left.png", "a_right.png", "b_left.png", "c_right.png"):
         write_color_png(tmp_path / name, image(1))
+    with open_source(str(tmp_path)) as source:
+        assert source.frame_count == 1 and source.read() is not None
+        assert source.notes == [
+            "2 image(s) without a partner skipped: b_left.png (no b_right.png) and 1 more"
+        ]
+    for name in ("a_left.png", "a_right.png"):
+        (tmp_path / name).unlink()
     with pytest.raises(UserError, match=r"unmatched images .*b_left\.png \(no b_right\.png\) and 1 more"):
+        open_source(str(tmp_path))  # no pair at all: refused
+
+
+def test_camera_folders_that_share_no_name_pair_in_name_order(tmp_path: Path) -> None:
+    """A ROS export stamps each camera's frames with its own clock (frame_<t>.png, frame_<t + 12
+    us>.png): refused as 'frame_1.png (no frame_1.png)', naming the same file twice."""
+    for side, offset in (("left", 0), ("right", 12)):
+        (tmp_path / side).mkdir()
+        for i, stamp in enumerate((100, 200, 300)):
+            write_color_png(
+                tmp_path / side / f"frame_{stamp + offset}.png", image(i + (100 if offset else 0))
+            )
+    with open_source(str(tmp_path)) as source:
+        pairs = list(source)
+        assert [(int(p.left[0, 0, 0]), int(p.right[0, 0, 0])) for p in pairs] == [
+            (0, 100),
+            (1, 101),
+            (2, 102),
+        ]
+    (tmp_path / "right" / "frame_312.png").unlink()  # counts differ: no guessing
+    with pytest.raises(UserError, match=r"left/frame_100\.png \(no right/frame_100\.png\)"):
         open_source(str(tmp_path))
 
 

@@ -656,3 +656,21 @@ def test_result_json_keeps_the_geometry_its_metres_come_from(capsys, demo_dir: P
     disparity = read_pfm(out / "disparity.pfm")
     z = geometry["focal_px"] * geometry["baseline_m"] / (np.nanmedian(disparity) + geometry["doffs"])
     assert z == pytest.approx(printed, rel=0.05)  # the formula it gives, on the disparity it saved
+
+
+def test_a_source_that_ends_before_frames_says_so(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--frames 5 of a 3-frame source said only 'wrote 3 frame(s)'."""
+    argv = [
+        "depth",
+        "synthetic:48x80?frames=3",
+        "--engine",
+        "sgbm",
+        "--frames",
+        "5",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "ended after 3 frame(s) of the 5 asked for" in out and "wrote 3 frame(s)" in out
+    code, out, _ = run(capsys, *argv[:-3], "2", "--out", str(tmp_path / "p"))
+    assert code == 0 and "ended after" not in out

@@ -181,6 +181,8 @@ def run_source(args: argparse.Namespace) -> int:
             if f"note: {note}" not in said:
                 print(f"note: {note}")
     count = len(numbers)
+    if args.frames and count < args.frames and source.ended:  # not a damaged frame's: the end
+        print(f"note: {source.describe()} ended after {count} frame(s) of the {args.frames} asked for")
     stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:
         print(f"note: removed the results of {stale} other frame(s) of an earlier run from {args.out}")

@@ -95,6 +95,23 @@ class VideoSource(StereoSource):
         self._fps = float(fps) if fps and np.isfinite(fps) and fps > 0 else DEFAULT_FPS
         counts = [int(c.get(cv2.CAP_PROP_FRAME_COUNT) or 0) for c in self._captures]
         self._count = min(counts) if min(counts) > 0 else None  # containers may not know
+        if len(self._captures) == 2:
+            self._note_mismatch([float(c.get(cv2.CAP_PROP_FPS) or 0.0) for c in self._captures], counts)
+
+    def _note_mismatch(self, rates: list[float], counts: list[int]) -> None:
+        """Two videos are paired frame by frame: a different frame rate or length is said (a 30 and
+        a 15 fps camera paired unsaid drifted apart by a frame in every two)."""
+        names = [p.name for p in self.paths]
+        if min(rates) > 0 and abs(rates[0] - rates[1]) > 0.01 * max(rates):
+            self.notes.append(
+                f"{names[0]} runs at {rates[0]:g} fps but {names[1]} at {rates[1]:g} fps: frames are "
+                "paired by number, not by time, so the views drift apart; give two videos of one rig"
+            )
+        if min(counts) > 0 and abs(counts[0] - counts[1]) > max(1, max(counts) // 50):
+            self.notes.append(
+                f"{names[0]} has {counts[0]} frames but {names[1]} {counts[1]}: the pairs end after "
+                f"{min(counts)}, with the shorter"
+            )
 
     def _open_one(self, path: Path) -> Any:
         if not path.is_file():

@@ -510,3 +510,21 @@ def test_a_video_cut_short_says_so_at_its_end(tmp_path: Path) -> None:
         read = sum(1 for _ in source)
         notes = [n for n in source.notes if "cut short" in n]
     assert 0 < read < 35 and len(notes) == 1 and f"ended at frame {read} of the 40" in notes[0]
+
+
+def test_two_videos_of_another_rate_or_length_are_said(tmp_path: Path) -> None:
+    """A 30 fps and a 15 fps camera were paired frame by frame, unsaid, and the pairs ended with
+    the shorter file without a word."""
+    frames = [image(i) for i in range(6)]
+    write_video(tmp_path / "l.avi", frames, fps=30.0)
+    write_video(tmp_path / "r.avi", frames[:4], fps=15.0)
+    with open_source(f"{tmp_path / 'l.avi'},{tmp_path / 'r.avi'}") as source:
+        assert source.notes == [
+            "l.avi runs at 30 fps but r.avi at 15 fps: frames are paired by number, not by time, so the "
+            "views drift apart; give two videos of one rig",
+            "l.avi has 6 frames but r.avi 4: the pairs end after 4, with the shorter",
+        ]
+        assert len(list(source)) == 4
+    write_video(tmp_path / "r.avi", frames, fps=30.0)
+    with open_source(f"{tmp_path / 'l.avi'},{tmp_path / 'r.avi'}") as source:
+        assert source.notes == []

@@ -15,12 +15,18 @@ def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
         return ""
     parts = [f"x {x}  y {y}", f"{depth.engine}:"]
     d = float(depth.disparity[y, x])
+    # continuous depth at the sweep's last plane is "that near or nearer", not a measurement (a
+    # bike 51 px away read "32.00 px, 3.04 m" under a 32 px maximum)
+    top = float(depth.planes[-1]) if depth.mode is Mode.CONTINUOUS and len(depth.planes) else np.inf
+    clipped = np.isfinite(d) and d >= top - 0.5
     if np.isfinite(d):
-        parts.append(f"disparity {d:.2f} px")
+        parts.append(f"disparity ≥ {top:g} px (the search's end)" if clipped else f"disparity {d:.2f} px")
         if result.calibration is not None:
-            z = float(result.calibration.depth_m(np.array([d]))[0])
+            z = float(result.calibration.depth_m(np.array([top if clipped else d]))[0])
             unit = result.calibration.depth_unit
-            parts.append(f"depth {z:.2f} {unit}" if np.isfinite(z) else "depth ∞")
+            parts.append(
+                ("depth ≤ " if clipped else "depth ") + f"{z:.2f} {unit}" if np.isfinite(z) else "depth ∞"
+            )
     elif depth.mode is not Mode.BINARY:
         parts.append("disparity unknown")
     if depth.mode is Mode.BINARY:

@@ -174,3 +174,22 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     title = render(plane, DisplaySpec()).depth_title
     assert title.startswith("bi3d binary · P(disparity > 24 px) (nearer than 0.5 m)")
     assert title.endswith("nearer: red on the left image")
+
+
+def test_the_readout_says_an_answer_at_the_search_s_end_is_that_near_or_nearer() -> None:
+    """Under a 32 px maximum a bike 51 px away read 'disparity 32.00 px depth 3.04 m' (review)."""
+    from app.engine.types import Calibration, DepthRequest, FrameResult, Mode
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((4, 4, 3), np.uint8)
+    depth = empty_result(image, "bi3d", Mode.CONTINUOUS)
+    depth.planes = np.arange(0, 34, 3, dtype=np.float32)  # the sweep: 0, 3, ..., 33 px
+    depth.disparity[:] = 20.0
+    depth.disparity[0, 0] = 33.0
+    calibration = Calibration(focal_px=500.0, baseline_m=0.1)
+    frame = FrameResult(
+        1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS), depth, calibration=calibration
+    )
+    assert "disparity ≥ 33 px (the search's end)" in work.readout(frame, 0, 0)
+    assert "depth ≤ 1.52 m" in work.readout(frame, 0, 0)
+    assert "disparity 20.00 px" in work.readout(frame, 1, 1) and "depth 2.50 m" in work.readout(frame, 1, 1)

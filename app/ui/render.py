@@ -85,7 +85,13 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         shown = depth.disparity
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
         title = f"{depth.engine} {depth.mode.value} · disparity in px{_depth_span(result, levels)}"
-        if not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
+        if not np.isfinite(shown).any():  # the colour bar's 0-1 and its depths would read as an answer
+            title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (
+                f" (Min confidence {result.request.min_confidence:.2f}: lower it)"
+                if result.request.min_confidence > 0
+                else ""
+            )
+        elif not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
             title += " · grey: unknown" + (", or outside the range" if depth.range_state is not None else "")
         if depth.range_state is not None:
             title += " · nearer than the range: red on the left image"

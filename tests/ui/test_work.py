@@ -193,3 +193,18 @@ def test_the_readout_says_an_answer_at_the_search_s_end_is_that_near_or_nearer()
     assert "disparity ≥ 33 px (the search's end)" in work.readout(frame, 0, 0)
     assert "depth ≤ 1.52 m" in work.readout(frame, 0, 0)
     assert "disparity 20.00 px" in work.readout(frame, 1, 1) and "depth 2.50 m" in work.readout(frame, 1, 1)
+
+
+def test_a_depth_with_no_answer_left_says_so_instead_of_a_span() -> None:
+    """At Min confidence 1.00 every pixel was grey under 'depth 5.98-6.18 m' and a 0-1 bar."""
+    from app.engine.types import Calibration, DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((8, 8, 3), np.uint8)
+    depth = empty_result(image, "bi3d", Mode.CONTINUOUS)
+    depth.disparity[:] = np.nan
+    request = DepthRequest(mode=Mode.CONTINUOUS, min_confidence=1.0)
+    frame = FrameResult(1, 0, StereoPair(image, image), request, depth, calibration=Calibration(500.0, 0.1))
+    title = render(frame, DisplaySpec()).depth_title
+    assert title == "bi3d continuous · no pixel kept an answer (Min confidence 1.00: lower it)"

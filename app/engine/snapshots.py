@@ -37,6 +37,7 @@ def write_snapshot(
     extra: dict[str, Any] = {
         "calibration": None if cal is None else dataclasses.asdict(cal),
         "stage_timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
+        "engine_reason": result.engine_reason,  # which weights made it, as depth's result.json says
         "source": source,
         "source_time_s": round(float(result.pair.timestamp), 6),
         "answer_number": result.index,  # answers the window computed this session, this one's

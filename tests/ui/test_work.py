@@ -83,6 +83,7 @@ def test_snapshot_and_point_cloud(qtbot, demo_dir: Path, tmp_path: Path) -> None
     np.testing.assert_array_equal(read_image_rgb(folder / "left.png"), last.pair.left)
     np.testing.assert_array_equal(read_image_rgb(folder / "right.png"), last.pair.right)
     assert "source_time_s" in meta and meta["files"]["sgbm"] is None
+    assert meta["engine_reason"] == last.engine_reason != ""  # which engine and weights made it
     window.snapshot()  # the window's: with its source and how it showed the depth
     newest = max((tmp_path / "snapshots").iterdir())
     meta = json.loads((newest / "result.json").read_text())

@@ -45,6 +45,8 @@ class MainView(Protocol):
 
     def show_status(self, message: str) -> None: ...
 
+    def show_refused(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class Job:
@@ -283,6 +285,8 @@ class SessionController(QObject):
         if outcome.error:
             self.view.show_error(outcome.error)
             self._refusal = outcome.error if outcome.refused else None
+            if outcome.refused:
+                self.view.show_refused()  # what the controls say was chosen is no longer so
             if outcome.refused and self.showing_quick:
                 self._preview_stays()
             if outcome.ended:  # a broken source stops where it is; its last frame stays live

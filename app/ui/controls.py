@@ -512,5 +512,10 @@ class ControlsPanel(QWidget):
         reach = "auto" if result.searched is None else f"auto: {result.searched[1]:g} px"
         self.max_disparity_auto.setText(reach)
 
+    def show_refused(self) -> None:
+        """The engine refused these settings (a budget below its fastest answer): the choice of the
+        last answer ("chose 5 quantized planes, took 175 ms") no longer describes them."""
+        self.budget_label.setText("no answer at these settings (see the message); the last one stays shown")
+
     def set_flow_status(self, text: str) -> None:
         self.flow_status.setText(text)

@@ -881,6 +881,9 @@ class MainWindow(QMainWindow):
                 return
             self.show_status(f"wrote {count} points to {path}")
 
+    def show_refused(self) -> None:
+        self.controls.show_refused()
+
     def _ply_suggestion(self) -> str:
         """Where the save dialog starts: a new name in the output folder, as snapshots and
         recordings go (it started in the last source's folder: 5.5 MB went into a dataset)."""

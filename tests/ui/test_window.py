@@ -545,9 +545,11 @@ def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) ->
     c.budget.set_number(20)
     qtbot.waitUntil(lambda: window.notices.level == "error" and window.notices.isVisible(), timeout=5000)
     assert "below the fastest answer" in window.notices.text.text()
+    assert c.budget_label.text().startswith("no answer at these settings")  # not the last answer's choice
     c.budget.set_number(200)
     _wait_result(qtbot, window)
     assert not window.notices.isVisible()  # it stood beside the new answer and hid later news
+    assert not c.budget_label.text().startswith("no answer")
     window.show_status("snapshot saved")
     assert window.notices.isVisible() and window.notices.level == "info"
     # another error (not about the settings) stays until dismissed

@@ -262,11 +262,10 @@ def run_rectify(args: argparse.Namespace) -> int:
                 f"{args.calib} describes a rectified pair, not a raw rig; self-rectify without --calib"
             )
     result = rectify_frames(pairs, known, args.baseline, args.detector)
-    how = (
-        "intrinsics of " + str(args.calib) + ", relative pose re-estimated"
-        if result.method == "pose"
-        else "projective (no intrinsics known)"
-    )
+    how = {
+        "pose": f"intrinsics of {args.calib}, relative pose re-estimated",
+        "rows": "the right view's rows moved onto the left's (shift, roll, vertical scale; no intrinsics known)",
+    }.get(result.method, "projective (no intrinsics known)")
     print(f"frames: {result.frames}, matches: {result.matches} ({args.detector})")
     print(f"method: {how}")
     # "before" of a rig kept is measured on the frames it rectifies, as 'calib check --calib' does
@@ -279,6 +278,12 @@ def run_rectify(args: argparse.Namespace) -> int:
     print(f"check of the first rectified frame: {check.verdict} ({check.reason_in(cli_words)})")
     if not result.baseline_known:
         print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")
+    if result.method != "pose":  # metres from this rig are only as right as this guess
+        focal = float(result.rig.K1[0, 0])
+        print(
+            f"note: focal length unknown, assumed {focal:g} px (the image's larger side): depths in metres "
+            "scale with it; 'calib chessboard' measures it"
+        )
     write_opencv_yaml(args.out, result.rig, result.baseline_known)
     print(f"{wrote} {args.out}")
     return 0

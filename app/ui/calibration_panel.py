@@ -664,7 +664,9 @@ class CalibrationPanel(QWidget):
                     f"matches {before}, <= {DESK.RECTIFIED_RMS_PX} px): nothing changed"
                 )
                 return
-            how = "pose re-fitted" if with_rig else "projective"
+            how = {"pose": "pose re-fitted", "rows": "the right view's rows moved"}.get(
+                result.method, "projective"
+            )
             self.self_status.setText(
                 f"vertical RMS {result.before_rms_px:.2f} px {before}, {result.after_rms_px:.2f} px after "
                 f"({result.matches} matches, {result.frames} frames, {how})"

@@ -38,7 +38,8 @@ FRAME_MARGIN = 0.05  # of the frame, around the left view (or matched content) o
 class SelfRectification:
     """The rig found, the matches it came from and their vertical RMS before and after (px).
 
-    ``method``: 'pose' (known intrinsics, R and t re-estimated) or 'projective'. "Before" is
+    ``method``: 'pose' (known intrinsics, R and t re-estimated), 'rows' (the right view's rows
+    moved onto the left's) or 'projective'. "Before" is
     measured as the check measures the frames shown: with a known rig, on the frames that rig
     rectifies ('pose'); without one, on the raw frames ('projective').
     """
@@ -192,6 +193,27 @@ def _projective(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int], baseline_
         flip = np.array([[sx, 0, (w - 1) * (sx < 0)], [0, sy, (h - 1) * (sy < 0)], [0, 0, 1.0]])
         frame = flip @ frame
     h1, h2 = frame @ h1, _disparity_offset(pl, pr, frame @ h1, frame @ h2)
+    return _nominal_rig(size, h1, h2, baseline_m)
+
+
+ROWS_RMS_PX = 0.5  # a row-only correction that leaves the matches this close is taken as it is
+
+
+def _rows(pl: np.ndarray, pr: np.ndarray, size: tuple[int, int], baseline_m: float) -> StereoRig:
+    """The right view's rows moved onto the left's (y' = a + b x + c y: a shift, a roll, a vertical
+    scale), the left view and every column as they are: disparities keep their values. Hartley's
+    projective pair, for a pair only 3 px apart vertically, sheared the views: a flat wall at
+    20 px read 24.6 px on its left half and 20.0 on its right."""
+    x, y = pr[:, 0].astype(np.float64), pr[:, 1].astype(np.float64)
+    a = np.column_stack([np.ones(len(pr)), x, y])
+    (c0, cx, cy), *_ = np.linalg.lstsq(a, pl[:, 1].astype(np.float64), rcond=None)
+    h2 = np.array([[1.0, 0.0, 0.0], [cx, cy, c0], [0.0, 0.0, 1.0]])
+    return _nominal_rig(size, np.eye(3), h2, baseline_m)
+
+
+def _nominal_rig(size: tuple[int, int], h1: np.ndarray, h2: np.ndarray, baseline_m: float) -> StereoRig:
+    """Pixel homographies as a rig of a nominal camera (focal length the image's larger side)."""
+    w, h = size
     nominal = max(w, h)
     k = np.array([[nominal, 0, (w - 1) / 2], [0, nominal, (h - 1) / 2], [0, 0, 1.0]])
     k_inv = np.linalg.inv(k)
@@ -263,7 +285,10 @@ def self_rectify(
                 "matcher); use frames of a static scene with varied texture that both cameras see"
             ) from None
     else:
-        rig, method = _projective(pl, pr, image_size, 1.0 if baseline_m is None else baseline_m), "projective"
+        baseline = 1.0 if baseline_m is None else baseline_m
+        rig, method = _rows(pl, pr, image_size, baseline), "rows"
+        if epipolar_rms(rig, [pl.astype(np.float32)], [pr.astype(np.float32)]) > ROWS_RMS_PX:
+            rig, method = _projective(pl, pr, image_size, baseline), "projective"
     ql, qr = pl.astype(np.float32), pr.astype(np.float32)
     if known is not None:  # the rig in use rectifies the frames: its rows are what "before" means
         before = epipolar_rms(known, [ql], [qr])

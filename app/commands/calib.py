@@ -264,7 +264,7 @@ def run_rectify(args: argparse.Namespace) -> int:
     result = rectify_frames(pairs, known, args.baseline, args.detector)
     how = {
         "pose": f"intrinsics of {args.calib}, relative pose re-estimated",
-        "rows": "the right view's rows moved onto the left's (shift, roll, vertical scale; no intrinsics known)",
+        "rows": "the right view's rows moved onto the left's (shift, roll, scale; no intrinsics known)",
     }.get(result.method, "projective (no intrinsics known)")
     print(f"frames: {result.frames}, matches: {result.matches} ({args.detector})")
     print(f"method: {how}")

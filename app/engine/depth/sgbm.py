@@ -27,15 +27,17 @@ from app.engine.depth.decoding import (
 from app.engine.depth.exposure import identical_pair_note
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import (
+    STEP_PX,
     RangeTracker,
     SceneRange,
     bounded,
     ceiling_note,
     ceiling_remedy,
+    estimate_reach,
     widest_search,
 )
 from app.engine.errors import UserError, setting
-from app.engine.types import SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
+from app.engine.types import DEFAULT_MAX_DISPARITY, SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
 
 SGBM_MODE_IDS = {  # OpenCV ids of the SGBM_MODES names
     "sgbm": cv2.STEREO_SGBM_MODE_SGBM,
@@ -167,6 +169,9 @@ class SGBMEngine:
             np.minimum(disp, top, out=disp)
             if beyond >= BEYOND_NOTE_SHARE:
                 notes.append(beyond_text(beyond, float(top)))
+            elif top < DEFAULT_MAX_DISPARITY:  # a maximum set below the default may miss the scene:
+                # matched wrongly inside the search, not piled at its top (20 px read 13, unsaid)
+                notes.extend(self._short_search_note(left, right, float(top)))
         t1 = time.perf_counter()
         result = self._answer(disp, request)
         t2 = time.perf_counter()
@@ -182,6 +187,19 @@ class SGBMEngine:
         if narrow:
             result.notes.append(f"SGBM searched 0-{fit} px: the images are {left.shape[1]} px wide")
         return with_alignment(result, notes, align_ms)
+
+    def _short_search_note(self, left: np.ndarray, right: np.ndarray, top: float) -> list[str]:
+        """A fixed maximum short of the scene: the quarter-resolution estimate of the automatic
+        range says how far the scene reaches (a few ms). SGBM answers such pixels with wrong
+        matches inside the search, so they do not pile up at its end to be noticed (a 20 px wall
+        under --max-disparity 16 read a median 13 px, unsaid; Bi3D said so)."""
+        reach = estimate_reach(left, right, widest_search(left.shape[1]), self.ranges.config)
+        if reach is None or reach <= top + STEP_PX:
+            return []
+        return [
+            f"the scene reaches about {reach:.0f} px, past the {top:g} px searched: SGBM's answers there "
+            f"are wrong matches; raise {setting('max_disparity')} (or give auto)"
+        ]
 
     def _bounded_planes(
         self, request: DepthRequest, left: np.ndarray, right: np.ndarray

@@ -169,3 +169,15 @@ def test_a_scene_nearer_than_an_auto_range_can_reach_is_said_and_what_to_do() ->
     assert "this model reaches 192 px: give the images at half size" in word_settings(note, plain_words)
     disparity[0, :6] = 188.0  # more than a step below
     assert ceiling_note(disparity, 192, ceiling_remedy(192)) == []
+
+
+def test_sgbm_under_a_maximum_short_of_the_scene_says_so() -> None:
+    """A 30 px scene under a 16 px maximum read wrong matches inside the search (a median of 13 px
+    for a 20 px wall in the review), with no note; Bi3D said it."""
+    left, right = _pair(30)
+    short = SGBMEngine().compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=16))
+    assert any("the scene reaches about" in n and "past the 16 px searched" in n for n in short.notes), (
+        short.notes
+    )
+    enough = SGBMEngine().compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=64))
+    assert not any("the scene reaches" in n for n in enough.notes)

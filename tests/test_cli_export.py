@@ -114,7 +114,7 @@ def test_bad_runtime_options_are_one_line(capsys, weights: Path, pair) -> None: 
     with pytest.raises(SystemExit):
         main(["depth", *pair, "--runtime", "cuda"])
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
-    given = ["depth", *pair, "--weights", str(weights), "--planes", "9"]
+    given = ["depth", *pair, "--weights", str(weights), "--mode", "binary", "--planes", "9"]
     code, _, err = run(capsys, *given, "--precision", "tf32")
     assert "tf32 needs --device cuda" in _one_line_error(code, err)
     code, _, err = run(capsys, *given, "--cuda-graphs")

@@ -129,6 +129,7 @@ def run_source(args: argparse.Namespace) -> int:
     from app.engine.depth.engines import build_engine
     from app.engine.outputs import format_summary, frame_folder, remove_stale_frames, write_result
     from app.engine.sources.spec import is_source_spec, open_source
+    from app.engine.sources.video import CUT_SHORT_WORDS
 
     if not is_source_spec(args.left):
         args.usage_error(
@@ -181,7 +182,8 @@ def run_source(args: argparse.Namespace) -> int:
             if f"note: {note}" not in said:
                 print(f"note: {note}")
     count = len(numbers)
-    if args.frames and count < args.frames and source.ended:  # not a damaged frame's: the end
+    cut = any(CUT_SHORT_WORDS in note for note in source.notes)  # said already, and why
+    if args.frames and count < args.frames and source.ended and not cut:  # the end, not a damaged frame
         print(f"note: {source.describe()} ended after {count} frame(s) of the {args.frames} asked for")
     stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:

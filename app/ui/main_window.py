@@ -575,8 +575,21 @@ class MainWindow(QMainWindow):
             self.notices.dismiss()  # the engine the error was about is gone: so is the error
             self._engine_error = ""
         self.session.set_compare(self.settings.compare)
-        self.show_status(f"engine: {self.session.engine.name} ({vocabulary.word(reason)})")
+        self.show_status(
+            f"engine: {self.session.engine.name} ({vocabulary.word(reason)})" + self._runtime_skipped()
+        )
         self.controller.refresh()
+
+    def _runtime_skipped(self) -> str:
+        """'; Runtime onnxruntime cannot run here (runs fp32 only, not bf16): the next one runs' when
+        the runtime asked for by name is skipped before any frame: torch ran, said only in the
+        status bar's tooltip after the first frame (review)."""
+        asked = self.settings.runtime
+        notes = getattr(getattr(self.session.engine, "backend", None), "notes", [])
+        why = next((n.split(" skipped: ", 1)[1] for n in notes if n.startswith(f"{asked} skipped: ")), None)
+        if asked == "auto" or why is None:
+            return ""
+        return f"; Runtime {asked} cannot run here ({why}): the next one in tensorrt, onnxruntime, torch runs"
 
     def _apply_compare(self, on: bool) -> None:
         self.session.set_compare(on)

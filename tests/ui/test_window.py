@@ -634,3 +634,15 @@ def test_play_and_pause_do_not_move_the_buttons_beside_them(qtbot) -> None:  # t
     window._show_paused(False)
     qtbot.wait(50)
     assert step.x() == before
+
+
+def test_a_runtime_asked_for_that_cannot_run_is_said_when_chosen(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Runtime onnxruntime with bf16 ran torch, said only in the status bar's tooltip (review)."""
+    window = _bi3d_window(qtbot)
+    c = window.controls.engine_controls
+    c["precision"].setCurrentText("bf16")  # type: ignore[attr-defined]
+    c["runtime"].setCurrentText("onnxruntime")  # type: ignore[attr-defined]
+    text = window.notices.text.text()
+    assert "Runtime onnxruntime cannot run here (runs fp32 only, not bf16)" in text, text
+    c["precision"].setCurrentText("fp32")  # type: ignore[attr-defined]
+    assert "cannot run here" not in window.notices.text.text()

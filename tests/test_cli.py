@@ -674,3 +674,14 @@ def test_a_source_that_ends_before_frames_says_so(capsys, tmp_path: Path) -> Non
     assert code == 0 and "ended after 3 frame(s) of the 5 asked for" in out and "wrote 3 frame(s)" in out
     code, out, _ = run(capsys, *argv[:-3], "2", "--out", str(tmp_path / "p"))
     assert code == 0 and "ended after" not in out
+
+
+def test_a_widened_auto_sweep_stays_within_the_image(capsys, demo_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A 64 px wide pair: the automatic bound was widened to 192 px when pixels were still
+    'closer' at its last plane, though no match lies past the image (README: 0-48 px)."""
+    for name in ("im0.png", "im1.png"):
+        cv2.imwrite(str(tmp_path / name), cv2.imread(str(demo_dir / name))[200:296, 300:364])
+    pair = [str(tmp_path / "im0.png"), str(tmp_path / "im1.png")]
+    code, out, _ = run(capsys, "depth", *pair, "--mode", "continuous", "--out", str(tmp_path / "o"))
+    searched = json.loads((tmp_path / "o" / "result.json").read_text())["max_disparity_auto_px"]
+    assert code == 0 and searched[1] <= 48, out

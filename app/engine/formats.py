@@ -125,13 +125,17 @@ def write_pfm(path: PathLike, array: np.ndarray) -> None:
 
 
 def write_kitti_png(path: PathLike, disparity: np.ndarray) -> None:
-    """Write H x W disparity as KITTI uint16 PNG (value = round(d * 256), 0 = invalid)."""
+    """Write H x W disparity as KITTI uint16 PNG (value = round(d * 256), 0 = invalid). An
+    answer of 0 px (or under 1/512 px) is stored as 1, the smallest answer the format holds:
+    written as 0 it read back as "invalid" beside the PFM's 0.0. A negative one stays invalid."""
     d = np.asarray(disparity, dtype=np.float64)
     if d.ndim != 2:
         raise ValueError(f"KITTI PNG needs an H x W disparity, got shape {d.shape}")
-    valid = np.isfinite(d) & (d > 0)
+    valid = np.isfinite(d) & (d >= 0)
     scaled = np.clip(np.where(valid, d, 0.0) * _KITTI_SCALE, 0, 65535)
-    ok, buf = cv2.imencode(".png", np.rint(scaled).astype(np.uint16))
+    values = np.rint(scaled).astype(np.uint16)
+    values[valid & (values == 0)] = 1
+    ok, buf = cv2.imencode(".png", values)
     if not ok:
         raise UserError(f"could not encode a PNG for {path}; check the disparity values")
     atomic_write(path, buf.tobytes())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, qInstallMessageHandler
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -71,6 +71,16 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
     return window
 
 
+# Qt's own lines that say nothing to a user (the offscreen platform of `gui --screenshot` printed
+# this before the one error line a failed run promises)
+QUIET_QT_MESSAGES = frozenset({"This plugin does not support propagateSizeHints()"})
+
+
+def _qt_message(_kind: object, _context: object, message: str) -> None:
+    if message not in QUIET_QT_MESSAGES:
+        print(message, file=sys.stderr)
+
+
 def run_gui(
     source: str | None,
     screenshot: str | None = None,
@@ -78,6 +88,7 @@ def run_gui(
     calibration: str | None = None,
     calibration2: str | None = None,
 ) -> int:
+    qInstallMessageHandler(_qt_message)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     if isinstance(app, QApplication):
         app.setApplicationName("Bi3D Studio")

@@ -360,6 +360,11 @@ def test_a_screenshot_run_whose_source_fails_says_so_and_fails(qapp, capsys, tmp
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not shot.exists()
     assert err[-1].startswith("bi3d-studio gui: error: no screenshot saved: ") and "nope.png" in err[-1]
+    from app.ui.app import _qt_message
+
+    _qt_message(None, None, "This plugin does not support propagateSizeHints()")  # the offscreen
+    _qt_message(None, None, "a Qt warning worth reading")  # platform's line, printed before it
+    assert capsys.readouterr().err == "a Qt warning worth reading\n"
 
 
 def test_a_screenshot_run_closes_once_the_shot_is_saved_quit_after_being_the_longest_wait(

@@ -76,6 +76,7 @@ from app.engine.depth.scene_range import (
     ceiling_note,
     ceiling_remedy,
     closer_than_top,
+    widest_search,
 )
 from app.engine.depth.search import coarse_planes
 from app.engine.depth.searched import (
@@ -294,6 +295,8 @@ class Bi3DEngine:
         padder = Padder(left.shape[0], left.shape[1], minimum=self.model.min_size)
         size = padder.padded_size
         ceiling = request.max_disparity
+        if request.auto_range:  # widened, the sweep stops where matches can lie: within the image
+            ceiling = min(ceiling, widest_search(left.shape[1]))  # (a 64 px pair swept 0-192 px)
         t_range = time.perf_counter()
         found = None
         if self.model.has_disp_refine:  # DispRefine reads the area under the whole trained range

@@ -209,7 +209,7 @@ def _video_frames(
 
     from app.engine.sources.base import split_frame
     from app.engine.sources.layout import LAYOUT_NAMES, stereo_layout
-    from app.engine.sources.video import CUT_SHORT_WORDS
+    from app.engine.sources.video import cut_short_note
 
     # FFmpeg's own log lines ("moov atom not found") would break the one-line error contract;
     # read by OpenCV when it first opens a file, and a value the user set wins
@@ -234,11 +234,9 @@ def _video_frames(
             read += 1
             yield split_frame(frame, stereo[0])[0] if stereo else cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
             ok, frame = capture.read()
-        if count - read > max(2, count // 50):  # containers' counts may be estimates: a few frames is no sign
-            print(
-                f"note: {path.name} ended at frame {read} of the {count} its header announces: the file "
-                f"{CUT_SHORT_WORDS} (an interrupted copy or recording); the frames after it are missing"
-            )
+        cut = cut_short_note(path.name, read, count)
+        if cut is not None:
+            print(f"note: {cut}")
     finally:
         capture.release()
 

@@ -35,6 +35,18 @@ VideoFactory = Callable[[str], Any]  # returns an object with cv2.VideoCapture's
 CUT_SHORT_WORDS = "looks cut short"  # the note of a video that ends before its header says
 
 
+def cut_short_note(what: str, read: int, count: int | None) -> str | None:
+    """The note for a video that ended at frame ``read`` of the ``count`` its header announces
+    (an interrupted copy or recording), or None. Containers' counts may be estimates, so a
+    shortfall of a few frames (or 2 %) is no sign; an unknown count (None or 0) says nothing."""
+    if not count or count - read <= max(2, count // 50):
+        return None
+    return (
+        f"{what} ended at frame {read} of the {count} its header announces: the file "
+        f"{CUT_SHORT_WORDS} (an interrupted copy or recording); the frames after it are missing"
+    )
+
+
 class VideoSource(StereoSource):
     """One stereo video (``layout`` sbs or tb), or two mono videos (left, right). ``explicit``
     False: the layout is a default, and the first frame may show the other (``_check_layout``)."""
@@ -169,17 +181,11 @@ class VideoSource(StereoSource):
         self._captures = []
 
     def _note_cut_short(self, read: int) -> None:
-        """A file that ends well before the frame count its header announces was cut short (an
-        interrupted copy or recording): said, not played as if it were whole. Containers' counts
-        may be estimates, so a shortfall of a few frames (or 2 %) is no sign."""
-        count = self._count
-        if count is None or self._cut_noted or count - read <= max(2, count // 50):
-            return
-        self._cut_noted = True
-        self.notes.append(
-            f"{self.describe()} ended at frame {read} of the {count} its header announces: the file "
-            f"{CUT_SHORT_WORDS} (an interrupted copy or recording); the frames after it are missing"
-        )
+        """A file cut short is said once, not played as if it were whole (``cut_short_note``)."""
+        note = None if self._cut_noted else cut_short_note(self.describe(), read, self._count)
+        if note is not None:
+            self._cut_noted = True
+            self.notes.append(note)
 
     def _next(self) -> Frame | None:
         frames = []

@@ -38,7 +38,7 @@ from app.engine.depth.agreement import (
     plane_confidence,
 )
 from app.engine.depth.alignment import VerticalAligner, with_alignment
-from app.engine.depth.border import border_guesses
+from app.engine.depth.border import leave_unknown
 from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
     BEYOND_NOTE_SHARE,
@@ -843,9 +843,7 @@ class Bi3DEngine:
                     state[~(self._plane_probabilities(feats, support, padder, images) > 0.5)] = -1
             disparity[state != 0] = np.nan
             np.clip(disparity, lo, hi, out=disparity)  # "inside" reads inside, whatever the refinement did
-        confidence[border_guesses(disparity)] = 0.0  # no match in the right image: a guess, said so
-        if request.min_confidence > 0:
-            disparity[confidence < request.min_confidence] = np.nan
+        leave_unknown(disparity, confidence, request.min_confidence)
         return self._result(request, disparity, probs, plan.planes, range_state=state, confidence=confidence)
 
     def _result(

@@ -47,3 +47,11 @@ def border_guesses(disparity: np.ndarray) -> np.ndarray:
         guessed[:, x] = column
         kept[x, column] = -np.inf  # a guess is no reference for the columns left of it
     return guessed
+
+
+def leave_unknown(disparity: np.ndarray, confidence: np.ndarray, min_confidence: float) -> None:
+    """In place: the left-edge guesses rated 0, then every answer rated below ``min_confidence``
+    left unknown (NaN) — the last step of each continuous readout (full sweep and search)."""
+    confidence[border_guesses(disparity)] = 0.0
+    if min_confidence > 0:
+        disparity[confidence < min_confidence] = np.nan

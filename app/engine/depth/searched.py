@@ -36,7 +36,7 @@ from torch import Tensor
 
 from app.engine.bi3d.padding import Padder
 from app.engine.depth.agreement import agree
-from app.engine.depth.border import border_guesses
+from app.engine.depth.border import leave_unknown
 from app.engine.depth.decoding import PLANE_STEP_PX, continuous_range, dense_span
 from app.engine.depth.readout import DeferredRecord
 from app.engine.depth.search import Bracket, coarse_planes, passes_needed, search
@@ -232,7 +232,5 @@ def searched_result(
     with engine._timed(timings, "readout"):
         disparity = disp.cpu().numpy().astype(np.float32)
     if confidence is not None:
-        confidence[border_guesses(disparity)] = 0.0  # no match in the right image (``depth.border``)
-        if request.min_confidence > 0:
-            disparity[confidence < request.min_confidence] = np.nan
+        leave_unknown(disparity, confidence, request.min_confidence)
     return engine._result(request, disparity, probs, planes, confidence=confidence)

@@ -135,7 +135,7 @@ def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: 
         written.append("mask.png")
     planes = [round(float(v), 4) for v in result.planes]  # the numbers behind summary's planes_px text
     meta = {"request": request_json(request), **summary(result), "planes": planes, **extra}
-    if request.calibration is not None:  # what turns the disparity into metres (after rectification)
+    if request.calibration is not None and "calibration" not in extra:  # what turns it into metres
         meta["calibration"] = calibration_json(request.calibration, result.disparity)
     atomic_write(folder / "result.json", (json.dumps(meta, indent=2) + "\n").encode())
     written.append("result.json")
@@ -212,8 +212,7 @@ def calibration_json(calibration: Calibration, disparity: np.ndarray) -> dict[st
     z = calibration.depth_m(disparity)
     ok = np.isfinite(z)
     if ok.any():
-        unit = "m" if calibration.baseline_known else "baselines"
-        out[f"depth_{unit}"] = {
+        out[f"depth_{calibration.depth_unit}"] = {
             "median": round(float(np.median(z[ok])), 4),
             "p5": round(float(np.percentile(z[ok], 5)), 4),
             "p95": round(float(np.percentile(z[ok], 95)), 4),

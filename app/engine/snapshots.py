@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ import numpy as np
 
 from app.engine.errors import UserError
 from app.engine.formats import write_color_png, write_ply
-from app.engine.outputs import write_result
+from app.engine.outputs import calibration_json, write_result
 from app.engine.pointcloud import point_cloud, require_metric
 from app.engine.types import FrameResult
 
@@ -35,7 +34,8 @@ def write_snapshot(
     folder = new_folder(root, "snapshots")
     cal = result.calibration
     extra: dict[str, Any] = {
-        "calibration": None if cal is None else dataclasses.asdict(cal),
+        # the frame's own (a source's, or the rig's rectified), once: not the request's over it
+        "calibration": None if cal is None else calibration_json(cal, result.depth.disparity),
         "stage_timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
         "engine_reason": result.engine_reason,  # which weights made it, as depth's result.json says
         "source": source,

@@ -207,7 +207,6 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (*ENGINE_SETTINGS, *REQUEST_S
 # window said "self-rectify with 'calib rectify'", a command its user never typed
 ACTIONS: dict[str, tuple[str, str]] = {
     "calib_rectify": ("'bi3d-studio calib rectify'", "the Calibration panel's Self-rectify"),
-    "calib_check": ("'bi3d-studio calib check'", "the Calibration panel's 'Check the current pair'"),
 }
 
 

@@ -33,6 +33,7 @@ from app.engine.flow.choose import create_flow, resolve_backend
 from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend, flow_scale
 from app.engine.formats import COLORMAPS, colorize
 from app.engine.metrics import evaluate
+from app.engine.runtimes.select import FALLBACK as RUNTIME_FALLBACK
 from app.engine.sources.base import plural
 from app.engine.sources.files import left_first
 from app.engine.sources.layout import MARK as LAYOUT_MARK
@@ -44,6 +45,7 @@ from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
 __all__ = [
+    "RUNTIME_FALLBACK",
     "UNRECTIFIED_ADVICE",
     "AdaptCancelled",
     "AdaptJob",

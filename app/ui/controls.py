@@ -323,25 +323,23 @@ class ControlsPanel(QWidget):
         for name, value in values.items():
             setattr(self.settings, name, value)
             widget = self.engine_controls.get(name)
-            if widget is None:
-                continue
+            # a path's control is a row holding its field and a browse button
             target = (
-                widget.findChild(QLineEdit)
-                if not isinstance(widget, (QComboBox, QCheckBox, QSpinBox))
-                else widget
+                widget
+                if isinstance(widget, (QComboBox, QCheckBox, QSpinBox)) or widget is None
+                else widget.findChild(QLineEdit)
             )
             if target is None:
                 continue
-            blocker = QSignalBlocker(target)
-            if isinstance(target, QComboBox):
-                target.setCurrentText(str(value))
-            elif isinstance(target, QCheckBox):
-                target.setChecked(bool(value))
-            elif isinstance(target, QSpinBox):
-                target.setValue(int(value))
-            elif isinstance(target, QLineEdit):
-                target.setText(str(value))
-            blocker.unblock()
+            with QSignalBlocker(target):
+                if isinstance(target, QComboBox):
+                    target.setCurrentText(str(value))
+                elif isinstance(target, QCheckBox):
+                    target.setChecked(bool(value))
+                elif isinstance(target, QSpinBox):
+                    target.setValue(int(value))
+                elif isinstance(target, QLineEdit):
+                    target.setText(str(value))
         self._update_applicable()
 
     def _update_applicable(self) -> None:

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 from app import vocabulary
 from app.engine.errors import UserError
 from app.engine.session import (
+    RUNTIME_FALLBACK,
     UNRECTIFIED_ADVICE,
     AdaptResult,
     FrameSource,
@@ -589,7 +590,9 @@ class MainWindow(QMainWindow):
         why = next((n.split(" skipped: ", 1)[1] for n in notes if n.startswith(f"{asked} skipped: ")), None)
         if asked == "auto" or why is None:
             return ""
-        return f"; Runtime {asked} cannot run here ({why}): the next one in tensorrt, onnxruntime, torch runs"
+        return (
+            f"; Runtime {asked} cannot run here ({why}): the next one in {', '.join(RUNTIME_FALLBACK)} runs"
+        )
 
     def _apply_compare(self, on: bool) -> None:
         self.session.set_compare(on)

@@ -60,11 +60,11 @@ def open_runtime(
         return RuntimeChain(openers, notes=notes)
     from app.engine.runtimes.onnx_export import model_fingerprint
 
-    precisions = "auto:" + "+".join((precision, *alternatives)) if alternatives else precision
-    mode = "graphs" if cuda_graphs else "eager"
-    key = f"{device}|{precisions}|{mode}|{requested}|{model_fingerprint(model)[:24]}"
-    if not alternatives:
-        key = f"{device}|{precision}|{mode}|{model_fingerprint(model)[:24]}"  # as earlier versions kept it
+    mode, fingerprint = "graphs" if cuda_graphs else "eager", model_fingerprint(model)[:24]
+    if alternatives:  # the precisions timed, and the runtime asked for (it bounds the candidates)
+        key = f"{device}|auto:{'+'.join((precision, *alternatives))}|{mode}|{requested}|{fingerprint}"
+    else:  # as earlier versions kept it
+        key = f"{device}|{precision}|{mode}|{fingerprint}"
     return RuntimeChain(openers, probe=True, notes=notes, key=key, store=ChoiceStore())
 
 

@@ -219,8 +219,9 @@ def pair_folder_scenes(folder: Path, notes: list[str] | None = None) -> list[Sce
             partner = {p: p.with_name(_swap_side(p.name, _SIDE_TOKEN["l"].pattern, "r")) for p in lefts}
     if not lefts and not rights:
         raise UserError(f"no stereo pairs in {folder}: expected {PAIR_FOLDER_HELP}")
-    _check_matched(folder, lefts, rights, partner, notes)
-    return [Scene(p.stem, p, partner[p]) for p in lefts if partner[p].is_file()]
+    paired = [p for p in lefts if partner[p].is_file()]  # each partner looked up once
+    _check_matched(folder, lefts, rights, partner, paired, notes)
+    return [Scene(p.stem, p, partner[p]) for p in paired]
 
 
 def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] | None:
@@ -239,18 +240,23 @@ def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] |
 
 
 def _check_matched(
-    folder: Path, lefts: list[Path], rights: list[Path], partner: dict[Path, Path], notes: list[str]
+    folder: Path,
+    lefts: list[Path],
+    rights: list[Path],
+    partner: dict[Path, Path],
+    paired: list[Path],
+    notes: list[str],
 ) -> None:
-    """Images without a partner: skipped with a note, or a ``UserError`` when no pair is left."""
-    unmatched = [
-        f"{_inside(folder, p)} (no {_inside(folder, partner[p])})" for p in lefts if not partner[p].is_file()
-    ]
+    """Images without a partner (``paired``: the left ones that have theirs): skipped with a
+    note, or a ``UserError`` when no pair is left."""
+    have = set(paired)
+    unmatched = [f"{_inside(folder, p)} (no {_inside(folder, partner[p])})" for p in lefts if p not in have]
     taken = set(partner.values())
     unmatched += [f"{_inside(folder, p)} (no left image)" for p in rights if p not in taken]
     if not unmatched:
         return
     more = f" and {len(unmatched) - 1} more" if len(unmatched) > 1 else ""
-    if any(partner[p].is_file() for p in lefts):
+    if paired:
         notes.append(f"{len(unmatched)} image(s) without a partner skipped: {unmatched[0]}{more}")
         return
     raise UserError(f"unmatched images in {folder}: {unmatched[0]}{more}; every left image needs a right one")

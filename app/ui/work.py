@@ -17,7 +17,10 @@ def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
     d = float(depth.disparity[y, x])
     # continuous depth at the sweep's last plane is "that near or nearer", not a measurement (a
     # bike 51 px away read "32.00 px, 3.04 m" under a 32 px maximum)
-    top = float(depth.planes[-1]) if depth.mode is Mode.CONTINUOUS and len(depth.planes) else np.inf
+    top = np.inf
+    if depth.mode is Mode.CONTINUOUS and len(depth.planes):  # the grid's last plane may lie past
+        reach = depth.searched[1] if depth.searched is not None else result.request.max_disparity
+        top = min(float(depth.planes[-1]), float(reach))  # the maximum the answers are held to
     clipped = np.isfinite(d) and d >= top - 0.5
     if np.isfinite(d):
         parts.append(f"disparity ≥ {top:g} px (the search's end)" if clipped else f"disparity {d:.2f} px")

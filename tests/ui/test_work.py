@@ -194,6 +194,13 @@ def test_the_readout_says_an_answer_at_the_search_s_end_is_that_near_or_nearer()
     assert "disparity ≥ 33 px (the search's end)" in work.readout(frame, 0, 0)
     assert "depth ≤ 1.52 m" in work.readout(frame, 0, 0)
     assert "disparity 20.00 px" in work.readout(frame, 1, 1) and "depth 2.50 m" in work.readout(frame, 1, 1)
+    # the grid's last plane (33 px) past a 32 px maximum, the answers held to 32: seen in the window
+    depth.disparity[0, 0] = 32.0
+    held = FrameResult(
+        1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS, max_disparity=32), depth,
+        calibration=calibration,
+    )  # fmt: skip
+    assert "disparity ≥ 32 px (the search's end)" in work.readout(held, 0, 0)
 
 
 def test_a_depth_with_no_answer_left_says_so_instead_of_a_span() -> None:

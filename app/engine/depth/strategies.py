@@ -139,12 +139,19 @@ def choose(
         # only the first frame's probe says so: answer the fastest once and measure it
         return Choice(predicted, None, levels=levels, planes=levels)
     if predicted > budget_ms:
-        minimum = costs.predict_ms(size, 1)
+        refuse_below_one_plane(costs, size, budget_ms)
+    return Choice(predicted, None, levels=levels, planes=levels)
+
+
+def refuse_below_one_plane(costs: CostModel, size: tuple[int, int], budget_ms: float) -> None:
+    """A ``UserError`` when one plane is predicted to take longer than ``budget_ms`` on a measured
+    frame size (after its first frame's probe alone, one plane runs to measure it), naming the minimum."""
+    minimum = costs.predict_ms(size, 1)
+    if minimum > budget_ms and costs.costs[size].samples >= 2:
         raise UserError(
             f"{setting('budget_ms')} {budget_ms:g} ms is below the fastest answer here "
             f"(one plane, about {minimum:.0f} ms for this frame size); use at least {np.ceil(minimum):.0f} ms"
         )
-    return Choice(predicted, None, levels=levels, planes=levels)
 
 
 def cheapest_ms(

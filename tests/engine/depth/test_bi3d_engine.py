@@ -210,6 +210,42 @@ def test_budget_below_one_plane_names_the_minimum(pair) -> None:  # type: ignore
         engine.compute(*pair, request)
 
 
+def test_a_quantized_budget_below_one_plane_is_refused_as_a_continuous_one(pair) -> None:  # type: ignore[no-untyped-def]
+    """In the window, quantized at 5 ms answered one flat level "over the 5 ms budget" where
+    continuous refused and named the minimum."""
+    engine = Bi3DEngine(Bi3DModel("binary", width=0.25))
+    request = DepthRequest(mode=Mode.QUANTIZED, budget_ms=1e-6)
+    first = engine.compute(*pair, request)  # the probe alone does not refuse: one plane, measured
+    assert len(first.planes) == 1
+    with pytest.raises(UserError, match=r"below the fastest answer here .*use at least \d+"):
+        engine.compute(*pair, request)
+
+
+def test_the_fastest_answer_is_measured_without_the_dense_stages_or_the_runtime_choice(  # type: ignore[no-untyped-def]
+    pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget after continuous frames said one plane takes 527 ms at 600 x 480 (a 17-plane answer
+    had taken 405): the seed was the first dense frame's total less its planes, with its sub-pixel
+    matching, agreement, readout and the new size's runtime timing in it."""
+    import time as _time
+
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5))
+    real_prepare = engine.backend.prepare
+
+    def slow_prepare(left, right) -> None:  # type: ignore[no-untyped-def]
+        _time.sleep(1.0)  # as the candidates' timing of a new size (0.4 s at 480 x 600)
+        real_prepare(left, right)
+
+    monkeypatch.setattr(engine.backend, "prepare", slow_prepare)
+    first = engine.compute(*pair, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48))
+    t = first.timings
+    assert t["runtime_setup"] >= 1000 and t["total"] < 1000  # apart from the frame's own time
+    cost = engine.costs.costs[(192, 288)]
+    dense = sum(t.get(k, 0.0) for k in ("subpixel", "readout", "agreement"))
+    assert dense > 0 and cost.fixed_ms == pytest.approx(t["total"] - t["planes"] - dense, abs=1e-6)
+
+
 def test_a_continuous_budget_measures_dense_depth_on_its_first_frame(pair) -> None:  # type: ignore[no-untyped-def]
     # without the probe's dense answer a budget met before any continuous frame predicts dense
     # depth from the plane passes alone

@@ -37,9 +37,13 @@ def test_depth_leaves_the_edge_guesses_unknown(capsys, demo_dir: Path, tmp_path:
     left, right = tmp_path / "l.png", tmp_path / "r.png"
     cv2.imwrite(str(left), image[150:390, 200:520])
     cv2.imwrite(str(right), image[150:390, 220:540])
+    # fp32: `auto` precision times bf16 against fp32 where the CPU has native bf16 and keeps the
+    # faster, which under load can flip; bf16 leaves three isolated guesses of 0-4.6 px in the
+    # bottom row's first ten columns (its neighbours are guesses too), which this rule keeps
     code, _, _ = run(
-        capsys, "depth", str(left), str(right), "--mode", "continuous", "--out", str(tmp_path / "o")
-    )
+        capsys, "depth", str(left), str(right), "--mode", "continuous", "--precision", "fp32",
+        "--out", str(tmp_path / "o"),
+    )  # fmt: skip
     saved = np.load(tmp_path / "o" / "result.npz")
     disparity, confidence = saved["disparity"], saved["confidence"]
     assert code == 0 and not (disparity < 5).any()  # NaN compares False: unknown is not "far"

@@ -56,6 +56,9 @@ def test_adapt_writes_a_model_that_loads_as_weights(capsys, footage: Path, tmp_p
 def test_bad_inputs_are_one_line(capsys, footage: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pair = f"{footage / 'left' / '000000.png'},{footage / 'right' / '000000.png'}"
     assert "at least 2" in bad(capsys, "adapt", pair, "--out", str(tmp_path / "a.pt"))
+    # a refusal takes back the folders --out made (an empty one was left behind)
+    assert "at least 2" in bad(capsys, "adapt", pair, "--out", str(tmp_path / "new" / "sub" / "a.pt"))
+    assert not (tmp_path / "new").exists()
     (tmp_path / "notes.txt").write_text("a file")
     under_a_file = str(tmp_path / "notes.txt" / "a.pt")
     assert "cannot create the folder" in bad(capsys, "adapt", str(footage), "--out", under_a_file)
@@ -100,8 +103,9 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(footage: Path, tmp_pa
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2, err
+    assert proc.returncode == 130, err  # stopped as asked: not an input error (it exited 2)
     last = err.strip().splitlines()[-1]
+    assert last.startswith("bi3d-studio adapt: adaptation stopped at step") and "error" not in last
     assert "stopped at step" in last and "run the same adaptation again (same command" in last, err
     assert "Traceback" not in err and partial.is_file() and not out.exists()
     step = torch.load(partial, weights_only=True)["step"]

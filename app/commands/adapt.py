@@ -16,7 +16,7 @@ from app.commands.arguments import real, whole
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.errors import UserError
-    from app.engine.training.adapt import AdaptConfig, AdaptProgress, adapt
+    from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, adapt
 
     out = Path(args.out)
     report = out.with_suffix(".json")  # AdaptConfig.report_path: beside the checkpoint
@@ -50,25 +50,51 @@ def run(args: argparse.Namespace) -> int:
         bar.show(p.stage, p.done, p.total, p.message)
 
     cancel = threading.Event()
+    made = _missing_folders(out.parent)  # the run makes them: a refusal takes them back
     with _first_ctrl_c_cancels(cancel):
         try:
             result = adapt(cfg, progress, cancel)
-        finally:
+        except AdaptCancelled as exc:  # asked for (Ctrl-C): not an input error, and its partial stays
             bar.end()
+            print(f"bi3d-studio adapt: {exc}", file=sys.stderr)
+            _remove_if_empty(made)
+            return EXIT_INTERRUPTED
+        except BaseException:
+            bar.end()
+            _remove_if_empty(made)  # a refused footage left an empty --out folder behind
+            raise
+        bar.end()
     from app.engine.training.adapt_report import describe
 
     print("held-back frames, before -> after:")
-    verdicts = []
     for name, before in result.before.items():
-        line, better = describe(name, before, result.after.get(name, float("nan")))
-        print(f"  {line}")
-        if better is not None:
-            verdicts.append(better)
-    if verdicts and not any(verdicts):
-        print("note: every figure is worse on the held-back frames: keep the model you started from")
+        print(f"  {describe(name, before, result.after.get(name, float('nan')))[0]}")
+    if result.warning is not None:
+        print(f"note: {result.warning}")
     took = f"{result.steps} steps, {result.elapsed_s / 60:.1f} min"
     print(f"wrote {result.out} ({took}) and {result.report_path}")
     return 0
+
+
+EXIT_INTERRUPTED = 130  # as the other commands stopped by Ctrl-C
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders of ``folder``'s path that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove the folders a run made, deepest first, as long as they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # something was written there (a partial checkpoint): kept
+            return
 
 
 class _Bar:

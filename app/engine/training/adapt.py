@@ -45,7 +45,7 @@ from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
 from app.engine.errors import Interrupted, UserError
 from app.engine.fileio import atomic_write, write_json
 from app.engine.training.adapt_data import Footage, batch, crop_size, prepare
-from app.engine.training.adapt_report import report
+from app.engine.training.adapt_report import depth_warning, describe, report
 from app.engine.training.losses import monotone_penalty, plane_loss, sample_planes
 from app.engine.training.trainer import TrainingForward
 
@@ -90,7 +90,29 @@ class AdaptConfig:
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the run that left the partial checkpoint."""
         keep = ("source", "weights", "frames", "batch", "planes", "lr", "warmup", "seed", "steps", "distill")
-        return {k: getattr(self, k) for k in keep}
+        return canonical_paths({k: getattr(self, k) for k in keep})
+
+
+def canonical_path(spec: str | None) -> str | None:
+    """An existing file or folder as its absolute path (``pairs``, ``./pairs/`` and
+    ``/tmp/x/pairs`` are one source); anything else (a camera, a synthetic spec) as given."""
+    if spec is None:
+        return None
+    try:
+        path = Path(spec).expanduser()
+        return str(path.resolve()) if path.exists() else spec
+    except (OSError, RuntimeError, ValueError):
+        return spec
+
+
+def canonical_paths(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """A fingerprint with its source and weights as ``canonical_path`` gives them (a resume from
+    another folder, or with the path typed another way, was refused as "other settings")."""
+    out = dict(fingerprint)
+    for key in ("source", "weights"):
+        if isinstance(out.get(key), str):
+            out[key] = canonical_path(out[key])
+    return out
 
 
 @dataclass(frozen=True)
@@ -114,6 +136,16 @@ class AdaptResult:
     before: dict[str, float]
     after: dict[str, float]
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def warning(self) -> str | None:
+        """What the user must hear before using the model: its depth got worse on the held-back
+        frames (``adapt_report.depth_warning``), or every figure did; None when neither."""
+        verdicts = [describe(k, v, self.after.get(k, float("nan")))[1] for k, v in self.before.items()]
+        verdicts = [v for v in verdicts if v is not None]
+        if verdicts and not any(verdicts):
+            return "every figure is worse on the held-back frames: keep the model you started from"
+        return depth_warning(self.before, self.after)
 
 
 class AdaptCancelled(UserError):
@@ -318,6 +350,8 @@ class Adapter:
         if not isinstance(data, dict) or data.get("format") != PARTIAL_FORMAT:
             raise UserError(f"{path} is not an adaptation checkpoint; {advice}")
         saved, now = data.get("fingerprint"), self.cfg.fingerprint()
+        if isinstance(saved, dict):  # an older checkpoint kept the paths as typed
+            saved = canonical_paths(saved)
         if saved != now:
             old = saved if isinstance(saved, dict) else {}
             changed = [f"{k} {old.get(k)!r} then, {v!r} now" for k, v in now.items() if old.get(k) != v]
@@ -359,7 +393,7 @@ class Adapter:
         assert self.before is not None
         provenance = {
             "method": METHOD,
-            "source": cfg.source,
+            "source": canonical_path(cfg.source),
             "source_description": footage.description,
             "frames": len(footage.train) + len(footage.held),
             "train_frames": len(footage.train),

@@ -80,6 +80,7 @@ def check_rectified(pairs: list[tuple[np.ndarray, np.ndarray]], what: str) -> fl
         raise UserError(
             f"{what} does not look rectified: matched features lie {offset:.1f} px apart vertically "
             f"(median; at most {MAX_VERTICAL_PX:g} px expected); check the rig with 'bi3d-studio calib "
-            "check LEFT RIGHT' and rectify the footage (or give its calibration) before adapting"
+            "check LEFT RIGHT'; adapt learns from rectified footage only, so rectify it first "
+            "(adapt takes no calibration)"
         )
     return offset

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.frames is not None and args.frames < 1:
         raise UserError(f"--frames must be at least 1, got {args.frames}")
-    if args.gt_scale is not None and args.gt is None:
-        raise UserError("--gt-scale goes with --gt FILE (a PNG ground truth of a pair)")
+    folder = args.right is None and Path(args.path).is_dir()
+    folder = folder and not (is_recording(Path(args.path)) or looks_like_recording(Path(args.path)))
+    if args.gt_scale is not None and args.gt is None and not folder:
+        raise UserError("--gt-scale goes with a PNG ground truth: a pair's --gt FILE, or a dataset folder's")
+    if args.right is None and args.gt is not None and Path(args.path).is_file():
+        raise UserError(f"the right image is missing: give LEFT RIGHT --gt FILE ({args.path} is one image)")
     if args.right is None and args.gt is not None:  # it was ignored: the scenes' own truth was used
         raise UserError(
             "--gt FILE goes with a pair (LEFT RIGHT --gt FILE); a scene folder, dataset or source "
@@ -43,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
         calib = beside if middlebury else None
         scenes = [Scene(left.stem, left, Path(args.right), Path(args.gt), calib, gt_scale=args.gt_scale)]
         _refuse_swapped_pair(scenes[0])
-    elif Path(args.path).is_dir() and not (
-        is_recording(Path(args.path)) or looks_like_recording(Path(args.path))
-    ):
+    elif folder:
         scenes = find_scenes(args.path)[: args.frames]  # datasets keep their scene names and ndisp
+        if args.gt_scale is not None:  # its 8-bit maps (the error reading one says to give it)
+            scenes = [dataclasses.replace(s, gt_scale=args.gt_scale) for s in scenes]
     else:
         scenes = scenes_from_source(args.path, args.frames)  # any source whose frames carry GT
     if args.engines:
-        engines = parse_list(args.engines, str)
+        engines = list(dict.fromkeys(parse_list(args.engines, str)))  # sgbm,sgbm ran it twice
     else:
         engines = ["sgbm"] + (["bi3d"] if args.weights or default_weights() else [])
     for name in engines:
@@ -61,10 +66,13 @@ def run(args: argparse.Namespace) -> int:
         if guessed:
             names = ", ".join(guessed[:3]) + (f" and {len(guessed) - 3} more" if len(guessed) > 3 else "")
             print(f"note: no calib.txt in {names}: searched with --max-disparity auto (its ndisp unknown)")
-    rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity)
+    skipped: list[str] = []
+    rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity, skipped)
     print(eval_table(rows))
     for line in eval_notes(rows):
         print(line)
+    for line in skipped:
+        print(f"note: {line}")
     if args.json:
         write_json(args.json, [r.to_json() for r in rows])
         print(f"wrote {args.json}")

@@ -13,7 +13,7 @@ from app.engine.depth.sgbm import search_range
 from app.engine.errors import UserError
 from app.engine.metrics import StereoMetrics, evaluate, format_table, to_json_dict
 from app.engine.sources.spec import Scene
-from app.engine.types import DEFAULT_MAX_DISPARITY, DepthRequest, Mode
+from app.engine.types import DEFAULT_MAX_DISPARITY, MAX_DISPARITY_LIMIT, DepthRequest, Mode
 
 
 @dataclass(frozen=True)
@@ -35,32 +35,55 @@ class EvalRow:
         }
 
 
-def scene_max_disparity(ndisp: int | None, override: int | str | None) -> tuple[int, bool]:
+def scene_max_disparity(ndisp: int | None, override: int | str | None, scene: str = "") -> tuple[int, bool]:
     """Disparity range to search, and whether it is ``auto`` (each frame's estimated reach, at
-    most 192 px, as ``depth`` does by default): the user's, else the scene's ``ndisp``, else auto."""
+    most 192 px, as ``depth`` does by default): the user's, else the scene's ``ndisp``, else auto.
+    A ``UserError`` names the scene's calib.txt when its ndisp is beyond any search here."""
     if isinstance(override, str):  # "auto"
         return DEFAULT_MAX_DISPARITY, True
     if override is not None:
         return override, False
     if ndisp:
+        if search_range(ndisp) > MAX_DISPARITY_LIMIT:  # it read "max disparity 5008 px is outside ..."
+            where = f"scene {scene}: " if scene else ""
+            raise UserError(
+                f"{where}calib.txt's ndisp={ndisp} is beyond the {MAX_DISPARITY_LIMIT} px this app searches; "
+                "correct it, or give --max-disparity"
+            )
         return search_range(ndisp), False
     return DEFAULT_MAX_DISPARITY, True
 
 
 def evaluate_scenes(
-    scenes: list[Scene], engines: list[str], options: EngineOptions, max_disparity: int | str | None = None
+    scenes: list[Scene],
+    engines: list[str],
+    options: EngineOptions,
+    max_disparity: int | str | None = None,
+    skipped: list[str] | None = None,
 ) -> list[EvalRow]:
-    """Each engine on each scene with ground truth: dense bad-2, EPE and time per scene."""
+    """Each engine on each scene with ground truth: dense bad-2, EPE and time per scene.
+
+    ``skipped``: of several scenes, one that cannot be read (ground truth of another size, a
+    damaged file) is left out with its reason added here, instead of ending the run with no
+    figures for the others; without it, or when every scene fails, its ``UserError`` stands."""
     built = [build_engine(dataclasses.replace(options, engine=name), "continuous_2d")[0] for name in engines]
     rows: list[EvalRow] = []
+    failed: list[UserError] = []
     for scene in scenes:
-        pair, meta = scene.load()
-        if pair.gt_disparity is None:
-            raise UserError(
-                f"scene {scene.name} has no ground truth (disp0GT.pfm or disp0.pfm, KITTI's disp_occ_0); "
-                "for a pair, give it with --gt FILE"
-            )
-        top, auto = scene_max_disparity(meta.ndisp if meta else None, max_disparity)
+        try:
+            pair, meta = scene.load()
+            if pair.gt_disparity is None:
+                raise UserError(
+                    f"scene {scene.name} has no ground truth (disp0GT.pfm or disp0.pfm, KITTI's "
+                    "disp_occ_0); for a pair, give it with --gt FILE"
+                )
+            top, auto = scene_max_disparity(meta.ndisp if meta else None, max_disparity, scene.name)
+        except UserError as exc:
+            if skipped is None or len(scenes) == 1:
+                raise
+            failed.append(exc)
+            skipped.append(f"scene {scene.name} left out: {exc}")
+            continue
         request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=top, auto_range=auto)
         for engine in built:
             engine.new_stream()  # scenes are independent: no range carried from the last one
@@ -69,6 +92,8 @@ def evaluate_scenes(
             searched = int(result.searched[1]) if result.searched is not None else top
             total = result.timings.get("total", np.nan)
             rows.append(EvalRow(scene.name, engine.name, metrics, total, searched, tuple(result.notes)))
+    if failed and not rows:  # nothing to show: the first reason is the error
+        raise failed[0]
     return rows
 
 

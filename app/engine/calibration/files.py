@@ -85,10 +85,12 @@ def read_middlebury_calib(path: str | Path) -> MiddleburyCalib:
     )
 
     def opt_int(key: str) -> int | None:
+        if key not in fields:
+            return None
         try:
             value = float(fields[key])
-        except (KeyError, ValueError):
-            return None
+        except ValueError:  # "ndisp=abc" was passed over unsaid: the search went to auto
+            value = math.nan
         if not math.isfinite(value) or value <= 0:
             raise UserError(f"{path}: field {key!r} is {fields[key]!r}; it must be a positive number")
         return round(value)

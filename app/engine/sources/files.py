@@ -120,6 +120,8 @@ def find_scenes(path: str | Path) -> list[Scene]:
     single = middlebury_scene(root)
     if single is not None:
         return [single]
+    if not (root / "image_2").is_dir() and (root / "training" / "image_2").is_dir():
+        root = root / "training"  # KITTI's download root: its testing half has no ground truth
     if (root / "image_2").is_dir():
         scenes = list(_kitti(root))
     elif all((root / sub).is_dir() for sub in ("left", "right", "disparity")):

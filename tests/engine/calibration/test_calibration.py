@@ -373,3 +373,19 @@ def test_a_placeholder_baseline_loads_as_unknown_also_rescaled(tmp_path: Path) -
     assert not load_for_frames(path, None, (640, 360))[0].baseline_known  # rescaled to the frames
     write_opencv_yaml(path, rig())
     assert load_for_frames(path, None, (640, 360))[0].baseline_known
+
+
+def test_a_bad_ndisp_is_named_not_passed_over(demo_dir: Path, tmp_path: Path) -> None:
+    """`ndisp=abc` was ignored unsaid (the search went to auto); `ndisp=5000` read "max disparity
+    5008 px is outside [1, 1024] px", naming neither the file nor the field."""
+    from app.engine.bench.evaluation import scene_max_disparity
+
+    calib = tmp_path / "calib.txt"
+    calib.write_text((demo_dir / "calib.txt").read_text().replace("ndisp=68", "ndisp=abc"))
+    with pytest.raises(UserError, match=r"calib.txt: field 'ndisp' is 'abc'; it must be a positive number"):
+        read_middlebury_calib(calib)
+    with pytest.raises(
+        UserError, match=r"scene s1: calib.txt's ndisp=5000 is beyond the 1024 px.*--max-disparity"
+    ):
+        scene_max_disparity(5000, None, "s1")
+    assert scene_max_disparity(5000, 256, "s1") == (256, False)  # the user's range stands

@@ -367,6 +367,11 @@ def test_eval_folder_of_middlebury_scenes(capsys, tmp_path: Path) -> None:  # ty
     assert "averaged over the 2 scenes" in stdout
     code, stdout, _ = run(capsys, "eval", str(tmp_path / "scene5"), "--engines", "sgbm")
     assert code == 0 and "mean/" not in stdout  # one scene: no mean
+    # one scene that cannot be read no longer ends the run with no figures for the others
+    write_pfm(tmp_path / "scene9" / "disp0GT.pfm", np.ones((10, 12), np.float32))
+    code, stdout, _ = run(capsys, "eval", str(tmp_path), "--engines", "sgbm,sgbm", "--max-disparity", "32")
+    assert code == 0 and sum(line.startswith("scene5/sgbm") for line in stdout.splitlines()) == 2
+    assert "note: scene scene9 left out: ground truth" in stdout and "must match" in stdout
 
 
 def _kitti_scene(root: Path, shift: int) -> None:
@@ -387,6 +392,21 @@ def test_eval_kitti_layout(capsys, tmp_path: Path) -> None:  # type: ignore[no-u
     assert code == 0 and "000000_10/sgbm" in stdout
     valid_line = next(line for line in stdout.splitlines() if "valid-only" in line)
     assert float(valid_line.split()[2]) < 0.5  # EPE on a clean 7 px shift
+
+
+def test_eval_of_a_kitti_download_root_with_8bit_maps(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`eval kitti` (the root holding training/) found no scenes; an 8-bit dataset map said "give
+    --gt-scale", which was then refused as going with --gt FILE only."""
+    (tmp_path / "training").mkdir()
+    _kitti_scene(tmp_path / "training", 7)
+    gt_png = tmp_path / "training" / "disp_occ_0" / "000000_10.png"
+    gt = cv2.imread(str(gt_png), cv2.IMREAD_UNCHANGED).astype(np.float32) / 256
+    cv2.imwrite(str(gt_png), (gt * 4).astype(np.uint8))
+    args = ["eval", str(tmp_path), "--engines", "sgbm", "--max-disparity", "32"]
+    assert "--gt-scale" in _bad(capsys, *args)
+    code, stdout, _ = run(capsys, *args, "--gt-scale", "4")
+    valid_line = next(line for line in stdout.splitlines() if "valid-only" in line)
+    assert code == 0 and "000000_10/sgbm" in stdout and float(valid_line.split()[2]) < 0.5
 
 
 def test_eval_reads_an_8bit_ground_truth_given_its_scale(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -499,6 +519,8 @@ def test_eval_reads_a_2014_scene_and_says_when_its_range_is_guessed(
 def test_eval_pair_needs_ground_truth(capsys, small_pair) -> None:  # type: ignore[no-untyped-def]
     msg = _bad(capsys, "eval", str(small_pair[0]), str(small_pair[1]))
     assert "--gt" in msg
+    msg = _bad(capsys, "eval", str(small_pair[0]), "--gt", str(small_pair[1]))  # RIGHT forgotten
+    assert "the right image is missing" in msg
 
 
 def test_eval_refuses_what_it_would_ignore_and_a_swapped_pair(capsys, small_pair, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
@@ -685,3 +707,17 @@ def test_a_widened_auto_sweep_stays_within_the_image(capsys, demo_dir: Path, tmp
     code, out, _ = run(capsys, "depth", *pair, "--mode", "continuous", "--out", str(tmp_path / "o"))
     searched = json.loads((tmp_path / "o" / "result.json").read_text())["max_disparity_auto_px"]
     assert code == 0 and searched[1] <= 48, out
+
+
+def test_a_calibrations_warning_is_kept_in_result_json(capsys, demo_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The terminal warned of a baseline in the wrong unit; result.json, read by scripts, did not."""
+    calib = tmp_path / "calib.txt"
+    calib.write_text((demo_dir / "calib.txt").read_text().replace("baseline=193.001", "baseline=193001"))
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    out = tmp_path / "o"
+    code, stdout, _ = run(
+        capsys, "depth", *pair, "--engine", "sgbm", "--calib", str(calib), "--out", str(out)
+    )
+    notes = json.loads((out / "result.json").read_text())["notes"]
+    assert code == 0 and any("longer than a stereo rig's" in n for n in notes)
+    assert stdout.count("longer than a stereo rig's") == 1  # said once

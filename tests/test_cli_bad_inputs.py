@@ -139,6 +139,9 @@ def test_nan_weights_are_refused_on_load(capsys, tiny, tmp_path) -> None:  # typ
     save_checkpoint(tmp_path / "nan.pt", model)
     line = bad(capsys, "depth", *tiny, "--weights", str(tmp_path / "nan.pt"), "--out", str(tmp_path / "o"))
     assert "hold NaN or infinite values" in line
+    (tmp_path / "onnx").mkdir()  # an export folder given as weights read "not found"
+    line = bad(capsys, "depth", *tiny, "--weights", str(tmp_path / "onnx"), "--out", str(tmp_path / "o"))
+    assert f"--weights {tmp_path / 'onnx'} is a folder" in line
 
 
 def test_checkpoint_metadata_is_validated(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -198,6 +201,17 @@ def test_output_folders_that_cannot_be_made(capsys, tiny, tmp_path) -> None:  # 
     line = bad(capsys, "record", "synthetic:24x32?frames=1", str(tmp_path / "file" / "rec"))
     assert "cannot create the recording folder" in line and "Not a directory" in line
     assert "empty" in bad(capsys, "depth", *tiny, *SGBM, "--out", "")
+    assert "empty" in bad(capsys, "flow", *tiny, "--out", " ")
+
+
+def test_out_dot_is_the_current_folder(capsys, tiny, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`--out .` was refused as "the output folder name is empty"."""
+    from app.cli import main
+
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    assert main(["depth", *tiny, *SGBM, "--out", "."]) == 0
+    assert (tmp_path / "result.json").is_file() and (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_a_metre_plane_names_the_bad_calibration_value(capsys, tiny, tmp_path, demo_dir) -> None:  # type: ignore[no-untyped-def]

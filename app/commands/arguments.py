@@ -83,4 +83,13 @@ def output_file(text: str) -> str:
     return text
 
 
-__all__ = ["names", "numbers", "output_file", "real", "whole"]
+def output_folder(text: str) -> str:
+    """An output folder's name: not blank (``.`` is the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the output folder name is empty; give --out FOLDER (. for this folder)"
+        )
+    return text
+
+
+__all__ = ["names", "numbers", "output_file", "output_folder", "real", "whole"]

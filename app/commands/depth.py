@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from app import vocabulary
-from app.commands.arguments import whole
+from app.commands.arguments import output_folder, whole
 from app.commands.common import add_engine_args, add_setting, argument_type, depth_request, engine_options
 from app.engine.errors import UserError, word_settings
 from app.engine.types import Calibration
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         )
     notes: list[str] = []
     left, right = read_pair_rgb(args.left, args.right, notes)
-    calibration, rig = _calibration(args.calib, left, args.calib2)
+    calibration, rig = _calibration(args.calib, left, args.calib2, notes)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)
     if args.swap_views:
@@ -93,10 +93,11 @@ def _depth_unit(path: str | None) -> str:
 
 
 def _calibration(
-    path: str | None, frame: np.ndarray, second: str | None = None
+    path: str | None, frame: np.ndarray, second: str | None, notes: list[str]
 ) -> tuple[Calibration | None, Any]:
     """--calib (and --calib2) for frames like ``frame`` (H x W x 3): range-checked, fitted to their
-    size."""
+    size; what loading it noticed (a rescale, a baseline in millimetres) goes to ``notes``, which
+    the results keep (result.json lacked the millimetre warning the terminal gave)."""
     if not path:
         if second:
             raise UserError("--calib2 is the second file of a calibration: give --calib too")
@@ -105,7 +106,7 @@ def _calibration(
 
     calibration, rig, note = load_for_frames(path, second, (frame.shape[1], frame.shape[0]))
     if note:
-        print(f"note: {note}")
+        notes.append(note)
     return calibration, rig
 
 
@@ -146,7 +147,8 @@ def run_source(args: argparse.Namespace) -> int:
         first = next(pairs, None)
         if first is None:
             raise UserError(f"{source.describe()} gave no frames; check the source")
-        calibration, rig = _calibration(args.calib, first.left, args.calib2)
+        calib_notes: list[str] = []  # every frame's result keeps them; printed once
+        calibration, rig = _calibration(args.calib, first.left, args.calib2, calib_notes)
         calibration = calibration or first.calibration  # --calib wins over the source's own
         rectify = _rectifier(rig)
         if args.swap_views:
@@ -165,7 +167,7 @@ def run_source(args: argparse.Namespace) -> int:
             # live camera's frames are counted as written
             index = len(numbers) if source.live else source.frame_number
             result = engine.compute(*rectify(pair.left, pair.right), request)
-            result.notes[:0] = [n for n in source.notes if n not in result.notes]  # the layout's
+            result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
             lines = format_summary(result, calibration, unit, cli_words).splitlines()
             print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
             said.update(line for line in lines if line.startswith("note: "))
@@ -224,7 +226,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stereodemo JSON, or the left camera's ROS camera_info (with --calib2)",
     )
     p.add_argument("--calib2", help="the right camera's ROS camera_info, or OpenCV's extrinsics.yml")
-    p.add_argument("--out", default="out", help="output folder (default ./out)")
+    p.add_argument("--out", default="out", type=output_folder, help="output folder (default ./out)")
     add_setting(p, vocabulary.MIN_CONFIDENCE)
     p.add_argument(
         "--swap-views",

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from app.commands.arguments import real
+from app.commands.arguments import output_folder, real
 from app.engine.errors import UserError
 from app.engine.flow.base import BACKENDS, NVOF_GRIDS
 
@@ -320,6 +320,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--out",
+        type=output_folder,
         help="output folder (default ./out for a pair; for a video or source: latency.csv and flow.avi, "
         "only when given)",
     )

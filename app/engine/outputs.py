@@ -82,7 +82,7 @@ def _staging_folder(out_dir: Path) -> Path:
 
 
 def _check_name(out_dir: Path) -> None:
-    if not str(out_dir).strip() or out_dir == Path(""):
+    if not str(out_dir).strip():  # Path("") is "." (this folder): a blank --out is refused as it is parsed
         raise UserError("the output folder name is empty; give --out FOLDER")
 
 
@@ -209,14 +209,20 @@ def calibration_json(calibration: Calibration, disparity: np.ndarray) -> dict[st
         "baseline_known": calibration.baseline_known,
         "depth": "Z = focal_px * baseline_m / (disparity + doffs)",
     }
-    z = calibration.depth_m(disparity)
-    ok = np.isfinite(z)
-    if ok.any():
-        out[f"depth_{calibration.depth_unit}"] = {
-            "median": round(float(np.median(z[ok])), 4),
-            "p5": round(float(np.percentile(z[ok], 5)), 4),
-            "p95": round(float(np.percentile(z[ok], 95)), 4),
+    d = np.asarray(disparity)[np.isfinite(disparity)]
+    if d.size:
+        # the depths of the disparity's percentiles (depth falls as disparity grows), so every
+        # answered pixel counts and the median is the one the summary prints: the depths of
+        # pixels at 0 px (infinitely far) were dropped, and half a scene at 0 px read 190 m
+        p5, median, p95 = np.percentile(d, [5, 50, 95])
+        z = calibration.depth_m(np.array([median, p95, p5]))
+        stats: dict[str, Any] = {
+            k: round(float(v), 4) if np.isfinite(v) else None
+            for k, v in zip(("median", "p5", "p95"), z, strict=True)
         }
+        if any(v is None for v in stats.values()):
+            stats["null"] = "infinitely far: disparity + doffs <= 0"
+        out[f"depth_{calibration.depth_unit}"] = stats
     return out
 
 
@@ -343,6 +349,8 @@ def format_summary(
         lines.append(f"searched: {lo:g}-{hi:g} px (max disparity auto)")
     if "budget_choice" in info:
         lines.append("budget: " + ", ".join(f"{k} {v:g}" for k, v in info["budget_choice"].items()))
-    lines.append("time: " + ", ".join(f"{k} {v:.1f} ms" for k, v in info["timings_ms"].items()))
+    # what ran, said even when it was asked for by name (only result.json said it)
+    ran = f"{info['engine']}, {info['runtime']} on {info['device']}, {info['precision']}"
+    lines.append(f"time ({ran}): " + ", ".join(f"{k} {v:.1f} ms" for k, v in info["timings_ms"].items()))
     lines += [f"note: {word_settings(n, words)}" for n in result.notes]
     return "\n".join(lines)

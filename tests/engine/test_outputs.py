@@ -123,6 +123,7 @@ def test_the_summary_says_when_nothing_was_answered_or_the_depth_is_unknown() ->
 
     text = outputs.format_summary(result(np.full((4, 4), np.nan, np.float32)))
     assert "no pixel kept an answer (0% valid)" in text
+    assert "time (bi3d, " in text  # what ran, said on the terminal too (named by --runtime or not)
     # a selective range that nothing lies in is not a texture problem
     outside = result(np.full((4, 4), np.nan, np.float32))
     outside.mode, outside.range_state = Mode.SELECTIVE, np.full((4, 4), -1, np.int8)
@@ -161,3 +162,17 @@ def test_notes_name_settings_as_the_front_end_words_them() -> None:
     assert "note: set --max-disparity above it" in outputs.format_summary(result, words=cli_words)
     assert "note: set max_disparity above it" in outputs.format_summary(result)
     assert outputs.summary(result)["notes"] == ["set max_disparity above it"]
+
+
+def test_depth_figures_count_the_pixels_at_infinity() -> None:
+    """Half a scene at 0 px: the printed median depth was "unknown", result.json's 190 m (the
+    median of the other half alone)."""
+    disparity = np.zeros((10, 10), np.float32)
+    disparity[:4] = 24.0
+    disparity[0, 0] = np.nan  # unknown: not counted
+    stats = outputs.calibration_json(Calibration(300.0, 0.1), disparity)["depth_m"]
+    assert stats["median"] is None and stats["p95"] is None and "infinitely far" in stats["null"]
+    assert stats["p5"] == pytest.approx(300.0 * 0.1 / 24.0, abs=1e-4)
+    disparity[:] = 10.0
+    stats = outputs.calibration_json(Calibration(300.0, 0.1), disparity)["depth_m"]
+    assert stats == {"median": 3.0, "p5": 3.0, "p95": 3.0}

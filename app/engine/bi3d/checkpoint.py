@@ -24,7 +24,7 @@ from app.engine.bi3d.factory import build_model
 from app.engine.bi3d.int8 import attach_calibration
 from app.engine.bi3d.light import LightBi3D
 from app.engine.bi3d.model import ModelKind, SweepModel
-from app.engine.errors import UserError
+from app.engine.errors import UserError, setting
 from app.engine.fileio import atomic_write
 from app.engine.validation import Bounds, integer, number
 
@@ -71,6 +71,8 @@ def _strip_prefix(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def read_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], ModelInfo]:
     """Read weights and metadata; a clear ``UserError`` for anything that does not fit."""
     path = Path(path)
+    if path.is_dir():  # an export folder, say: it read "not found" though it was there
+        raise UserError(f"{setting('weights')} {path} is a folder; give a checkpoint file (.pt)")
     if not path.is_file():
         raise UserError(f"weights file not found: {path}; check the path")
     if path.stat().st_size == 0:

@@ -20,6 +20,7 @@ from app.engine.validation import Bounds, integer, number
 DEFAULT_MAX_DISPARITY = 192
 # answers rated below this are unknown by default (chosen on held-out synthetic rooms: see depth.agreement)
 DEFAULT_MIN_CONFIDENCE = 0.1
+FLAT_NOTE = "no texture: the pair is flat"  # how a flat pair's note starts (the window's title reads it)
 MAX_DISPARITY_LIMIT = 1024  # px: beyond any engine here (Bi3D models reach 192, SGBM searches W - 1)
 
 # The values the engine's settings take (``app.vocabulary`` gives them labels, help and ranges)

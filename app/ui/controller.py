@@ -69,6 +69,7 @@ class Outcome:
     first: StereoPair | None = None  # its only pair, for still sources
     description: str = ""
     refused: bool = False  # the engine refused the request (a setting): cleared by a later answer
+    failed_open: bool = False  # a source could not be opened: cleared when another one opens
 
 
 class SessionController(QObject):
@@ -114,6 +115,7 @@ class SessionController(QObject):
         # the error on screen about the settings (the engine refused them), if any: it goes when
         # a later answer comes, so it does not stand beside that answer (nor hide later news)
         self._refusal: str | None = None
+        self._open_error: str | None = None  # the last failed open's error, while it may be on screen
         self.workDone.connect(self._on_done)
         self.pairGrabbed.connect(self.view.show_pair)
         self._timer = QTimer(self, interval=tick_ms)
@@ -145,12 +147,21 @@ class SessionController(QObject):
         job = Job(self._generation, self._request, None)
 
         def work() -> Outcome:
-            source = opener()
+            try:
+                source = opener()
+            except UserError as exc:
+                return Outcome(job, error=exc.worded(window_words), failed_open=True)
             first = source.read() if getattr(source, "frame_count", None) == 1 else None
             return Outcome(job, source=source, first=first, description=description)
 
         self._pending.append(work)
         self._kick()
+
+    @property
+    def gives_frames(self) -> bool:
+        """Whether the source can still give new frames (paused or not): a still pair and an
+        ended source cannot."""
+        return self._resumable
 
     def run_task(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """Run ``fn`` on the worker between frames; ``done(value)`` runs on the GUI thread."""
@@ -285,6 +296,7 @@ class SessionController(QObject):
         if outcome.error:
             self.view.show_error(outcome.error)
             self._refusal = outcome.error if outcome.refused else None
+            self._open_error = outcome.error if outcome.failed_open else self._open_error
             if outcome.refused:
                 self.view.show_refused()  # what the controls say was chosen is no longer so
             if outcome.refused and self.showing_quick:
@@ -326,6 +338,9 @@ class SessionController(QObject):
 
     def _adopt(self, source: FrameSource, first: StereoPair | None, description: str) -> None:
         self.session.set_source(source, description)
+        if self._open_error is not None:  # a source opened after all: the last failure is over
+            self.view.clear_error(self._open_error)
+            self._open_error = None
         self._settle_after = True
         self._live = first is None and not self._paused
         self._resumable = first is None

@@ -125,6 +125,9 @@ class ControlsPanel(QWidget):
         # as wide as its longest text ("auto: 192 px"), so that the panel does not move when it changes
         self.max_disparity_auto.setText(f"auto: {vocabulary.DEFAULT_MAX_DISPARITY} px")
         self.max_disparity_auto.setMinimumWidth(self.max_disparity_auto.sizeHint().width())
+        keep = self.max_disparity_auto.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)  # hidden in binary and selective mode: the row does not move
+        self.max_disparity_auto.setSizePolicy(keep)
         self.max_disparity_auto.setText("auto")
         self.max_disparity_auto.setChecked(s.max_disparity_auto)
         self.max_disparity_auto.toggled.connect(self._on_max_disparity_auto)
@@ -150,6 +153,8 @@ class ControlsPanel(QWidget):
         self.budget = LogSlider(int(vocabulary.BUDGET.minimum or 1), int(vocabulary.BUDGET.maximum or 3000))
         self.budget.setToolTip("latency budget, 5 ms to 3 s (equal steps are equal ratios)")
         self.budget.set_number(s.budget_ms)
+        self.budget.setEnabled(s.budget_on)
+        self.budget_on.toggled.connect(self.budget.setEnabled)  # live only when it applies
         self.budget.numberChanged.connect(lambda v: self._set("budget_ms", float(v)))
         self.budget.numberChanged.connect(self._show_budget)
         self.budget_label = QLabel("")
@@ -436,8 +441,14 @@ class ControlsPanel(QWidget):
         # does not apply there (binary and selective depth take their planes from it)
         swept = mode in (Mode.CONTINUOUS, Mode.QUANTIZED)
         self.max_disparity.setEnabled(not (swept and self.settings.max_disparity_auto))
-        # ticked and live beside a number in use read as if auto applied there too (review)
-        self.max_disparity_auto.setEnabled(swept)
+        # ticked beside a number in use read as if auto applied there too (two reviews; greyed out, it
+        # still read so): binary and selective depth have the number alone, the sliders' reach
+        self.max_disparity_auto.setVisible(swept)
+        self.max_disparity.setToolTip(
+            "the deepest disparity searched"
+            if swept
+            else f"how far the {'plane' if mode is Mode.BINARY else 'range'} slider reaches"
+        )
         self.plane_label.setVisible(mode is Mode.BINARY)
         self.range_label.setVisible(mode is Mode.SELECTIVE)
         self._update_labels()

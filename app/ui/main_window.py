@@ -56,7 +56,7 @@ from app.ui.controls import SWAP_LABEL, ControlsPanel
 from app.ui.folders import FolderMemory
 from app.ui.latency import LatencyPlot
 from app.ui.measure_panel import MeasurePanel
-from app.ui.notices import NoticeBar, RecBadge
+from app.ui.notices import NotesLabel, NoticeBar, RecBadge
 from app.ui.render import ERROR_MAX_PX, DisplaySpec, Rendered, render
 from app.ui.settings import Settings, engine_values, save_settings, settings_dir
 from app.ui.views import DepthPane, ImagePane, link_views
@@ -185,8 +185,7 @@ class MainWindow(QMainWindow):
         outer.addWidget(self.central_split, 1)
         self.setCentralWidget(central)
         self.readout = QLabel("")
-        self.engine_label = QLabel("")
-        self.engine_label.setMaximumWidth(520)  # the full text is its tooltip
+        self.engine_label = NotesLabel(520)  # every note in its tooltip, and a window on a click
         self.rec_badge = RecBadge()
         self.statusBar().addWidget(self.readout, 1)
         self.statusBar().addPermanentWidget(self.rec_badge)
@@ -450,7 +449,7 @@ class MainWindow(QMainWindow):
         what = describe() if callable(describe) else ""  # how it was opened: a video layout, a camera mode
         opened = f"opened {description}" + (f": {what}" if what and what != description else "")
         self.show_status(opened + (f' ("{SWAP_LABEL}" was for the last source: off)' if unswapped else ""))
-        self.setWindowTitle(f"Bi3D Studio — {description}")
+        self.setWindowTitle(f"Bi3D Studio — {short_description(description)}")
 
     def _source_ended(self) -> None:
         if self.loop_action.isChecked() and self.settings.source:
@@ -746,12 +745,10 @@ class MainWindow(QMainWindow):
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)
         self.calibration.frame_shown(result)
-        notes = "; ".join(vocabulary.word(n) for n in depth.notes)
         status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
         if depth.searched is not None:
             status += f" · searched {depth.searched[0]:g}-{depth.searched[1]:g} px"
-        self.engine_label.setText(status + (f" · {notes}" if notes else ""))
-        self.engine_label.setToolTip(self.engine_label.text())
+        self.engine_label.show_notes(status, [vocabulary.word(n) for n in depth.notes])
         if self._hover_at is not None:  # the readout follows the newest result
             self._hover(*self._hover_at, result=result)
 
@@ -828,6 +825,16 @@ class MainWindow(QMainWindow):
                     f"{plural(ended.frames_written, 'frame')} in {ended.folder}"
                 )
             return
+        if self.session.source is not None and not self.controller.gives_frames:
+            # it said "recording" and stopped with "nothing was recorded" (seen on the demo pair)
+            still = getattr(self.session.source, "frame_count", None) == 1
+            self.show_error(
+                "a still pair gives no new frames to record: Snapshot (Ctrl+S) saves it with its depth"
+                if still
+                else "the source has ended: play it again (Space), then record"
+            )
+            self.record_action.setChecked(False)
+            return
         try:
             recorder = self.session.start_recording()
         except UserError as exc:
@@ -899,6 +906,11 @@ class MainWindow(QMainWindow):
 
     def show_refused(self) -> None:
         self.controls.show_refused()
+        # the pane itself says its answer is an older one (on a live source the left image moved
+        # on while the depth stayed, with only the message bar and the panel saying why)
+        title = self.depth_view.title.full_text
+        if not title.startswith(STALE_DEPTH):
+            self.depth_view.set_title(f"{STALE_DEPTH} · {title}")
 
     def _ply_suggestion(self) -> str:
         """Where the save dialog starts: a new name in the output folder, as snapshots and
@@ -973,10 +985,12 @@ class MainWindow(QMainWindow):
             self.load_model(str(result.out))
 
     def _ask_load_adapted(self, result: AdaptResult) -> bool:
+        warning = "" if result.warning is None else f"\n\nNote: {result.warning}."
         answer = QMessageBox.question(
             self,
             "Adapt model",
-            f"The adapted model is in {result.out}; the report is in {result.report_path}.\n\nLoad it now?",
+            f"The adapted model is in {result.out}; the report is in {result.report_path}.{warning}"
+            "\n\nLoad it now?",
         )
         return answer == QMessageBox.StandardButton.Yes
 
@@ -1024,3 +1038,19 @@ def _scrolling(panel: QWidget) -> QScrollArea:
     bar = scroll.verticalScrollBar().sizeHint().width()
     scroll.setMinimumWidth(panel.minimumSizeHint().width() + bar + 4)
     return scroll
+
+
+STALE_DEPTH = "last answer (these settings were refused)"
+
+
+def short_description(description: str) -> str:
+    """A source's name for the window title: a pair in one folder as its two file names and the
+    folder once ("im0.png, im1.png — /data/scene"), where the full paths twice filled the title."""
+    parts = description.split(",")
+    if len(parts) != 2 or ":" in parts[0].split("/")[0]:  # not a pair of paths (a camera, a spec)
+        return description
+    left, right = (Path(p.strip()) for p in parts)
+    if left.parent != right.parent or not left.name or not right.name:
+        return description
+    folder = str(left.parent)
+    return f"{left.name}, {right.name}" + ("" if folder == "." else f" — {folder}")

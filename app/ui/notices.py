@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtGui import QFontMetrics, QMouseEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
 INFO_MS = 6000
 COLOURS = {"info": ("#e3f2fd", "#0d47a1"), "error": ("#ffebee", "#b71c1c")}
@@ -99,3 +100,48 @@ class RecBadge(QLabel):
 
     def stop(self) -> None:
         self.hide()
+
+
+class NotesLabel(QLabel):
+    """The status bar's engine line: what ran, then the frame's notes. As much as fits is shown
+    (the notes ran past any screen: "(scene reache…" even at 1920 px); the tooltip lists every
+    note on its own line, and a click opens them in a window whose text can be copied."""
+
+    def __init__(self, max_width: int = 520) -> None:
+        super().__init__("")
+        self.setMaximumWidth(max_width)
+        self.status = ""
+        self.notes: list[str] = []
+        self.dialog: QMessageBox | None = None
+
+    def show_notes(self, status: str, notes: list[str]) -> None:
+        if (status, notes) == (self.status, self.notes):
+            return
+        self.status, self.notes = status, list(notes)
+        count = f"{len(notes)} note{'' if len(notes) == 1 else 's'}"
+        line = status + (f" · {count}: {'; '.join(notes)}" if notes else "")
+        width = self.maximumWidth() - 8
+        self.setText(QFontMetrics(self.font()).elidedText(line, Qt.TextElideMode.ElideRight, width))
+        self.setToolTip("\n".join([status, *notes]) + ("\n(click to read and copy them)" if notes else ""))
+        self.setCursor(Qt.CursorShape.PointingHandCursor if notes else Qt.CursorShape.ArrowCursor)
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.setText(self._text())
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if self.notes and event.button() == Qt.MouseButton.LeftButton:
+            self.open_notes()
+        super().mousePressEvent(event)
+
+    def open_notes(self) -> None:
+        """The notes in a window of their own (not modal: the frames go on behind it)."""
+        if self.dialog is None:
+            self.dialog = QMessageBox(
+                QMessageBox.Icon.Information, "Notes on the last frame", "", parent=self
+            )
+            self.dialog.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.dialog.setModal(False)
+        self.dialog.setText(self._text())
+        self.dialog.show()
+
+    def _text(self) -> str:
+        return "\n\n".join([self.status, *self.notes])

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.engine.session import Display, Session
-from app.engine.types import FrameResult, Mode
+from app.engine.types import FLAT_NOTE, DepthResult, FrameResult, Mode
 
 colorize = Display.colorize
 ERROR_MAX_PX = 4.0  # the error colour bar's top: bad-2 pixels sit in its upper half
@@ -49,10 +49,20 @@ def auto_levels(values: np.ndarray) -> tuple[float, float]:
 
 
 UNKNOWN_RGB = (48, 48, 48)  # pixels without a value: grey, so they stand apart from the background
+NEARER_RGB = (205, 205, 205)  # selective depth: nearer than the range
+FARTHER_RGB = (120, 120, 120)  # selective depth: farther than the range
 
 
 def _unknown_grey(rgb: np.ndarray, values: np.ndarray) -> np.ndarray:
     rgb[~np.isfinite(values)] = UNKNOWN_RGB
+    return rgb
+
+
+def _outside_greys(rgb: np.ndarray, depth: DepthResult) -> np.ndarray:
+    """Selective depth: the pixels nearer and farther than the range in two greys of their own."""
+    if depth.mode is not Mode.BINARY and depth.range_state is not None:
+        rgb[depth.range_state == 1] = NEARER_RGB
+        rgb[depth.range_state == -1] = FARTHER_RGB
     return rgb
 
 
@@ -87,22 +97,28 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         title = f"{depth.engine} {depth.mode.value} · disparity in px{_depth_span(result, levels)}"
         if not np.isfinite(shown).any():  # the colour bar's 0-1 and its depths would read as an answer
             title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (
-                f" (Min confidence {result.request.min_confidence:.2f}: lower it)"
+                ": the pair has no texture (flat)"  # lowering the threshold would not help
+                if any(note.startswith(FLAT_NOTE) for note in depth.notes)
+                else f" (Min confidence {result.request.min_confidence:.2f}: lower it)"
                 if result.request.min_confidence > 0
                 else ""
             )
         elif not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
-            title += " · grey: unknown" + (", or outside the range" if depth.range_state is not None else "")
-        if depth.range_state is not None:
-            title += " · nearer than the range: red on the left image"
+            title += " · dark grey: unknown" if depth.range_state is not None else " · grey: unknown"
+        if depth.range_state is not None:  # one grey for both sides read alike (review)
+            title += " · light grey: nearer than the range (red on the left image), mid grey: farther"
         tint = depth.range_state == 1 if depth.range_state is not None else None
-    out = Rendered(spec, _unknown_grey(colorize(shown, *levels, spec.colormap), shown), levels, title, tint)
+    rgb = _outside_greys(_unknown_grey(colorize(shown, *levels, spec.colormap), shown), depth)
+    out = Rendered(spec, rgb, levels, title, tint)
     if result.baseline is not None:
         base = result.baseline
         binary = base.mode is Mode.BINARY
         shown_base = base.probabilities[0] if binary else base.disparity
-        out.baseline_rgb = _unknown_grey(
-            colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
+        out.baseline_rgb = _outside_greys(
+            _unknown_grey(
+                colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
+            ),
+            base,
         )
     if depth.mode is not Mode.BINARY:
         out.histogram = Session.histogram(result)  # a percentile over every pixel: not on the GUI thread

@@ -6,6 +6,9 @@ that into a readout from the latest result.
 
 from __future__ import annotations
 
+import html
+from collections.abc import Callable
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
@@ -54,19 +57,42 @@ class _Title(pg.LabelItem):
         self._elide()
 
     def _elide(self) -> None:
-        """Show as much of the title as fits, ending in "…" when it does not all fit."""
+        """Show as much of the title as fits: on a second line, broken between its " · " parts,
+        when one is too narrow (the legend at its end, "grey: unknown", was cut at 1366 x 768), and
+        ending in "…" when two lines do not hold it all."""
         width = int(self.rect().width()) - 8  # the label's own margins
         if width <= 0 or self._eliding:
             return
         metrics = QFontMetrics(self.item.font())
-        shown = metrics.elidedText(self._full, Qt.TextElideMode.ElideRight, width)
+        lines = title_lines(self._full, width, metrics.horizontalAdvance)
+        lines = [metrics.elidedText(line, Qt.TextElideMode.ElideRight, width) for line in lines]
+        shown = "<br>".join(html.escape(line, quote=False) for line in lines)
         self._eliding = True
         try:
             if shown != self.text:
                 super().setText(shown)
         finally:
             self._eliding = False
-        self.setToolTip(self._full if shown != self._full else "")
+        whole = " · ".join(lines) == self._full
+        self.setToolTip("" if whole else self._full)
+
+
+TITLE_LINES = 2  # a pane's title takes at most this many lines
+
+
+def title_lines(text: str, width: float, advance: Callable[[str], float]) -> list[str]:
+    """``text`` in at most ``TITLE_LINES`` lines of ``width`` (``advance``: a string's width), broken
+    only between its " · " parts; the last line holds the rest, however long."""
+    lines: list[str] = []
+    for part in text.split(" · "):
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and advance(joined) > width and len(lines) < TITLE_LINES:
+            lines.append(part)
+        elif lines:
+            lines[-1] = joined
+        else:
+            lines.append(part)
+    return lines
 
 
 def link_views(panes: list[ImagePane]) -> None:

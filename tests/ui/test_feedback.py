@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSlider
 
 from app.engine.depth.engines import EngineOptions
@@ -82,6 +83,25 @@ def test_a_new_source_clears_what_came_from_the_old_one(qtbot) -> None:  # type:
     _shown(qtbot, window)
     assert window.left_view.lines.xData is None or len(window.left_view.lines.xData) == 0
     assert window.latency.frames == 1  # the history restarted with the new source
+
+
+def test_a_source_that_opens_takes_away_the_last_failed_opens_error(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A pair of two sizes failed to open; the grey pair opened next but the size error stayed,
+    with no "opened" line: it looked as if that one had failed too."""
+
+    def opener(spec: str) -> FakeSource:
+        if spec == "bad":
+            raise UserError("left 600x480 and right 400x300 differ in size")
+        return FakeSource(1)
+
+    window = _window(qtbot, opener, RecordingEngine())
+    window.show_error("the disk is full")  # not an open's error: it stays
+    window.notices.dismiss()
+    window.open_spec("bad")
+    qtbot.waitUntil(lambda: "differ in size" in window.notices.text.text(), timeout=5000)
+    window.open_spec("good")
+    _shown(qtbot, window)
+    assert window.notices.level == "info" and "opened good" in window.notices.text.text()
 
 
 def test_pause_holds_the_frame_and_step_moves_on(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -749,10 +769,11 @@ def test_a_full_disk_stops_the_recording_not_the_source(  # type: ignore[no-unty
 
 def test_a_recording_stopped_before_any_frame_leaves_no_folder(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Record pressed after a video ended left an empty recording in the recordings folder."""
-    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window = _window(qtbot, lambda spec: FakeSource(1000), RecordingEngine())
     window.session.output_root = tmp_path
-    window.open_spec("pair")
+    window.open_spec("video")
     _shown(qtbot, window)
+    window.pause_action.setChecked(True)  # nothing comes while paused
     window.record_action.setChecked(True)
     recorder = window.session.recorder
     assert recorder is not None and recorder.folder.is_dir()
@@ -852,3 +873,44 @@ def test_a_focused_control_keeps_its_own_keys_from_the_playback_shortcuts(qtbot)
     window.left_view.setFocus()  # an image: the keys are the window's
     qtbot.keyClick(window.left_view, Qt.Key.Key_Space)
     assert window.pause_action.isChecked() != paused
+
+
+def test_record_on_a_still_pair_or_an_ended_source_says_there_is_nothing_to_record(  # type: ignore[no-untyped-def]
+    qtbot, tmp_path: Path
+) -> None:
+    """On the demo pair Record said "recording every captured frame", showed "REC 0 frames" and
+    ended with "nothing was recorded"."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.session.output_root = tmp_path
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    window.record_action.setChecked(True)
+    assert not window.record_action.isChecked() and window.session.recorder is None
+    assert window.notices.level == "error" and "Snapshot (Ctrl+S)" in window.notices.text.text()
+    assert not (tmp_path / "recordings").exists()
+    window.notices.dismiss()
+    window = _window(qtbot, lambda spec: FakeSource(3), RecordingEngine())
+    window.session.output_root = tmp_path
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        window.open_spec("clip")
+    window.record_action.setChecked(True)
+    assert not window.record_action.isChecked() and "the source has ended" in window.notices.text.text()
+
+
+def test_the_status_bars_notes_are_all_readable(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The engine's notes ran past the status bar at any width ("(scene reache…" at 1920 px)."""
+    from app.ui.notices import NotesLabel
+
+    label = NotesLabel(300)
+    qtbot.addWidget(label)
+    label.show()
+    notes = ["max disparity auto: 0-96 px (scene reaches about 73 px)", "runtime torch: auto: from the cache"]
+    label.show_notes("bi3d · torch · cpu · fp32", notes)
+    assert label.text().startswith("bi3d · torch · cpu · fp32 · 2 notes: max")
+    assert label.text().endswith("…") and label.toolTip().splitlines()[1:3] == notes
+    qtbot.mouseClick(label, Qt.MouseButton.LeftButton)
+    assert label.dialog is not None and label.dialog.isVisible() and not label.dialog.isModal()
+    assert all(note in label.dialog.text() for note in notes)
+    label.show_notes("sgbm · opencv · cpu · fp32", [])  # a frame without notes: nothing to open
+    assert label.text() == "sgbm · opencv · cpu · fp32" and "click" not in label.toolTip()
+    label.dialog.close()

@@ -289,9 +289,13 @@ def test_the_auto_reach_shows_beside_the_greyed_maximum(qtbot) -> None:  # type:
     assert not panel.max_disparity.isEnabled()
     panel.mode.setCurrentText("binary")  # the plane slider's bound
     assert panel.max_disparity.isEnabled()
-    assert not panel.max_disparity_auto.isEnabled()  # it does not apply here: not live beside the number
+    # it does not apply here: not beside the number (greyed out and ticked it still read as applying)
+    assert panel.max_disparity_auto.isHidden() and "plane slider" in panel.max_disparity.toolTip()
     panel.mode.setCurrentText("continuous")
-    assert panel.max_disparity_auto.isEnabled() and panel.max_disparity_auto.isChecked()
+    assert not panel.max_disparity_auto.isHidden() and panel.max_disparity_auto.isChecked()
+    assert not panel.budget.isEnabled()  # the budget's slider is live only with Budget ticked
+    panel.budget_on.setChecked(True)
+    assert panel.budget.isEnabled()
 
 
 def test_the_window_opens_within_the_screen(qapp) -> None:  # type: ignore[no-untyped-def]
@@ -454,6 +458,24 @@ def test_a_title_too_long_for_its_pane_ends_in_an_ellipsis(qtbot) -> None:  # ty
     assert pane.title.toolTip() == ""
 
 
+def test_a_title_too_long_for_one_line_takes_a_second_between_its_parts(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """At 1366 x 768 the depth title read "bi3d continuous · disparity in px · grey: unk…": the
+    legend of the grey pixels was lost."""
+    from app.ui.views import DepthPane, title_lines
+
+    assert title_lines("a · bb · ccc", 6, len) == ["a · bb", "ccc"]
+    assert title_lines("a · bb · ccc · dddd", 6, len) == ["a · bb", "ccc · dddd"]  # the rest: elided
+    assert title_lines("abcdefgh · b", 6, len) == ["abcdefgh", "b"]
+    pane = DepthPane("Disparity")
+    qtbot.addWidget(pane)
+    pane.resize(420, 300)
+    pane.show()
+    title = "bi3d continuous · disparity in px, depth 1.21-3.3 m · grey: unknown"
+    pane.set_title(title)
+    qtbot.waitUntil(lambda: "<br>" in pane.title.text, timeout=5_000)
+    assert pane.title.text.endswith("grey: unknown") and pane.title.toolTip() == ""  # all of it shown
+
+
 def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantized(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.ui.controls import ControlsPanel
     from app.ui.settings import Settings
@@ -551,9 +573,12 @@ def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) ->
     qtbot.waitUntil(lambda: window.notices.level == "error" and window.notices.isVisible(), timeout=5000)
     assert "below the fastest answer" in window.notices.text.text()
     assert c.budget_label.text().startswith("no answer at these settings")  # not the last answer's choice
+    # the pane itself says the depth is the last answer (on a live source it stayed as frames went on)
+    assert window.depth_view.title.full_text.startswith("last answer (these settings were refused) · ")
     c.budget.set_number(200)
     _wait_result(qtbot, window)
     assert not window.notices.isVisible()  # it stood beside the new answer and hid later news
+    assert not window.depth_view.title.full_text.startswith("last answer")
     assert not c.budget_label.text().startswith("no answer")
     window.show_status("snapshot saved")
     assert window.notices.isVisible() and window.notices.level == "info"

@@ -162,6 +162,19 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     assert render(frame, DisplaySpec()).depth_title == "bi3d continuous · disparity in px"
     depth.disparity[2:4, 2:4] = np.nan  # masked: unknown, drawn grey
     assert render(frame, DisplaySpec()).depth_title.endswith("· grey: unknown")
+    # selective: nearer and farther than the range in greys of their own (one grey read alike)
+    from app.ui import render as render_module
+
+    state = np.zeros((8, 8), np.int8)
+    state[0], state[1] = 1, -1
+    picked = dataclasses.replace(depth, mode=Mode.SELECTIVE, range_state=state)
+    shown = render(dataclasses.replace(frame, depth=picked), DisplaySpec())
+    assert tuple(shown.depth_rgb[0, 0]) == render_module.NEARER_RGB
+    assert tuple(shown.depth_rgb[1, 0]) == render_module.FARTHER_RGB
+    assert tuple(shown.depth_rgb[2, 2]) == render_module.UNKNOWN_RGB
+    assert (
+        "light grey: nearer than the range" in shown.depth_title and "dark grey: unknown" in shown.depth_title
+    )
     # with a calibration the colour bar's ends are given as depths (the title said px alone)
     metric = dataclasses.replace(frame, calibration=Calibration(focal_px=100.0, baseline_m=0.12))
     assert render(metric, DisplaySpec(fixed_max=48.0)).depth_title.startswith(
@@ -216,3 +229,31 @@ def test_a_depth_with_no_answer_left_says_so_instead_of_a_span() -> None:
     frame = FrameResult(1, 0, StereoPair(image, image), request, depth, calibration=Calibration(500.0, 0.1))
     title = render(frame, DisplaySpec()).depth_title
     assert title == "bi3d continuous · no pixel kept an answer (Min confidence 1.00: lower it)"
+
+
+def test_a_flat_pair_names_its_cause_not_the_confidence_threshold() -> None:
+    """A grey pair's title said 'lower Min confidence'; at 0.00 there was still no answer."""
+    from app.engine.depth.exposure import flat_pair_note
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from tests.engine.fake_results import empty_result
+
+    image = np.full((8, 8, 3), 128, np.uint8)
+    depth = empty_result(image, "bi3d", Mode.CONTINUOUS)
+    depth.disparity[:] = np.nan
+    note = flat_pair_note(image, image)
+    assert note is not None
+    depth.notes.insert(0, note)
+    frame = FrameResult(1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS), depth)
+    title = render(frame, DisplaySpec()).depth_title
+    assert title == "bi3d continuous · no pixel kept an answer: the pair has no texture (flat)"
+
+
+def test_the_window_title_names_a_pairs_folder_once() -> None:
+    from app.ui.main_window import short_description
+
+    assert short_description("/data/scene/im0.png,/data/scene/im1.png") == "im0.png, im1.png — /data/scene"
+    assert short_description("l.png,r.png") == "l.png, r.png"
+    assert short_description("/a/l.png,/b/r.png") == "/a/l.png,/b/r.png"  # two folders: both said
+    assert short_description("camera:0,1") == "camera:0,1"
+    assert short_description("synthetic") == "synthetic"

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from app.engine.types import FLAT_NOTE
+
 
 @dataclass(frozen=True)
 class ExposureConfig:
@@ -112,7 +114,7 @@ def flat_pair_note(left: np.ndarray, right: np.ndarray, counts: np.ndarray | Non
     if hi - lo > FLAT_LEVELS:
         return None
     return (
-        f"no texture: the pair is flat (grey levels {lo}-{hi}), so no pixel has an answer; "
+        f"{FLAT_NOTE} (grey levels {lo}-{hi}), so no pixel has an answer; "
         "check the exposure, the lens caps and the source"
     )
 

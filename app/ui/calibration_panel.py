@@ -146,7 +146,7 @@ class CalibrationPanel(QWidget):
         self.save_button.setToolTip(
             "write the rig in use (loaded, calibrated or self-rectified) as OpenCV YAML"
         )
-        self.save_button.clicked.connect(self.save)
+        self.save_button.clicked.connect(lambda: self.save())  # clicked(bool) would fill the title
         self.save_button.setEnabled(False)
         buttons = QHBoxLayout()
         buttons.addWidget(load)

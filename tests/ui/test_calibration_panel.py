@@ -59,9 +59,13 @@ def _show(qtbot, window: MainWindow, holder: list[StereoPair], pair: StereoPair)
 def _save_to(monkeypatch: pytest.MonkeyPatch, path: Path | None) -> None:
     """The save dialog answers ``path``; None: it was cancelled (Qt gives an empty name)."""
     name = "" if path is None else str(path)
-    monkeypatch.setattr(
-        calibration_panel.QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (name, ""))
-    )
+
+    def dialog(parent, title, start, kinds):  # type: ignore[no-untyped-def]
+        # Qt's own signature: the Save button passed clicked's bool as the title, a TypeError there
+        assert all(isinstance(text, str) for text in (title, start, kinds)), (title, start, kinds)
+        return name, ""
+
+    monkeypatch.setattr(calibration_panel.QFileDialog, "getSaveFileName", staticmethod(dialog))
 
 
 def test_chessboard_capture_calibrates_the_rig(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -721,3 +721,10 @@ def test_a_calibrations_warning_is_kept_in_result_json(capsys, demo_dir: Path, t
     notes = json.loads((out / "result.json").read_text())["notes"]
     assert code == 0 and any("longer than a stereo rig's" in n for n in notes)
     assert stdout.count("longer than a stereo rig's") == 1  # said once
+    # Middlebury's millimetres written as metres read "median depth 0.00 m", unsaid
+    calib.write_text((demo_dir / "calib.txt").read_text().replace("baseline=193.001", "baseline=0.193001"))
+    code, stdout, _ = run(
+        capsys, "depth", *pair, "--engine", "sgbm", "--calib", str(calib), "--out", str(out)
+    )
+    assert code == 0 and "the baseline reads 0.193001 mm, shorter than a stereo rig's" in stdout
+    assert "multiply it by 1000 (193.001)" in stdout

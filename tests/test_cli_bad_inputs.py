@@ -347,3 +347,19 @@ def test_an_input_after_an_option_is_said_to_go_with_the_others(capsys, tiny) ->
     line = bad(capsys, "depth", tiny[0], "--engine", "sgbm", tiny[1])
     assert f"unrecognized arguments: {tiny[1]}; give the inputs together" in line
     assert "give the inputs" not in bad(capsys, "depth", *tiny, "--frobnicate")  # an unknown option is one
+
+
+def test_a_json_report_never_replaces_an_image_or_other_file(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`calib check L R --json R` wrote the report over the right image (and over any other file)."""
+    from app.engine.formats import write_color_png
+
+    left, right = tmp_path / "l.png", tmp_path / "r.png"
+    for path in (left, right):
+        write_color_png(path, np.zeros((48, 64, 3), np.uint8))
+    before = right.read_bytes()
+    line = bad(capsys, "calib", "check", str(left), str(right), "--json", str(right))
+    assert "is not a JSON report" in line and right.read_bytes() == before
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    assert "is not a JSON report" in bad(capsys, "bench", "--json", str(notes))
+    assert notes.read_text() == "mine"

@@ -444,8 +444,13 @@ def test_out_must_be_a_new_file_or_a_calibration_to_replace(
     rig = tmp_path / "rig.yaml"
     code, stdout, _ = run(capsys, "calib", "rectify", *pair, "--out", str(rig))
     assert code == 0 and f"wrote {rig}" in stdout
-    code, stdout, _ = run(capsys, "calib", "rectify", *pair, "--out", str(rig))
+    first = rig.read_text()
+    code, stdout, _ = run(capsys, "calib", "rectify", *pair, "--out", str(rig), "--baseline", "0.1")
     assert code == 0 and f"replaced the earlier calibration in {rig}" in stdout
+    # the replaced one is kept (a board calibration was lost to a self-rectification, unasked)
+    assert (
+        f"(the earlier one kept as {rig}.bak)" in stdout and (tmp_path / "rig.yaml.bak").read_text() == first
+    )
 
 
 def test_rectify_without_overlap_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -655,3 +660,35 @@ def test_rectify_with_a_rig_says_before_is_with_that_rig(
     line = next(x for x in stdout.splitlines() if x.startswith("vertical rms of the matches"))
     assert code == 0 and f"px with {rig}'s rectification, " in line
     assert float(line.split(": ")[1].split()[0]) < 1.0
+
+
+def test_a_board_a_thousandth_of_its_size_blames_the_slip_that_was_made(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A Middlebury calib.txt with its baseline in metres (0.083 where 83.3 mm was meant) read
+    "--square is in metres (0.025 for 25 mm)", though --square was 0.025 already."""
+    import argparse
+
+    from app.commands.calib import _board_figures
+    from app.engine.calibration.check import BoardReport
+
+    args = argparse.Namespace(calib="calib.txt")
+    _board_figures(BoardReport(54, 0.2, 0.025, 0.025e-3, -99.9), args)
+    out = capsys.readouterr().out
+    assert "baseline (the baseline) looks a thousand times too short" in out and "--square" not in out
+    _board_figures(BoardReport(54, 0.2, 25.0, 0.025, -99.9), args)  # --square 25 for 25 mm
+    assert "--square is in metres (0.025 for 25 mm)" in capsys.readouterr().out
+
+
+def test_a_baseline_in_millimetres_is_refused_as_it_is_typed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`calib rectify --baseline 5000` was written unsaid (depths 1000 x too far), and a bad
+    --baseline was called a "square size"."""
+    pair = [str(HANDHELD / "left.jpg"), str(HANDHELD / "right.jpg")]
+    msg = _bad(capsys, "calib", "rectify", *pair, "--out", str(tmp_path / "r.yaml"), "--baseline", "83")
+    assert (
+        "--baseline is in metres" in msg and "--baseline 0.083" in msg and not (tmp_path / "r.yaml").exists()
+    )
+    msg = _bad(capsys, "calib", "rectify", *pair, "--out", str(tmp_path / "r.yaml"), "--baseline", "-1")
+    assert "the baseline must be a positive number of metres" in msg

@@ -5,6 +5,7 @@ is finite, in range and of the right kind before a command starts, and a bad one
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -69,10 +70,17 @@ def names(name: str, allowed: tuple[str, ...] | list[str]) -> Callable[[str], li
 
 
 def output_file(text: str) -> str:
-    """A file to write: its folder must exist and it must not be a folder itself."""
+    """A JSON report to write: its folder must exist, it must not be a folder itself, and a file
+    already there is replaced only when it is a JSON report (``calib check --json right01.jpg``
+    wrote over the input image)."""
     path = Path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name, e.g. {path / 'out.json'}")
+    if path.exists() and not _json_report(path):
+        raise argparse.ArgumentTypeError(
+            f"{text} exists and is not a JSON report (an image, or a file of yours?); it is kept: "
+            "choose another name"
+        )
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"the folder {path.parent} does not exist; create it first")
     # said before the work (a benchmark's minutes), not when its figures are written
@@ -81,6 +89,20 @@ def output_file(text: str) -> str:
             f"cannot write into the folder {path.parent} (permission denied); choose another"
         )
     return text
+
+
+REPORT_BYTES = 64 << 20  # a file larger than this is no report of ours
+
+
+def _json_report(path: Path) -> bool:
+    """Whether ``path`` holds a JSON document (an earlier report, replaced as asked)."""
+    try:
+        if path.stat().st_size > REPORT_BYTES:
+            return False
+        json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def output_folder(text: str) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
-from app.commands.arguments import whole
+from app.commands.arguments import output_file, whole
 
 if TYPE_CHECKING:  # the engine is imported when a command runs, not when the parser is built
     from app.engine.calibration.check import BoardReport
@@ -34,13 +35,26 @@ SQUARE_NOTE_M = 1.0  # a chessboard square this large is centimetres or millimet
 USABLE_RMS_PX = 1.0  # reprojection or epipolar error past which a calibration is not written (--force)
 
 
-def positive_metres(text: str) -> float:
+def positive_metres(text: str, what: str = "square size") -> float:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"square size must be a positive number of metres, got {text!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{what} must be a positive number of metres, got {text!r}")
+    return value
+
+
+def baseline_metres(text: str) -> float:
+    """--baseline: metres, and a rig's (5000 was written unsaid, every depth 1000 x too far)."""
+    from app.engine.calibration.files import LONGEST_BASELINE_M
+
+    value = positive_metres(text, "the baseline")
+    if value > LONGEST_BASELINE_M:
+        raise argparse.ArgumentTypeError(
+            f"--baseline is in metres: {value:g} m is longer than a stereo rig's; {value:g} mm is "
+            f"--baseline {value / 1000:g}, {value:g} cm is --baseline {value / 100:g}"
+        )
     return value
 
 
@@ -121,6 +135,10 @@ def _board_figures(board: BoardReport, args: argparse.Namespace) -> dict[str, An
                 if factor > 1
                 else "note: the board measures a thousandth of the square given: --square "
                 "is in metres (0.025 for 25 mm)"
+                if board.square_m >= 1.0  # a square of a metre or more: --square was the slip
+                else "note: the board measures a thousandth of the square given: the calibration's "
+                f"baseline ({baseline_field(args.calib)}) looks a thousand times too short (Middlebury "
+                "writes millimetres, the others metres)"
             )
     return figures
 
@@ -163,8 +181,33 @@ def _check_out(path: str) -> str:
     return "replaced the earlier calibration in"
 
 
-def _calibrate(args: argparse.Namespace, target: Any) -> int:
+def _write_rig(path: str, rig: Any, baseline_known: bool, wrote: str) -> str:
+    """Write the rig; a calibration already there is kept beside it as ``.bak`` first (a 13-view
+    board calibration was replaced by a hand-held self-rectification of another camera, unasked).
+    -> the line that says what was written."""
+    import shutil
+    from pathlib import Path
+
     from app.engine.calibration.files import write_opencv_yaml
+    from app.engine.errors import UserError
+
+    out = Path(path)
+    kept = ""
+    if out.is_file():
+        backup = out.with_name(out.name + ".bak")
+        try:
+            shutil.copy2(out, backup)
+        except OSError as exc:
+            raise UserError(
+                f"could not keep the earlier calibration as {backup} ({exc.strerror}); nothing was "
+                "written: choose another --out"
+            ) from None
+        kept = f" (the earlier one kept as {backup})"
+    write_opencv_yaml(out, rig, baseline_known)
+    return f"{wrote} {out}{kept}"
+
+
+def _calibrate(args: argparse.Namespace, target: Any) -> int:
     from app.engine.calibration.folder import calibrate_folder
     from app.engine.errors import UserError
 
@@ -223,8 +266,7 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
             f"not written: the fit is off by {worst:.2f} px (a usable calibration is under "
             f"{USABLE_RMS_PX:g} px); {remedy}, or give --force to write it anyway"
         )
-    write_opencv_yaml(args.out, result.rig)
-    print(f"{wrote} {args.out}")
+    print(_write_rig(args.out, result.rig, True, wrote))
     return 0
 
 
@@ -232,7 +274,7 @@ def run_rectify(args: argparse.Namespace) -> int:
     import itertools
 
     from app.engine.calibration.check import check_epipolar
-    from app.engine.calibration.files import load_for_frames, write_opencv_yaml
+    from app.engine.calibration.files import load_for_frames
     from app.engine.calibration.rig import Rectifier
     from app.engine.calibration.selfrect import rectify_frames
     from app.engine.errors import UserError
@@ -284,8 +326,7 @@ def run_rectify(args: argparse.Namespace) -> int:
             f"note: focal length unknown, assumed {focal:g} px (the image's larger side): depths in metres "
             "scale with it; 'calib chessboard' measures it"
         )
-    write_opencv_yaml(args.out, result.rig, result.baseline_known)
-    print(f"{wrote} {args.out}")
+    print(_write_rig(args.out, result.rig, result.baseline_known, wrote))
     return 0
 
 
@@ -363,7 +404,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=3000,
         help="features per image (default 3000; 50 to 100000)",
     )
-    c.add_argument("--json", help="also write the figures to this JSON file")
+    c.add_argument("--json", type=output_file, help="also write the figures to this JSON file")
     c.set_defaults(func=run_check)
 
     b = tools.add_parser(
@@ -416,7 +457,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--calib", help="a raw rig's calibration whose intrinsics to keep")
     r.add_argument("--calib2", help="right camera_info of a ROS pair, or extrinsics.yml")
-    r.add_argument("--baseline", type=positive_metres, help="baseline in metres (default: the rig's, else 1)")
+    r.add_argument("--baseline", type=baseline_metres, help="baseline in metres (default: the rig's, else 1)")
     r.add_argument("--frames", type=int, default=10, help="frames to pool matches over (default 10)")
     r.add_argument("--detector", default="orb", choices=["orb", "sift"])
     r.set_defaults(func=run_rectify)

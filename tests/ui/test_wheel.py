@@ -47,3 +47,19 @@ def test_the_wheel_scrolls_the_panel_not_the_setting_under_it(qtbot) -> None:  #
     qtbot.waitUntil(combo.hasFocus, timeout=2000)
     _wheel(combo, down=False)  # "continuous" is the last mode: up, to the one before
     assert combo.currentText() != before_text
+
+
+def test_the_wheel_over_the_calibration_panels_square_scrolls_the_panel(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A review scrolled the Calibration panel and the square size under the pointer went from
+    0.0250 m to 0.0010 m (there the field had been clicked first: then the wheel is its own)."""
+    window = MainWindow(Session(EngineOptions(engine="sgbm")), Settings(), lambda spec: FakeSource(1))
+    qtbot.addWidget(window)
+    window.resize(1000, 500)
+    window.show()
+    qtbot.wait(50)
+    square = window.calibration.square
+    before = square.value()
+    for _ in range(5):
+        _wheel(square)
+        _wheel(square.lineEdit())  # the pointer is over the field's text, its child
+    assert square.value() == before

@@ -394,6 +394,7 @@ def load_for_frames(
     return calibration, rig, "; ".join(n for n in (note, units) if n) or None
 
 
+SHORTEST_BASELINE_M = 0.002  # under this (2 mm) a baseline is more likely in another unit
 LONGEST_BASELINE_M = 5.0  # past this a stereo rig's baseline is more likely millimetres
 # where each kind of file writes the baseline, in the words of its format
 BASELINE_FIELDS = {
@@ -424,6 +425,18 @@ def baseline_note(calibration: Calibration, where: str) -> str | None:
             "baselines, not metres; give 'calib rectify --baseline METRES' for metres"
         )
     b = calibration.baseline_m
+    if 0 < b < SHORTEST_BASELINE_M:  # Middlebury's millimetres written as metres: "median depth 0.00 m"
+        field = baseline_field(where)
+        fix = (
+            f"Middlebury's baseline is in millimetres: if it was written in metres, multiply it by 1000 "
+            f"({b * 1e6:g})"
+            if field == BASELINE_FIELDS["middlebury"]
+            else f"check the unit of {field}"
+        )
+        return (
+            f"{where}: the baseline reads {b * 1000:g} mm, shorter than a stereo rig's, so depths read "
+            f"too near; {fix}"
+        )
     if b <= LONGEST_BASELINE_M:
         return None
     field = baseline_field(where)

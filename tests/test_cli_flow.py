@@ -225,6 +225,46 @@ def test_latency_over_the_left_view_of_a_stereo_source(capsys, tmp_path: Path) -
     assert "timing at most 100 frame pairs" in printed and "3 frame pairs" in printed
 
 
+def test_a_source_with_a_damaged_frame_gives_no_flow_across_it(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A recording with frame 2 missing gave the flow from frame 1 to 3 as one step, unsaid; an
+    output folder inside the source was written into it (depth refuses that)."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 255, (64, 96, 3), np.uint8)
+    for side in ("left", "right"):
+        (tmp_path / "rig" / side).mkdir(parents=True)
+        for i in range(5):
+            cv2.imwrite(str(tmp_path / "rig" / side / f"{i:06d}.png"), np.roll(base, 2 * i, axis=1))
+    (tmp_path / "rig" / "left" / "000002.png").write_bytes(b"damaged")
+    assert main(["flow", str(tmp_path / "rig"), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "skipped" in out and "no flow from frame 1 to 3: the frames between are missing" in out
+    assert "2 frame pairs on cpu" in out  # 0 -> 1 and 3 -> 4
+    assert main(["flow", str(tmp_path / "rig"), "--out", str(tmp_path / "rig" / "flow")]) == 2
+    assert "overlaps" in capsys.readouterr().err and not (tmp_path / "rig" / "flow").exists()
+
+
+def test_ctrl_c_keeps_the_latencies_timed(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C during `flow SOURCE --out` kept flow.avi but lost latency.csv."""
+    from app.engine.flow import cpu
+
+    real, calls = cpu._CpuFlow.compute, [0]
+
+    def compute(self, previous, current):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if calls[0] == 4:
+            raise KeyboardInterrupt
+        return real(self, previous, current)
+
+    monkeypatch.setattr(cpu._CpuFlow, "compute", compute)
+    assert (
+        main(["flow", "synthetic:64x96", "--frames", "50", "--backend", "dis", "--out", str(tmp_path / "o")])
+        == 130
+    )
+    rows = (tmp_path / "o" / "latency.csv").read_text().splitlines()
+    assert rows[0] == "frame,latency_ms" and len(rows) == 4
+    assert "stopped after 3 frame pair(s)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -4,6 +4,7 @@ the left view of a stereo source."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,10 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
     if path.is_file():
         frames, what = _video_frames(path, args.whole_frame, meta), str(path)
     elif path.is_dir() or is_source_spec(spec):
+        if args.out:  # as depth does: results written into a recording would be read as its frames
+            from app.commands.record import refuse_overlap
+
+            refuse_overlap(spec, Path(args.out), "output folder", "write")
         if args.max_frames is None and not path.is_dir():
             args.max_frames = LIVE_FRAMES
             print(f"note: timing at most {LIVE_FRAMES} frame pairs of {spec}, which may not end (--frames N)")
@@ -119,6 +124,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
         )
     latencies: list[float] = []
     movie = _FlowMovie(Path(args.out) / "flow.avi", args.max_magnitude) if args.out else None
+    interrupted = False
     with contextlib.closing(frames):
         previous = next(frames, None)
         if previous is None:
@@ -130,16 +136,28 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
                 current = next(frames, None)
                 if current is None:
                     break
-                result = backend.compute(previous, current)
+                if current[1] is not None and previous[1] is not None and current[1] != previous[1] + 1:
+                    # a damaged frame was skipped: no flow across the gap (it was computed unsaid)
+                    print(
+                        f"note: no flow from frame {previous[1]} to {current[1]}: the frames between "
+                        "are missing"
+                    )
+                    previous = current
+                    continue
+                result = backend.compute(previous[0], current[0])
                 latencies.append(result.timings["total"])
                 print(f"frame {len(latencies)}: {latencies[-1]:.1f} ms")
                 if movie is not None:
                     movie.add(result.flow)
                 previous = current
+        except KeyboardInterrupt:  # Ctrl-C: what was timed is written, then the exit says so
+            interrupted = True
         finally:
             if movie is not None:
                 movie.close()
     if not latencies:
+        if interrupted:
+            raise KeyboardInterrupt
         raise UserError(f"{what} has a single frame; flow needs at least two")
     med, p90 = float(np.median(latencies)), float(np.percentile(latencies, 90))
     print(
@@ -155,6 +173,9 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
         if movie is not None and movie.written:
             wrote.append(f"{movie.path} (colours: the wheel's rim is {movie.scale:.3g} px)")
         print("wrote " + ", ".join(wrote))
+    if interrupted:  # latency.csv of the pairs timed was lost to Ctrl-C
+        print(f"stopped after {len(latencies)} frame pair(s)", file=sys.stderr)
+        raise KeyboardInterrupt
 
 
 class _FlowMovie:
@@ -197,8 +218,9 @@ class _FlowMovie:
 
 def _video_frames(
     path: Path, whole_frame: bool = False, meta: dict[str, float] | None = None
-) -> Generator[np.ndarray, None, None]:
-    """A video file's frames, RGB; a file OpenCV cannot decode is a ``UserError``. A stereo video
+) -> Generator[tuple[np.ndarray, int | None], None, None]:
+    """A video file's frames, RGB (with no frame number: a video has no gaps); a file OpenCV cannot
+    decode is a ``UserError``. A stereo video
     (its first frame's halves match along rows) gives its left view, as ``depth`` splits it,
     unless ``whole_frame``. ``meta`` receives the header's frame rate ("fps") when it is
     plausible. A file that ends well before its header's frame count is said to be cut short,
@@ -232,7 +254,10 @@ def _video_frames(
         count, read = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0), 0
         while ok and frame is not None:
             read += 1
-            yield split_frame(frame, stereo[0])[0] if stereo else cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
+            yield (
+                (split_frame(frame, stereo[0])[0] if stereo else cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)),
+                None,
+            )
             ok, frame = capture.read()
         cut = cut_short_note(path.name, read, count)
         if cut is not None:
@@ -241,13 +266,19 @@ def _video_frames(
         capture.release()
 
 
-def _source_frames(spec: str) -> Generator[np.ndarray, None, None]:
-    """The left images of a stereo source's pairs, until it ends."""
+def _source_frames(spec: str) -> Generator[tuple[np.ndarray, int | None], None, None]:
+    """The left images of a stereo source's pairs with their frame numbers (None for a camera's),
+    until it ends; what the source notes (a damaged frame skipped) is printed as it comes."""
     from app.engine.sources.spec import open_source
 
     with open_source(spec) as source:
+        said = 0
+        numbered = getattr(source, "seekable", False)
         while (pair := source.read()) is not None:
-            yield pair.left
+            for note in source.notes[said:]:
+                print(f"note: {note}")
+            said = len(source.notes)
+            yield pair.left, source.frame_number if numbered else None
 
 
 def flow_specs(text: str) -> list[str]:

@@ -189,6 +189,9 @@ class Session:
         self.flow: FlowBackend | None = None
         self.swap_views = False  # the source's right image is the left camera's (process swaps them)
         self._previous_left: np.ndarray | None = None
+        self._previous_number: int | None = None  # its frame number, for a file's frames
+        self._grabbed: tuple[StereoPair | None, int | None] = (None, None)  # the last grab, its number
+        self._flow_of: tuple[StereoPair | None, np.ndarray | None] = (None, None)  # the last flow's frame
         self._frames = 0
         self.events = SessionEvents()
         self.recorder: Recorder | None = None
@@ -291,7 +294,7 @@ class Session:
         self._ended_recording = self.stop_recording() or self._ended_recording
         with self._lock:
             old, self.source = self.source, source
-            self._previous_left = None
+            self._previous_left, self._flow_of = None, (None, None)
             self._new_stream()
         if old is not None and old is not source:
             old.close()
@@ -368,7 +371,7 @@ class Session:
 
     def set_flow(self, backend: FlowBackend | None) -> None:
         with self._lock:
-            self.flow, self._previous_left = backend, None
+            self.flow, self._previous_left, self._flow_of = backend, None, (None, None)
 
     def set_flow_backend(self, name: str, values: dict[str, Any] | None = None) -> str:
         """Flow by the backend ``name`` (``off``: none) with its parameter ``values``; a status line.
@@ -581,6 +584,10 @@ class Session:
         t0 = time.perf_counter()
         latest: Callable[[], StereoPair | None] | None = getattr(source, "latest", None)
         pair = latest() if latest is not None else source.read()
+        # a file's frame number, for flow between neighbours only (a camera's frames are the
+        # newest, and skipping some of them is how it keeps up: None)
+        numbered = getattr(source, "seekable", False)
+        self._grabbed = (pair, getattr(source, "frame_number", None) if numbered else None)
         if pair is None:
             self.events.source_ended.emit()
         elif (recorder := self.recorder) is not None and not self._recorder_on_capture:
@@ -631,10 +638,19 @@ class Session:
         flow_field = None
         t1 = time.perf_counter()
         if flow is not None:
-            previous = self._previous_left
-            if previous is not None and previous.shape == left.shape:
-                flow_field = np.asarray(flow.compute(previous, left))
-            self._previous_left = left
+            if pair is self._flow_of[0]:  # the same frame again (a setting changed): its flow stands
+                flow_field = self._flow_of[1]  # (it was computed against itself: a blank field)
+            else:
+                number = self._grabbed[1] if self._grabbed[0] is pair else None
+                previous = self._previous_left
+                # a file's frames: only the one just before (a seek back, a loop or a skipped
+                # damaged frame showed flow between frames 9 and 2, 22 px where steps were 2-6)
+                last = self._previous_number
+                follows = number is None or last is None or number == last + 1
+                if previous is not None and previous.shape == left.shape and follows:
+                    flow_field = np.asarray(flow.compute(previous, left))
+                self._previous_left, self._previous_number = left, number
+                self._flow_of = (pair, flow_field)
         timings["flow"] = (time.perf_counter() - t1) * 1000
         self._frames += 1
         result = FrameResult(

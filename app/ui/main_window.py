@@ -147,6 +147,8 @@ class MainWindow(QMainWindow):
         self.last_error = ""
         self._engine_error = ""  # the engine settings' last error, gone when they next apply
         self._engine_in_use = engine_values(settings)  # what the controls go back to on an error
+        if settings.flow != "off":  # the saved method: its combo said "auto" while flow stayed off
+            self._apply_flow(settings.flow)
         self._restore_layout()
         self._wheel_guard = wheel_guard.install(self)  # the wheel scrolls panels, not their fields
         self._key_guard = key_guard.install(self)  # Space and Right stay a focused control's own
@@ -667,9 +669,13 @@ class MainWindow(QMainWindow):
         if drawn:
             rim = f" · colour wheel's rim = {scale:.3g} px" if scale is not None else ""
             self.flow_view.set_title(f"Optical flow{rim} (previous left frame to this one)")
-        elif self.session.flow is not None:
+        elif self.session.flow is not None and getattr(self.session.source, "frame_count", None) == 1:
             self.flow_view.set_title(
                 "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
+            )
+        elif self.session.flow is not None:  # a video ended, paused, or just seeked (review)
+            self.flow_view.set_title(
+                "Optical flow: no previous frame to compare this one with (Play or Step for the next)"
             )
         else:
             self.flow_view.set_title(

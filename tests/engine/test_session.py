@@ -101,3 +101,50 @@ def test_the_sources_notes_reach_the_depth_and_the_window_finds_the_layout_one()
     source.notes.append(note)
     frame = session.process(StereoPair(image, image), request)
     assert frame.depth.notes[0] == note and Session.layout_note(frame) == note
+
+
+class _CountingFlow:
+    """A flow backend that records which frames it was given (a frame's first pixel is its number)."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[int, int]] = []
+
+    def compute(self, previous: np.ndarray, current: np.ndarray) -> np.ndarray:
+        self.pairs.append((int(previous[0, 0, 0]), int(current[0, 0, 0])))
+        return np.zeros((*current.shape[:2], 2), np.float32)
+
+
+def test_flow_is_between_neighbouring_frames_only_and_a_held_frame_keeps_its_own(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """After a seek back (frame 9 to 2) and at each loop the window drew the flow between frames
+    that are not neighbours (22 px where steps were 2-6); a paused frame answered again after a
+    setting changed was compared with itself (a blank field)."""
+    from app.engine.formats import write_color_png
+    from app.engine.sources.spec import open_source
+
+    for i in range(6):
+        image = np.full((48, 64, 3), i, np.uint8)
+        write_color_png(tmp_path / f"{i:03d}_left.png", image)
+        write_color_png(tmp_path / f"{i:03d}_right.png", image)
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _TimedEngine()  # type: ignore[assignment]
+    session.set_source(open_source(str(tmp_path)))
+    flow = _CountingFlow()
+    session.set_flow(flow)  # type: ignore[arg-type]
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=16)
+
+    def next_frame() -> object:
+        pair, _ = session.grab()
+        assert pair is not None
+        return session.process(pair, request)
+
+    for _ in range(4):
+        frame = next_frame()
+    assert flow.pairs == [(0, 1), (1, 2), (2, 3)]
+    again = session.process(frame.pair, request)  # held: a setting changed
+    assert again.flow is frame.flow and flow.pairs[-1] == (2, 3)
+    session.seek(1)
+    assert next_frame().flow is None and len(flow.pairs) == 3  # 3 -> 1 is no motion of the scene
+    next_frame()
+    assert flow.pairs[-1] == (1, 2)

@@ -211,6 +211,21 @@ def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-unty
     assert window.controls.flow_status.text() != ""
 
 
+def test_a_saved_flow_method_runs_from_the_start(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """With "auto" saved, the next start showed Optical flow: auto while the Flow tab said it was
+    off and no flow was computed."""
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = RecordingEngine()
+    window = MainWindow(session, Settings(flow="dis"), lambda spec: FakeSource(10**6))
+    qtbot.addWidget(window)
+    window.show()
+    assert window.session.flow is not None and window.controls.flow.currentText() == "dis"
+    window.open_spec("live")
+    qtbot.waitUntil(
+        lambda: window.controller.last is not None and window.controller.last.flow is not None, timeout=10_000
+    )
+
+
 def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.engine.types import Calibration
 

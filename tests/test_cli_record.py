@@ -545,3 +545,17 @@ def test_reindex_keeps_the_calibration_a_damaged_session_file_still_holds(
     (rec / "session.json").write_text(broken)
     code, out, _ = run(capsys, "record", "--reindex", str(rec))
     assert code == 0 and "rewritten without a calibration" in out
+
+
+def test_eval_of_a_recording_names_a_frames_missing_ground_truth(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A deleted disparity/000001.pfm read "no ground truth (disp0GT.pfm or disp0.pfm, KITTI's
+    disp_occ_0)": a dataset's file names, not the one that is missing."""
+    from app.cli import main
+
+    rec = tmp_path / "rec"
+    assert main(["record", "synthetic:48x64?frames=2", str(rec)]) == 0
+    (rec / "disparity" / "000001.pfm").unlink()
+    capsys.readouterr()
+    assert main(["eval", str(rec), "--engines", "sgbm"]) == 0  # the other frame is scored
+    out = capsys.readouterr().out
+    assert f"frame 000001 has no ground truth ({rec / 'disparity' / '000001.pfm'} is missing)" in out

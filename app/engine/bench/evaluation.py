@@ -73,8 +73,11 @@ def evaluate_scenes(
         try:
             pair, meta = scene.load()
             if pair.gt_disparity is None:
+                recorded = scene.left.parent.parent / "disparity"  # a recording's frame: its own file
                 raise UserError(
-                    f"scene {scene.name} has no ground truth (disp0GT.pfm or disp0.pfm, KITTI's "
+                    f"frame {scene.name} has no ground truth ({recorded / (scene.name + '.pfm')} is missing)"
+                    if recorded.is_dir()
+                    else f"scene {scene.name} has no ground truth (disp0GT.pfm or disp0.pfm, KITTI's "
                     "disp_occ_0); for a pair, give it with --gt FILE"
                 )
             top, auto = scene_max_disparity(meta.ndisp if meta else None, max_disparity, scene.name)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import shutil
@@ -328,7 +329,29 @@ def open_recording(folder: Path) -> SceneSource:
         )
     calibration = _calibration(meta, folder)
     description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
-    return SceneSource(scenes, description, [stamp for _, stamp in frames], calibration)
+    source = SceneSource(scenes, description, [stamp for _, stamp in frames], calibration)
+    source.opening_notes.extend(index_notes(folder, frames))
+    return source
+
+
+def index_notes(folder: Path, frames: list[tuple[int, float]]) -> list[str]:
+    """What a recording's index leaves out or gets wrong that it still plays with: pairs on disk
+    after its last listed frame (an index cut short hid them unsaid), and time going back."""
+    notes = []
+    last = frames[-1][0] if frames else -1
+    unlisted = [i for i in frames_on_disk(folder) if i > last]
+    if unlisted:
+        notes.append(
+            f"{plural(len(unlisted), 'frame pair')} on disk after the last one {TIMESTAMPS} lists "
+            f"({unlisted[0]:06d} on) are not played; {reindex_hint(folder)}"
+        )
+    back = next((i for (_, before), (i, t) in itertools.pairwise(frames) if t < before), None)
+    if back is not None:
+        notes.append(
+            f"{TIMESTAMPS} goes back in time at frame {back:06d} (an edited index?): the times shown "
+            "from there on are out of order"
+        )
+    return notes
 
 
 def _calibration(meta: dict[str, Any], folder: Path) -> Calibration | None:

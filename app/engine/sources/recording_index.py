@@ -10,11 +10,12 @@ how many frames sit on disk, and the command that rebuilds the index (``rebuild_
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -185,14 +186,35 @@ def _reindex_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
+GUESSED_FPS = 10.0  # the rate frames without any readable timestamp are given
+
+
+def guessed_stamps(kept: dict[int, float]) -> tuple[Callable[[int], float], str]:
+    """A timestamp for a frame the index lost, and how it was set: at the spacing of the kept
+    frames (their median seconds per frame), counted from the nearest kept frame; with fewer
+    than two kept, index / 10 fps (a 25 fps video's recording jumped from 1.16 to 3.0 s)."""
+    order = sorted(kept)
+    steps = [(kept[b] - kept[a]) / (b - a) for a, b in itertools.pairwise(order) if kept[b] > kept[a]]
+    if not steps:
+        return (lambda i: i / GUESSED_FPS), f"set to index / {GUESSED_FPS:g} fps"
+    spacing = float(sorted(steps)[len(steps) // 2])
+
+    def stamp(i: int) -> float:
+        nearest = min(order, key=lambda k: abs(k - i))
+        return kept[nearest] + (i - nearest) * spacing
+
+    return stamp, f"set at the kept frames' spacing ({spacing:.4g} s a frame)"
+
+
 def _rebuild_index(folder: Path) -> tuple[int, list[str]]:
     indices = _no_frames_refused(folder)  # again under the lock: frames may have gone meanwhile
     notes: list[str] = []
     old = _readable_stamps(folder / TIMESTAMPS)
     guessed = [i for i in indices if i not in old]
+    stamp, how = guessed_stamps(old)
     if guessed:
-        notes.append(f"{len(guessed)} frame(s) had no readable timestamp; set to index / 10 fps")
-    lines = "".join(f"{i:06d} {old.get(i, i / 10.0)!r}\n" for i in indices)
+        notes.append(f"{len(guessed)} frame(s) had no readable timestamp; {how}")
+    lines = "".join(f"{i:06d} {old[i] if i in old else stamp(i)!r}\n" for i in indices)
     meta, problem = read_session(folder)
     if meta is None:
         meta = {"format": FORMAT, "version": 1, "source": "rebuilt index", "calibration": None}

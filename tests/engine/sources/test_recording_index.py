@@ -152,3 +152,28 @@ def test_a_rebuild_keeps_the_index_files_it_replaces(copy: Path) -> None:
         "session.json.bak2",
         "timestamps.txt.bak",
     ]
+
+
+def test_an_index_cut_short_or_out_of_order_is_said_and_a_rebuild_keeps_the_spacing(copy: Path) -> None:
+    """An index cut to its first lines hid the pairs after them unsaid; a timestamp going back
+    played unsaid; `--reindex` then set the lost frames at 10 fps whatever the recording's rate."""
+    stamps = [23.8 + 0.04 * i for i in range(4)]  # a 25 fps camera's clock
+    lines = [f"{i:06d} {t!r}" for i, t in enumerate(stamps)]
+    (copy / "timestamps.txt").write_text("\n".join(lines[:2]) + "\n")
+    with open_recording(copy) as source:
+        notes = source.opening_notes
+    assert source.frame_count == 2 and any(
+        "2 frame pairs on disk after" in n and "000002 on" in n for n in notes
+    )
+    count, notes = rebuild_index(copy)
+    rebuilt = [float(line.split()[1]) for line in (copy / "timestamps.txt").read_text().splitlines()]
+    assert count == 4 and "spacing" in notes[0]
+    spacing = stamps[1] - stamps[0]
+    assert rebuilt[2] == pytest.approx(stamps[1] + spacing) and rebuilt[3] == pytest.approx(
+        stamps[1] + 2 * spacing
+    )
+    edited = lines[:]
+    edited[2] = f"000002 {stamps[0] - 1.0!r}"
+    (copy / "timestamps.txt").write_text("\n".join(edited) + "\n")
+    with open_recording(copy) as source:
+        assert any("goes back in time at frame 000002" in n for n in source.opening_notes)

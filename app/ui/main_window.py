@@ -46,7 +46,7 @@ from app.engine.session import (
     left_first,
     plural,
 )
-from app.engine.types import Calibration, FrameResult, StereoPair
+from app.engine.types import Calibration, FrameResult, Mode, StereoPair
 from app.ui import key_guard, wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
@@ -709,6 +709,8 @@ class MainWindow(QMainWindow):
         self.left_view.show_image(pair.left)
         self.right_view.show_image(pair.right)
         self.left_view.show_tint(shown.tint)
+        selective = depth.range_state is not None and depth.mode is not Mode.BINARY
+        self.left_view.set_title("Left · red: nearer than the range" if selective else "Left")
         self.depth_view.set_title(shown.depth_title)
         self.depth_view.show_rgb(shown.depth_rgb, shown.depth_levels)
         if self.top.currentIndex() == 1:  # comparing: the main engine again, beside SGBM

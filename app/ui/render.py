@@ -103,10 +103,10 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
                 if result.request.min_confidence > 0
                 else ""
             )
+        elif depth.range_state is not None:  # one grey for both sides read alike (review)
+            title += " · grey: light nearer, mid farther than the range, dark unknown"
         elif not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
-            title += " · dark grey: unknown" if depth.range_state is not None else " · grey: unknown"
-        if depth.range_state is not None:  # one grey for both sides read alike (review)
-            title += " · light grey: nearer than the range (red on the left image), mid grey: farther"
+            title += " · grey: unknown"
         tint = depth.range_state == 1 if depth.range_state is not None else None
     rgb = _outside_greys(_unknown_grey(colorize(shown, *levels, spec.colormap), shown), depth)
     out = Rendered(spec, rgb, levels, title, tint)

@@ -5,6 +5,7 @@ Views are named by their left image. Pixels are px, board points metres.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,33 +85,73 @@ def _detect_folder(
     folder: str | Path, target: Target, on_view: Callable[[str, str | None], None] | None
 ) -> tuple[_Views, list[str], tuple[int, int], list[str]]:
     """Detect the target in every pair: (usable views, skipped names, image size, notes on the
-    pairs skipped for their image size)."""
+    pairs skipped for their image size). The image size is the one most pairs have: where the
+    first pair was of another, the pairs are looked at again at that size (two small pairs first
+    had the ten others skipped, and the run failed)."""
+    pairs = find_stereo_pairs(folder)
+    found = _detect_pairs(pairs, target, None, on_view)
+    if found.sizes:
+        common, count = found.sizes.most_common(1)[0]
+        if found.size is not None and common != found.size and count > found.sizes[found.size]:
+            found = _detect_pairs(pairs, target, common, on_view)
+    views, size = found.views, found.size
+    if len(views.names) < MIN_VIEWS or size is None:
+        alone = [f"{n} in the {side} image only" for side, n in found.one_side.items() if n]
+        if found.misfits:
+            alone.append(f"{len(found.misfits)} pair(s) skipped for their image size")
+        more = f" (found {' and '.join(alone)})" if alone else ""
+        if views.names and len(views.names) == len(pairs):  # every pair has it: too few pairs
+            hint = f"capture {MIN_VIEWS - len(views.names)} more view(s) of the board"
+        else:
+            hint = target.hint(found.first if not views.names and not more else None)  # which board
+        raise UserError(
+            f"a {target.describe()} was found in both images of {len(views.names)} of {len(pairs)} pairs "
+            f"in {folder}{more}; need {MIN_VIEWS}; {hint}"
+        )
+    return views, found.skipped, size, found.misfits
+
+
+@dataclass
+class _Detected:
+    views: _Views
+    size: tuple[int, int] | None
+    skipped: list[str] = field(default_factory=list)
+    misfits: list[str] = field(default_factory=list)  # pairs of another image size than ``size``
+    one_side: dict[str, int] = field(default_factory=lambda: {"left": 0, "right": 0})
+    first: np.ndarray | None = None  # the first left image, for a hint when no image holds the target
+    sizes: Counter[tuple[int, int]] = field(default_factory=Counter)  # of the pairs whose views agree
+
+
+def _detect_pairs(
+    pairs: Sequence[tuple[Path, Path]],
+    target: Target,
+    size: tuple[int, int] | None,
+    on_view: Callable[[str, str | None], None] | None,
+) -> _Detected:
+    """The target in every pair of ``size`` (None: the first pair's)."""
     from app.engine.formats import read_image_rgb
 
-    size: tuple[int, int] | None = None
-    views = _Views()
-    skipped: list[str] = []
-    misfits: list[str] = []  # pairs of another image size than the first pair's
-    one_side = {"left": 0, "right": 0}
-    first: np.ndarray | None = None  # the first left image, for a hint when no image holds the target
-    pairs = find_stereo_pairs(folder)
+    out = _Detected(_Views(), size)
     for lpath, rpath in pairs:
         grays = [cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY) for path in (lpath, rpath)]
-        first = grays[0] if first is None else first
-        size = size or (grays[0].shape[1], grays[0].shape[0])
-        misfit = _size_misfit(grays, size, pairs[0][0].name)
+        out.first = grays[0] if out.first is None else out.first
+        if grays[0].shape == grays[1].shape:
+            out.sizes[(grays[0].shape[1], grays[0].shape[0])] += 1
+        out.size = out.size or (grays[0].shape[1], grays[0].shape[0])
+        misfit = _size_misfit(grays, out.size, pairs[0][0].name if size is None else "most pairs")
         if misfit is not None:  # the pair is left out, not the whole run
-            skipped.append(lpath.name)
-            misfits.append(f"{lpath.name} was skipped: {misfit}")
+            out.skipped.append(lpath.name)
+            out.misfits.append(f"{lpath.name} was skipped: {misfit}")
             if on_view is not None:
                 on_view(lpath.name, misfit)
             continue
         fl, fr = (target.detect(gray) for gray in grays)
         matched = target.match(fl, fr) if fl is not None and fr is not None else None
+        views = out.views
         if matched is None:
-            skipped.append(lpath.name)
+            out.skipped.append(lpath.name)
             if (fl is None) != (fr is None):
-                one_side["left" if fr is None else "right"] += 1
+                out.one_side["left" if fr is None else "right"] += 1
         else:
             assert fl is not None
             views.first = grays[0] if views.first is None else views.first
@@ -118,20 +159,10 @@ def _detect_folder(
             views.objects.append(matched[0])
             views.left.append(matched[1])
             views.right.append(matched[2])
-            views.params.append(view_parameters(target.full_view(fl), target.inner, size))
+            views.params.append(view_parameters(target.full_view(fl), target.inner, out.size))
         if on_view is not None:
             on_view(lpath.name, None if matched is not None else _missing(fl is not None, fr is not None))
-    if len(views.names) < MIN_VIEWS or size is None:
-        alone = [f"{n} in the {side} image only" for side, n in one_side.items() if n]
-        if misfits:
-            alone.append(f"{len(misfits)} pair(s) skipped for their image size")
-        more = f" (found {' and '.join(alone)})" if alone else ""
-        hint = target.hint(first if not views.names and not more else None)  # none found: which board
-        raise UserError(
-            f"a {target.describe()} was found in both images of {len(views.names)} of {len(pairs)} pairs "
-            f"in {folder}{more}; need {MIN_VIEWS}; {hint}"
-        )
-    return views, skipped, size, misfits
+    return out
 
 
 def calibrate_folder(

@@ -204,6 +204,19 @@ def test_a_pair_of_another_size_is_skipped_not_the_whole_run(tmp_path: Path) -> 
     few = _sample_copy(tmp_path / "few", numbers[:4], "03")
     with pytest.raises(UserError, match=r"of 4 pairs .*1 pair\(s\) skipped for their image size\); need 4"):
         calibrate_folder(few, ChessboardTarget(PATTERN, SQUARE_M))
+    # the first pair the odd one out: the size most pairs have wins (it had the five others skipped)
+    first_small = calibrate_folder(
+        _sample_copy(tmp_path / "first", numbers, "01"), ChessboardTarget(PATTERN, SQUARE_M)
+    )
+    assert list(first_small.skipped) == ["left01.jpg"] and first_small.rig.image_size == (640, 480)
+    assert any(
+        "left01.jpg was skipped: 320x240, not the 640x480 of most pairs" in n for n in first_small.notes
+    )
+    # every pair had the board, there are just too few: no "check --pattern"
+    with pytest.raises(UserError, match=r"of 3 of 3 pairs .*need 4; capture 1 more view\(s\) of the board"):
+        calibrate_folder(
+            _sample_copy(tmp_path / "three", numbers[:3], ""), ChessboardTarget(PATTERN, SQUARE_M)
+        )
 
 
 def test_self_rectifying_with_the_sample_rig_measures_its_rows_as_the_check_does(result) -> None:  # type: ignore[no-untyped-def]

@@ -391,7 +391,22 @@ def load_for_frames(
     calibration, rig, size = _load(Path(path), Path(second) if second else None, frame_size)
     calibration, rig, note = fit_to_frames(calibration, rig, size, frame_size, str(path))
     units = baseline_note(calibration, str(path))
-    return calibration, rig, "; ".join(n for n in (note, units) if n) or None
+    return calibration, rig, "; ".join(n for n in (note, units, projection_note(rig, str(path))) if n) or None
+
+
+def projection_note(rig: StereoRig | None, where: str) -> str | None:
+    """A note when a rig file's T and its rectified P2 give baselines more than 5 % apart (an
+    edited T, or a P2 of another calibration): the depth follows P2, and nothing said so."""
+    if rig is None or rig.P2 is None or rig.P1 is None:
+        return None
+    from_t = float(np.linalg.norm(rig.T))
+    from_p = abs(float(rig.P2[0, 3] / rig.P2[0, 0])) if rig.P2[0, 0] else 0.0
+    if from_t <= 0 or from_p <= 0 or abs(from_t - from_p) <= 0.05 * from_p:
+        return None
+    return (
+        f"{where}: its T gives a {from_t:g} m baseline and its P2 {from_p:g} m; depths follow P2: "
+        "check which is right (a T edited by hand, or a P2 of another calibration?)"
+    )
 
 
 SHORTEST_BASELINE_M = 0.002  # under this (2 mm) a baseline is more likely in another unit

@@ -389,3 +389,21 @@ def test_a_bad_ndisp_is_named_not_passed_over(demo_dir: Path, tmp_path: Path) ->
     ):
         scene_max_disparity(5000, None, "s1")
     assert scene_max_disparity(5000, 256, "s1") == (256, False)  # the user's range stands
+
+
+def test_a_rig_file_whose_t_and_p2_disagree_is_said(tmp_path: Path) -> None:
+    """T scaled or negated in a full rig file (R1..Q kept) gave the same depth, unsaid: P2 wins."""
+    import dataclasses
+
+    from app.engine.calibration.files import load_for_frames
+    from tests.engine.calibration.test_chessboard import true_rig
+
+    rig = true_rig().with_rectification()
+    good = tmp_path / "good.yaml"
+    write_opencv_yaml(good, rig)
+    size = rig.image_size
+    assert load_for_frames(good, None, size)[2] is None
+    edited = tmp_path / "edited.yaml"
+    write_opencv_yaml(edited, dataclasses.replace(rig, T=rig.T * 2))
+    note = load_for_frames(edited, None, size)[2]
+    assert note is not None and "its T gives a" in note and "depths follow P2" in note

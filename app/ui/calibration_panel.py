@@ -323,16 +323,25 @@ class CalibrationPanel(QWidget):
 
     def clear(self) -> None:
         """Back to no calibration of one's own: a file loaded, a board calibrated or a
-        self-rectification (a dead end when it does not fit the next source's frames)."""
+        self-rectification (a dead end when it does not fit the next source's frames). The
+        source's own (a dataset's calib.txt) stays, and with nothing of one's own to clear, that
+        is said (it did nothing, silently)."""
+        had_own = self.controller.session.calibration is not None
+        from_source = self.file_label.text().startswith(SOURCE_CALIBRATION)
         self.rig = None
         self.baseline_known = True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
         self.controller.session.set_calibration(None, None)
-        self.file_label.setText(NO_CALIBRATION)
+        if not from_source:
+            self.file_label.setText(NO_CALIBRATION)
         self.reset_check()
         self.calibrationChanged.emit(None, None)
         self.controller.refresh()
+        if not had_own and from_source:
+            self.controller.view.show_status(
+                "nothing loaded to clear: the calibration in use comes with the source (its calib.txt)"
+            )
 
     def set_aside(self, why: str) -> None:
         """The session stopped using the rig (it fits another frame size): the panel says so."""

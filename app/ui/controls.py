@@ -351,9 +351,17 @@ class ControlsPanel(QWidget):
         """Grey the controls that the current choices make moot: Bi3D's settings while SGBM is
         the engine, CUDA graphs on the CPU, the fixed colour maximum under the automatic range."""
         bi3d = self.settings.engine != "sgbm"
+        # the plane check decides binary and quantized answers only (live in continuous mode, it
+        # changed nothing and said nothing: review)
+        planes = Mode(self.settings.mode) in (Mode.BINARY, Mode.QUANTIZED)
         for name, widget in self.engine_controls.items():
             if name in vocabulary.BI3D_ONLY:
-                widget.setEnabled(bi3d and (name != "cuda_graphs" or self.settings.device != "cpu"))
+                moot = (
+                    (name == "cuda_graphs" and self.settings.device == "cpu")
+                    or (name == "plane_check" and not planes)
+                    or (name == "subpixel" and planes)  # continuous and selective answers only
+                )
+                widget.setEnabled(bi3d and not moot)
         self.display_max.setEnabled(not self.settings.auto_range)
 
     def _set_display(self, name: str, value: object) -> None:
@@ -449,6 +457,7 @@ class ControlsPanel(QWidget):
             if swept
             else f"how far the {'plane' if mode is Mode.BINARY else 'range'} slider reaches"
         )
+        self._update_applicable()  # the plane check and sub-pixel matching apply by mode
         self.plane_label.setVisible(mode is Mode.BINARY)
         self.range_label.setVisible(mode is Mode.SELECTIVE)
         self._update_labels()

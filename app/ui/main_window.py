@@ -146,6 +146,7 @@ class MainWindow(QMainWindow):
         self._wire()
         self.last_error = ""
         self._engine_error = ""  # the engine settings' last error, gone when they next apply
+        self._model_error = ""  # the last model file that failed to load, while its error may be shown
         self._engine_in_use = engine_values(settings)  # what the controls go back to on an error
         if settings.flow != "off":  # the saved method: its combo said "auto" while flow stayed off
             self._apply_flow(settings.flow)
@@ -306,8 +307,22 @@ class MainWindow(QMainWindow):
         # a closed panel comes back from here (the dock's close button left no way back but the
         # right-click menu of a toolbar, which nothing pointed to)
         self.view_menu = self.menuBar().addMenu("&View")
+        # a zoom had no way back but opening the source again (no menu on the panes)
+        self.fit_action = QAction("Fit images", self, shortcut=QKeySequence("F"))
+        self.fit_action.setToolTip("show every image whole again after zooming or panning")
+        self.fit_action.triggered.connect(self.fit_images)
+        self.view_menu.addAction(self.fit_action)
+        self.view_menu.addSeparator()
         for action in (*(d.toggleViewAction() for d in self.docks), playback.toggleViewAction()):
             self.view_menu.addAction(action)
+
+    def fit_images(self) -> None:
+        """Every image pane shows its whole image again (View > Fit images, F)."""
+        for pane in (
+            self.left_view, self.depth_view, self.right_view, self.compare_main, self.baseline_view,
+            self.error_main, self.error_base, self.flow_view,
+        ):  # fmt: skip
+            pane.fit()
 
     def fit_width(self, width: int) -> None:
         """A first opening narrower than ``WIDE_LAYOUT_PX`` (a laptop) puts Calibration and Measure
@@ -441,8 +456,7 @@ class MainWindow(QMainWindow):
                 self.clear_error(warned)
         self._unrectified_warned = self._set_aside_warned = None
         self._layout_warned = False
-        for pane in (self.left_view, self.depth_view, self.right_view, self.compare_main, self.baseline_view):
-            pane.fit()  # a new source is shown whole, whatever the last one was zoomed to
+        self.fit_images()  # a new source is shown whole, whatever the last one was zoomed to
         self.readout.setText("")
         self._ended = False
         self.pause_action.setChecked(False)
@@ -836,7 +850,7 @@ class MainWindow(QMainWindow):
         if self.session.source is not None and not self.controller.gives_frames:
             # it said "recording" and stopped with "nothing was recorded" (seen on the demo pair)
             still = getattr(self.session.source, "frame_count", None) == 1
-            self.show_error(
+            self.show_status(  # guidance, not a failure: a red bar that stayed read as one (review)
                 "a still pair gives no new frames to record: Snapshot (Ctrl+S) saves it with its depth"
                 if still
                 else "the source has ended: play it again (Space), then record"
@@ -943,8 +957,12 @@ class MainWindow(QMainWindow):
         try:
             reason = self.session.load_weights(path)
         except UserError as exc:
-            self.show_error(exc.worded(vocabulary.window_words))
+            self._model_error = exc.worded(vocabulary.window_words)
+            self.show_error(self._model_error)
             return False
+        if self._model_error:  # a good model after a bad one: its error no longer holds (it stayed)
+            self.clear_error(self._model_error)
+            self._model_error = ""
         for name, value in (("engine", "bi3d"), ("weights", path)):  # kept for the next start
             setattr(self.settings, name, value)
         holder = self.controls.engine_controls.get("weights")
@@ -956,7 +974,9 @@ class MainWindow(QMainWindow):
             engine.blockSignals(True)  # the engine is built already
             engine.setCurrentText("bi3d")
             engine.blockSignals(False)
-        self.show_status(f"engine: {self.session.engine.name} ({vocabulary.word(reason)})")
+        self.show_status(
+            f"model {Path(path).name} loaded; engine: {self.session.engine.name} ({vocabulary.word(reason)})"
+        )
         self.controller.refresh()
         return True
 

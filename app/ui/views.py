@@ -96,10 +96,12 @@ def title_lines(text: str, width: float, advance: Callable[[str], float]) -> lis
 
 
 def link_views(panes: list[ImagePane]) -> None:
-    """Zoom and pan of ``panes`` (showing images of one size) kept alike: a view zoomed or moved
-    (by the mouse or by code) gives its range to the others as it is; a view fitted to its
-    image (``ImagePane.fit``) has the others fitted too. (pyqtgraph's own links line views up by
-    their screen positions, which shrank the images of stacked, tabbed panes as they resized.)"""
+    """Zoom and pan of ``panes`` (showing images of one size) kept alike: a view the mouse zooms
+    or moves gives its range to the others as it is; a view fitted to its image (``ImagePane.fit``)
+    has the others fitted too. Only the mouse's changes are passed on: a pane that resized (the
+    message bar, another tab) widened its range to its own shape and passed it on, each pane did
+    the same in turn, and a zoom drifted out to a thumbnail (review). (pyqtgraph's own links line
+    views up by their screen positions, which shrank the images of stacked, tabbed panes.)"""
     syncing = False
 
     def follow(source: ImagePane) -> None:
@@ -121,7 +123,7 @@ def link_views(panes: list[ImagePane]) -> None:
             syncing = False
 
     for pane in panes:
-        pane.box.sigRangeChanged.connect(lambda *_, pane=pane: follow(pane))
+        pane.box.sigRangeChangedManually.connect(lambda *_, pane=pane: follow(pane))
 
 
 class ImagePane(pg.GraphicsLayoutWidget):

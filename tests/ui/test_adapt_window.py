@@ -82,3 +82,9 @@ def test_a_bad_model_file_is_a_message_and_keeps_the_engine(qtbot, tmp_path: Pat
     bad.write_text("not a model")
     assert not window.load_model(str(bad))
     assert "not a readable PyTorch checkpoint" in window.last_error and window.session.engine.name == "sgbm"
+    # a good model next: the bad one's error goes, and the load is said (the error stayed, unsaid)
+    from app.engine.assets import default_weights
+
+    good = default_weights()
+    assert good is not None and window.load_model(str(good))
+    assert window.notices.level == "info" and f"model {good.name} loaded" in window.notices.text.text()

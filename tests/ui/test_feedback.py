@@ -420,9 +420,31 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
         "|d - truth|"
     )
     assert "sgbm" in window.error_base.title.full_text
-    window.compare_main.box.setXRange(10, 60, padding=0)  # zooming one zooms the others
+    window.compare_main.box.setRange(
+        xRange=(10, 60), yRange=(30, 60), padding=0
+    )  # zooming one zooms the others
+    window.compare_main.box.sigRangeChangedManually.emit([True, True])  # as the mouse's zoom says
     lo, hi = window.baseline_view.box.viewRange()[0]
     assert (lo + hi) / 2 == pytest.approx(35, abs=0.5) and hi - lo < 100  # same place, zoomed in
+    # panes that resize (the message bar, another tab) no longer pass their widened range on: a zoom
+    # drifted out to a thumbnail after a snapshot and a tab or two (review)
+    widths = []
+    for _ in range(3):
+        for tab in range(window.extra.count()):
+            window.extra.setCurrentIndex(tab)
+            window.show_error("a message bar above the views")
+            qtbot.wait(30)
+            window.notices.dismiss()
+            qtbot.wait(30)
+        for pane in (window.compare_main, window.baseline_view):
+            x0, x1 = pane.box.viewRange()[0]
+            widths.append(x1 - x0)
+    assert max(widths) < 1.01 * min(widths) and max(widths) < 200, widths  # held, not drifting out
+    window.fit_action.trigger()  # View > Fit images (F): the whole image again
+    assert all(window.compare_main.box.autoRangeEnabled()) and all(
+        window.baseline_view.box.autoRangeEnabled()
+    )
+    window.extra.setCurrentWidget(window.compare_tab)
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controls.compare.setChecked(False)
     assert 'tick "SGBM side by side"' in window.error_base.title.full_text  # not an empty pane
@@ -886,7 +908,7 @@ def test_record_on_a_still_pair_or_an_ended_source_says_there_is_nothing_to_reco
     _shown(qtbot, window)
     window.record_action.setChecked(True)
     assert not window.record_action.isChecked() and window.session.recorder is None
-    assert window.notices.level == "error" and "Snapshot (Ctrl+S)" in window.notices.text.text()
+    assert window.notices.level == "info" and "Snapshot (Ctrl+S)" in window.notices.text.text()
     assert not (tmp_path / "recordings").exists()
     window.notices.dismiss()
     window = _window(qtbot, lambda spec: FakeSource(3), RecordingEngine())
@@ -914,3 +936,24 @@ def test_the_status_bars_notes_are_all_readable(qtbot) -> None:  # type: ignore[
     label.show_notes("sgbm · opencv · cpu · fp32", [])  # a frame without notes: nothing to open
     assert label.text() == "sgbm · opencv · cpu · fp32" and "click" not in label.toolTip()
     label.dialog.close()
+
+
+def test_clear_with_only_the_sources_calibration_says_there_is_nothing_to_clear(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Calibration > Clear on the demo did nothing, silently (its calib.txt comes with the source)."""
+    from app.engine.types import Calibration
+
+    class Measured(FakeSource):
+        def read(self):  # type: ignore[no-untyped-def]
+            pair = super().read()
+            return (
+                None
+                if pair is None
+                else StereoPair(pair.left, pair.right, pair.timestamp, Calibration(995.0, 0.193))
+            )
+
+    window = _window(qtbot, lambda spec: Measured(1), RecordingEngine())
+    window.open_spec("scene")
+    _shown(qtbot, window)
+    window.calibration.clear_button.click()
+    assert "nothing loaded to clear" in window.notices.text.text()
+    assert window.calibration.file_label.text().startswith("from the source")

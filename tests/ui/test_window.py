@@ -324,10 +324,14 @@ def test_controls_that_do_not_apply_are_greyed(qtbot) -> None:  # type: ignore[n
     from app.ui.controls import ControlsPanel
     from app.ui.settings import Settings
 
-    panel = ControlsPanel(Settings(device="cpu"))
+    panel = ControlsPanel(Settings(device="cpu", mode="binary"))
     qtbot.addWidget(panel)
     c = panel.engine_controls
     assert not c["cuda_graphs"].isEnabled() and c["plane_check"].isEnabled()  # CUDA graphs need CUDA
+    assert not c["subpixel"].isEnabled()  # continuous and selective answers only
+    panel.mode.setCurrentText("continuous")  # the plane check changed nothing there, unsaid (review)
+    assert not c["plane_check"].isEnabled() and c["subpixel"].isEnabled()
+    panel.mode.setCurrentText("binary")
     assert not panel.display_max.isEnabled()  # the automatic colour range decides the maximum
     c["engine"].setCurrentText("sgbm")  # type: ignore[attr-defined]
     assert not c["plane_check"].isEnabled() and not c["search"].isEnabled()
@@ -615,12 +619,12 @@ def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibrati
 
     window = _window(qtbot, lambda spec: FakeSource(1))
     view = window.view_menu
-    names = [a.text() for a in view.actions()]
-    assert names == ["Controls", "Calibration", "Measure", "Latency", "Playback"]
+    names = [a.text() for a in view.actions() if not a.isSeparator()]
+    assert names == ["Fit images", "Controls", "Calibration", "Measure", "Latency", "Playback"]
     controls = window.docks[0]
     controls.close()
     assert not controls.isVisible()
-    view.actions()[0].trigger()
+    next(a for a in view.actions() if a.text() == "Controls").trigger()
     assert controls.isVisible()
     rig = tmp_path / "rig.yaml"
     write_opencv_yaml(rig, true_rig())

@@ -363,3 +363,9 @@ def test_a_json_report_never_replaces_an_image_or_other_file(capsys, tmp_path) -
     notes.write_text("mine")
     assert "is not a JSON report" in bad(capsys, "bench", "--json", str(notes))
     assert notes.read_text() == "mine"
+
+
+def test_the_same_image_twice_is_refused_as_a_swapped_pair_is(capsys, tiny) -> None:  # type: ignore[no-untyped-def]
+    """`depth L.png L.png` wrote an all-0 px answer with exit status 0 (a note said why)."""
+    line = bad(capsys, "depth", tiny[0], tiny[0], *SGBM)
+    assert "hold the same image" in line and "give the two cameras' images" in line

@@ -32,6 +32,11 @@ def run(args: argparse.Namespace) -> int:
         )
     notes: list[str] = []
     left, right = read_pair_rgb(args.left, args.right, notes)
+    if np.array_equal(left, right):  # a swapped pair is refused; this wrote an all-0 px answer, exit 0
+        raise UserError(
+            f"{args.left} and {args.right} hold the same image, so every pixel would read 0 px "
+            "(infinitely far): give the two cameras' images"
+        )
     calibration, rig = _calibration(args.calib, left, args.calib2, notes)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)

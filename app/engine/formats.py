@@ -71,7 +71,8 @@ def png_size(raw: bytes) -> tuple[int, int] | None:
 
 
 def _decode(raw: bytes) -> np.ndarray | None:
-    """Decode image bytes at their native depth and channel count; None if not an image."""
+    """Decode image bytes at their native depth and channel count, turned upright as a JPEG's
+    EXIF orientation says (as every viewer shows it); None if not an image."""
     # imdecode on bytes (not imread) so non-ASCII paths work on every platform.
     if not raw or is_truncated(raw):
         return None
@@ -79,7 +80,56 @@ def _decode(raw: bytes) -> np.ndarray | None:
         img = cv2.imdecode(np.frombuffer(raw, np.uint8), cv2.IMREAD_UNCHANGED)
     except cv2.error:
         return None
-    return None if img is None else np.asarray(img)
+    # IMREAD_UNCHANGED ignores the orientation: a phone's portrait pair was matched sideways
+    return None if img is None else upright(np.asarray(img), exif_orientation(raw))
+
+
+def upright(img: np.ndarray, orientation: int) -> np.ndarray:
+    """An image stored with EXIF ``orientation`` (1-8) as it is meant to be seen."""
+    turns = {3: cv2.ROTATE_180, 6: cv2.ROTATE_90_CLOCKWISE, 8: cv2.ROTATE_90_COUNTERCLOCKWISE}
+    if orientation in (2, 4):
+        img = cv2.flip(img, 1 if orientation == 2 else 0)
+    elif orientation in (5, 7):  # transposed: mirrored about a diagonal
+        img = cv2.rotate(
+            cv2.flip(img, 1), cv2.ROTATE_90_CLOCKWISE if orientation == 7 else cv2.ROTATE_90_COUNTERCLOCKWISE
+        )
+    elif orientation in turns:
+        img = cv2.rotate(img, turns[orientation])
+    return np.ascontiguousarray(img)
+
+
+def exif_orientation(raw: bytes) -> int:
+    """The EXIF orientation tag (0x0112) of a JPEG's APP1 segment; 1 (as stored) when absent."""
+    if not raw.startswith(_JPEG):
+        return 1
+    at = 2
+    while at + 4 <= len(raw) and raw[at] == 0xFF:
+        marker, length = raw[at + 1], int.from_bytes(raw[at + 2 : at + 4], "big")
+        if marker in (0xD9, 0xDA) or length < 2:  # end of image, start of scan: no more headers
+            return 1
+        segment = raw[at + 4 : at + 2 + length]
+        if marker == 0xE1 and segment.startswith(b"Exif\0\0"):
+            return _tiff_orientation(segment[6:])
+        at += 2 + length
+    return 1
+
+
+def _tiff_orientation(tiff: bytes) -> int:
+    order = {b"II": "little", b"MM": "big"}.get(tiff[:2])
+    if order is None or len(tiff) < 8:
+        return 1
+    ifd = int.from_bytes(tiff[4:8], order)  # type: ignore[arg-type]
+    if ifd + 2 > len(tiff):
+        return 1
+    count = int.from_bytes(tiff[ifd : ifd + 2], order)  # type: ignore[arg-type]
+    for i in range(count):
+        entry = tiff[ifd + 2 + 12 * i : ifd + 14 + 12 * i]
+        if len(entry) < 12:
+            return 1
+        if int.from_bytes(entry[:2], order) == 0x0112:  # type: ignore[arg-type]
+            value = int.from_bytes(entry[8:10], order)  # type: ignore[arg-type]
+            return value if 1 <= value <= 8 else 1
+    return 1
 
 
 # --- PFM ------------------------------------------------------------------------------------

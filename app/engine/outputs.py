@@ -120,14 +120,28 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
+COLOR_TOP_PERCENTILE = 99.0  # disparity_color.png's top: a few outliers no longer set every colour
+
+
+def color_range(disparity: np.ndarray, top: float) -> tuple[float, float]:
+    """disparity_color.png's ends, px: 0 (infinitely far) to the 99th percentile of the answers
+    (their maximum let 546 outlier pixels at 130 px turn a 0-74 px scene blue), or to ``top``
+    when nothing was answered."""
+    answered = disparity[np.isfinite(disparity)]
+    if not answered.size:
+        return 0.0, top
+    return 0.0, max(float(np.percentile(answered, COLOR_TOP_PERCENTILE)), 1.0)
+
+
 def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]) -> list[str]:
     atomic_write(folder / "result.npz", npz_bytes(result.arrays()))
     written = ["result.npz"]
+    colour_range = None
     if result.mask is None:  # a binary answer has no disparity: all-black pictures of NaN would mislead
         write_pfm(folder / "disparity.pfm", result.disparity)
         write_kitti_png(folder / "disparity.png", result.disparity)
-        vmax = float(request.max_disparity) if np.isnan(result.disparity).all() else None
-        write_color_png(folder / "disparity_color.png", colorize(result.disparity, 0.0, vmax))
+        colour_range = color_range(result.disparity, float(request.max_disparity))
+        write_color_png(folder / "disparity_color.png", colorize(result.disparity, *colour_range))
         written += ["disparity.pfm", "disparity.png", "disparity_color.png"]
     else:
         mask = (result.mask * 255).astype(np.uint8)
@@ -135,6 +149,8 @@ def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: 
         written.append("mask.png")
     planes = [round(float(v), 4) for v in result.planes]  # the numbers behind summary's planes_px text
     meta = {"request": request_json(request), **summary(result), "planes": planes, **extra}
+    if colour_range is not None:  # what disparity_color.png's ends stand for
+        meta["disparity_color_range_px"] = [round(v, 3) for v in colour_range]
     if request.calibration is not None and "calibration" not in extra:  # what turns it into metres
         meta["calibration"] = calibration_json(request.calibration, result.disparity)
     atomic_write(folder / "result.json", (json.dumps(meta, indent=2) + "\n").encode())

@@ -299,3 +299,31 @@ def test_write_overwrites_existing_file(tmp_path: Path) -> None:
 def test_write_into_missing_folder_is_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
         formats.write_pfm(tmp_path / "no" / "a.pfm", np.zeros((2, 2)))
+
+
+def _with_orientation(jpeg: bytes, orientation: int) -> bytes:
+    """A JPEG with an EXIF APP1 segment holding ``orientation`` (as a phone writes a portrait)."""
+    entry = (0x0112).to_bytes(2, "little") + (3).to_bytes(2, "little") + (1).to_bytes(4, "little")
+    entry += orientation.to_bytes(2, "little") + b"\0\0"
+    tiff = b"II*\0" + (8).to_bytes(4, "little") + (1).to_bytes(2, "little") + entry + b"\0\0\0\0"
+    payload = b"Exif\0\0" + tiff
+    app1 = b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload
+    return jpeg[:2] + app1 + jpeg[2:]
+
+
+def test_a_jpegs_exif_orientation_is_applied(tmp_path: Path) -> None:
+    """A phone's portrait pair (pixels stored sideways, EXIF orientation 6) was matched sideways and
+    read "not rectified: 29 px apart vertically"."""
+    from app.engine.formats import exif_orientation, read_image_rgb
+
+    image = np.zeros((40, 60, 3), np.uint8)
+    image[:10, :20] = 255  # a white block at the top left, as seen upright
+    stored = cv2.rotate(image, cv2.ROTATE_90_COUNTERCLOCKWISE)  # the sensor's way round
+    ok, jpeg = cv2.imencode(".jpg", stored, [cv2.IMWRITE_JPEG_QUALITY, 100])
+    assert ok
+    path = tmp_path / "portrait.jpg"
+    path.write_bytes(_with_orientation(jpeg.tobytes(), 6))
+    assert exif_orientation(path.read_bytes()) == 6
+    shown = read_image_rgb(path)
+    assert shown.shape == (40, 60, 3) and shown[:10, :20].mean() > 200 and shown[20:, 30:].mean() < 50
+    assert exif_orientation(jpeg.tobytes()) == 1 and exif_orientation(b"\x89PNG") == 1

@@ -176,3 +176,22 @@ def test_depth_figures_count_the_pixels_at_infinity() -> None:
     disparity[:] = 10.0
     stats = outputs.calibration_json(Calibration(300.0, 0.1), disparity)["depth_m"]
     assert stats == {"median": 3.0, "p5": 3.0, "p95": 3.0}
+
+
+def test_the_colour_picture_is_not_scaled_by_a_few_outliers(tmp_path: Path) -> None:
+    """546 outlier pixels at 130 px set the top colour of a 0-74 px scene: every surface read blue,
+    and nothing said what the colours stood for."""
+    import json
+
+    import cv2
+
+    disparity = np.full((100, 100), 40.0, np.float32)
+    disparity[0, :50] = 130.0  # 0.5 % outliers
+    result = DepthResult(
+        disparity, np.zeros((1, 100, 100), np.float32), np.array([4.0]), Mode.CONTINUOUS, "sgbm"
+    )
+    outputs.write_result(tmp_path, result, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=192), {})
+    info = json.loads((tmp_path / "result.json").read_text())
+    assert info["disparity_color_range_px"] == [0.0, 40.0]
+    picture = cv2.imread(str(tmp_path / "disparity_color.png"))
+    assert np.array_equal(picture[50, 50], picture[0, 0])  # the scene has the top colour; outliers too

@@ -205,6 +205,9 @@ def closer_than_top(
 AT_CEILING_SHARE = 0.05  # share of the answered pixels at an auto range's ceiling that a note points out
 
 
+CEILING_WORDS = "the top of the range"  # in both of ceiling_note's notes (an unrectified pair drops them)
+
+
 def ceiling_note(disparity: np.ndarray, top: float, remedy: str, estimate: float | None = None) -> list[str]:
     """``--max-disparity auto`` that reached its ceiling, ``top`` px, and found no room above: a
     note when the estimate (``SceneRange.estimate``, px) reaches past it, or when
@@ -213,9 +216,7 @@ def ceiling_note(disparity: np.ndarray, top: float, remedy: str, estimate: float
     nearer, truth 160-235 px, read a median 176 px, 45 % of it at the top, without a word).
     ``remedy``: what to do, for this engine."""
     if estimate is not None and estimate > top:
-        return [
-            f"the scene reaches about {estimate:.0f} px, past the top of the range ({top:g} px); {remedy}"
-        ]
+        return [f"the scene reaches about {estimate:.0f} px, past {CEILING_WORDS} ({top:g} px); {remedy}"]
     answered = np.isfinite(disparity)
     if not answered.any():
         return []
@@ -223,7 +224,7 @@ def ceiling_note(disparity: np.ndarray, top: float, remedy: str, estimate: float
     if share < AT_CEILING_SHARE:
         return []
     return [
-        f"{100 * share:.0f} % of the answers read the top of the range ({top:g} px): the scene is "
+        f"{100 * share:.0f} % of the answers read {CEILING_WORDS} ({top:g} px): the scene is "
         f"likely nearer than that; {remedy}"
     ]
 
@@ -234,7 +235,7 @@ def ceiling_remedy(model_top: int | None) -> str:
     if model_top is None:
         return f"set {setting('max_disparity')} above it (SGBM searches up to the image width)"
     return (
-        f"this model reaches {model_top} px: give the images at half size, or use "
+        f"this model reaches {model_top} px: give the images at half size or smaller, or use "
         f"{setting('engine', 'sgbm')} with a larger {setting('max_disparity')}"
     )
 

@@ -153,3 +153,19 @@ def test_frames_too_small_to_measure_pass_unchanged(size: tuple[int, int]) -> No
     )
     moved, notes, _ = VerticalAligner().align(left, right)
     assert moved is right and not notes
+
+
+def test_an_unrectified_pair_drops_the_advice_to_shrink_the_images() -> None:
+    """The hand-held pair read "not rectified" and "15 % of the answers read the top of the range:
+    give the images at half size"; rectified, its scene reached 40 px."""
+    from app.engine.depth.scene_range import ceiling_note, ceiling_remedy
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((8, 8, 3), np.uint8)
+    result = empty_result(image, "bi3d", Mode.CONTINUOUS)
+    ceiling = ceiling_note(np.full((8, 8), 191.0), 192.0, ceiling_remedy(192))
+    result.notes.extend(ceiling)
+    kept = alignment.with_alignment(result, [alignment.unrectified_note(38.9)], 0.0)
+    assert ceiling and not any(n in kept.notes for n in ceiling) and "not look rectified" in kept.notes[-1]
+    result.notes.extend(ceiling)  # a rectified pair keeps it
+    assert ceiling[0] in alignment.with_alignment(result, [], 0.0).notes

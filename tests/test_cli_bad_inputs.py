@@ -86,8 +86,8 @@ def test_numbers_that_no_engine_can_answer(capsys, tiny, tmp_path, args, needle)
 @pytest.mark.parametrize("size", [(1, 1), (10, 10), (15, 64)])
 def test_images_below_the_minimum_are_refused(capsys, tmp_path, size) -> None:  # type: ignore[no-untyped-def]
     image = np.zeros((*size, 3), np.uint8)
-    for name in ("l.png", "r.png"):
-        cv2.imwrite(str(tmp_path / name), image)
+    for name, value in (("l.png", 0), ("r.png", 1)):  # two images (the same one twice is refused first)
+        cv2.imwrite(str(tmp_path / name), image + value)
     args = [str(tmp_path / "l.png"), str(tmp_path / "r.png"), "--mode", "binary", "--planes", "4"]
     assert "at least 16x16 px" in bad(capsys, "depth", *args, "--out", str(tmp_path / "o"))
     assert "at least 16x16 px" in bad(capsys, "calib", "check", *args[:2])
@@ -98,8 +98,8 @@ def test_memory_is_estimated_before_allocating(capsys, tmp_path, monkeypatch) ->
 
     monkeypatch.setattr(memory, "available_bytes", lambda meminfo=None: 64 << 20)  # a 64 MiB machine
     image = np.zeros((600, 800, 3), np.uint8)
-    for name in ("l.png", "r.png"):
-        cv2.imwrite(str(tmp_path / name), image)
+    for name, value in (("l.png", 0), ("r.png", 1)):
+        cv2.imwrite(str(tmp_path / name), image + value)
     pair = [str(tmp_path / "l.png"), str(tmp_path / "r.png")]
     line = bad(capsys, "depth", *pair, "--engine", "sgbm", "--out", str(tmp_path / "o"))
     assert "GiB, 0.1 GiB is free here" in line and "fewer planes" in line

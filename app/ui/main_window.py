@@ -730,8 +730,13 @@ class MainWindow(QMainWindow):
         if self.top.currentIndex() == 1:  # comparing: the main engine again, beside SGBM
             self.compare_main.set_title(shown.depth_title)
             self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels)
-        if shown.baseline_rgb is not None:
-            self.baseline_view.set_title("SGBM")
+        if shown.baseline_rgb is not None and result.baseline is not None:
+            # what it shows (it said "SGBM" alone, also beside a quick preview's banded answer)
+            first = shown.depth_title.split(" · ")[0]
+            preview = f"{first} · " if first.startswith("preview") else ""
+            self.baseline_view.set_title(
+                f"{preview}sgbm {result.baseline.mode.value} · the colours of the pane beside"
+            )
             self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
         elif self.top.currentIndex() == 1:  # SGBM is the main engine: no second answer (not the last one's)
             self.baseline_view.clear_image()

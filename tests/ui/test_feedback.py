@@ -420,6 +420,9 @@ def test_compare_shows_errors_against_ground_truth_linked(qtbot) -> None:  # typ
         "|d - truth|"
     )
     assert "sgbm" in window.error_base.title.full_text
+    # the SGBM pane says what it shows (it said "SGBM" alone, beside a preview's banded answer too)
+    assert window.baseline_view.title.full_text.startswith("sgbm ")
+    assert window.baseline_view.title.full_text.endswith("the colours of the pane beside")
     window.compare_main.box.setRange(
         xRange=(10, 60), yRange=(30, 60), padding=0
     )  # zooming one zooms the others

@@ -501,7 +501,9 @@ class MainWindow(QMainWindow):
         self.pause_action.setToolTip("pause a video, camera or recording; the frame shown stays live")
         self.pause_action.toggled.connect(self._pause)
         self.step_action = QAction("Step", self, shortcut=QKeySequence("Right"))
-        self.step_action.setToolTip("the next frame (while paused)")
+        self.step_action.setToolTip(
+            "the next frame (while paused); a live source (a camera, the synthetic scene) runs on: its newest"
+        )
         self.step_action.triggered.connect(self._step)
         self.loop_action = QAction("Loop", self, checkable=True)
         self.loop_action.setToolTip("start a finite source again when it ends")

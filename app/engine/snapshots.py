@@ -43,10 +43,20 @@ def write_snapshot(
         "answer_number": result.index,  # answers the window computed this session, this one's
         "files": {"left": "left.png", "right": "right.png", "sgbm": "sgbm/" if result.baseline else None},
     }
+    # the depth as the window drew it (its colour map, colour range and greys): disparity_color.png
+    # is coloured from 0 px with unknown pixels black, and did not match the screen it captured
+    shown = getattr(result.display, "depth_rgb", None)
+    if isinstance(shown, np.ndarray):
+        extra["files"]["shown"] = "depth_shown.png"
+        levels = getattr(result.display, "depth_levels", None)
+        if levels is not None:
+            extra["files"]["shown_range_px"] = [round(float(v), 3) for v in levels]
     if view:
         extra["view"] = view
     try:
         write_result(folder, result.depth, result.request, extra)
+        if isinstance(shown, np.ndarray):
+            write_color_png(folder / "depth_shown.png", shown)
         write_color_png(folder / "left.png", result.pair.left)
         write_color_png(folder / "right.png", result.pair.right)
         if result.baseline is not None:

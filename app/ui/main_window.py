@@ -829,7 +829,10 @@ class MainWindow(QMainWindow):
         except UserError as exc:
             self.show_error(_output_folder_hint(exc.worded(vocabulary.window_words)))
             return
-        self.show_status(f"snapshot saved in {folder} (depth, the pair, result.json)")
+        self.show_status(
+            f"snapshot saved in {folder} (depth_shown.png as on screen, the depth files, the pair, "
+            "result.json)"
+        )
 
     def toggle_recording(self, on: bool) -> None:
         if not on:

@@ -46,6 +46,12 @@ def test_a_snapshot_says_where_it_went(qtbot, tmp_path: Path) -> None:  # type: 
     window.snapshot()
     folders = list((tmp_path / "snapshots").iterdir())
     assert len(folders) == 1 and (folders[0] / "result.json").is_file()
+    # the depth as drawn on screen too (disparity_color.png has its own colours and black unknowns)
+    shown = window.controller.last.display.depth_rgb  # type: ignore[union-attr]
+    import cv2
+
+    saved = cv2.cvtColor(cv2.imread(str(folders[0] / "depth_shown.png")), cv2.COLOR_BGR2RGB)
+    assert np.array_equal(saved, shown)
     assert window.notices.isVisible() and str(folders[0]) in window.notices.text.text()
 
 

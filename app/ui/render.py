@@ -71,7 +71,9 @@ def _plane_depth(result: FrameResult) -> str:
     if result.calibration is None:
         return ""
     z = float(result.calibration.depth_m(np.array([result.depth.planes[0]]))[0])
-    return f" (nearer than {z:.3g} {result.calibration.depth_unit})" if np.isfinite(z) else ""
+    return (
+        f" (nearer than {z:.2f} {result.calibration.depth_unit})" if np.isfinite(z) else ""
+    )  # as the plane label
 
 
 def _depth_span(result: FrameResult, levels: tuple[float, float]) -> str:

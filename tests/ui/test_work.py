@@ -184,7 +184,7 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     )
     plane = dataclasses.replace(metric, depth=binary, request=DepthRequest(mode=Mode.BINARY))
     title = render(plane, DisplaySpec()).depth_title
-    assert title.startswith("bi3d binary · P(disparity > 24 px) (nearer than 0.5 m)")
+    assert title.startswith("bi3d binary · P(disparity > 24 px) (nearer than 0.50 m)")  # as the plane label
     assert title.endswith("nearer: red on the left image")
 
 

@@ -369,3 +369,16 @@ def test_the_same_image_twice_is_refused_as_a_swapped_pair_is(capsys, tiny) -> N
     """`depth L.png L.png` wrote an all-0 px answer with exit status 0 (a note said why)."""
     line = bad(capsys, "depth", tiny[0], tiny[0], *SGBM)
     assert "hold the same image" in line and "give the two cameras' images" in line
+
+
+def test_a_flat_pair_is_answered_with_its_note_not_refused_as_the_same_image(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two black frames (lens caps) are identical too: they were refused as "the same image"."""
+    from app.cli import main
+
+    for name in ("a.png", "b.png"):
+        cv2.imwrite(str(tmp_path / name), np.zeros((48, 64, 3), np.uint8))
+    code = main(
+        ["depth", str(tmp_path / "a.png"), str(tmp_path / "b.png"), *SGBM, "--out", str(tmp_path / "o")]
+    )
+    captured = capsys.readouterr()
+    assert code == 0 and "same image" not in captured.out + captured.err  # the engines' flat-pair handling

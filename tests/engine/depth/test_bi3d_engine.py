@@ -206,6 +206,7 @@ def test_budget_below_one_plane_names_the_minimum(pair) -> None:  # type: ignore
     request = DepthRequest(mode=Mode.CONTINUOUS, budget_ms=1e-6)
     first = engine.compute(*pair, request)  # the probe alone does not refuse: one plane, measured
     assert first.mode is Mode.QUANTIZED and len(first.planes) == 1 and "probe" in first.timings
+    assert any("over the 1e-06 ms budget" in n for n in first.notes)  # said (a 159 ms frame of 100 was not)
     with pytest.raises(UserError, match=r"below the fastest answer here .*use at least \d+"):
         engine.compute(*pair, request)
 

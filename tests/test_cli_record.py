@@ -559,3 +559,17 @@ def test_eval_of_a_recording_names_a_frames_missing_ground_truth(capsys, tmp_pat
     assert main(["eval", str(rec), "--engines", "sgbm"]) == 0  # the other frame is scored
     out = capsys.readouterr().out
     assert f"frame 000001 has no ground truth ({rec / 'disparity' / '000001.pfm'} is missing)" in out
+
+
+def test_recording_a_recording_says_so_once(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Recording a recording printed "recording recording rec (2 frames) to ..."."""
+    from app.cli import main
+
+    assert main(["record", "synthetic:48x64?frames=2", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main(["record", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "recording recording" not in out
+        and f"recording from recording a (2 frames) into {tmp_path / 'b'}" in out
+    )

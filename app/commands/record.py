@@ -52,7 +52,7 @@ def _record(args: argparse.Namespace) -> int:
     code = 0
     with open_source(args.source, on_event=report) as source:
         recorder = Recorder(args.dir, overwrite=args.overwrite, source=source.describe())
-        print(f"recording {source.describe()} to {args.dir}")
+        print(f"recording from {source.describe()} into {args.dir}")  # "recording recording rec" read oddly
         live: list[QueuedWriter] = []  # a camera's writer, for its counts (also after Ctrl-C)
         try:
             if source.live and hasattr(source, "add_capture_listener"):  # every frame, not the newest

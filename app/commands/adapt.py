@@ -15,6 +15,7 @@ from app.commands.arguments import real, whole
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.commands.common import EXIT_INTERRUPTED
     from app.engine.errors import UserError
     from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, adapt
 
@@ -74,9 +75,6 @@ def run(args: argparse.Namespace) -> int:
     took = f"{result.steps} steps, {result.elapsed_s / 60:.1f} min"
     print(f"wrote {result.out} ({took}) and {result.report_path}")
     return 0
-
-
-EXIT_INTERRUPTED = 130  # as the other commands stopped by Ctrl-C
 
 
 def _missing_folders(folder: Path) -> list[Path]:

@@ -20,7 +20,7 @@ from app.vocabulary import cli_words
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.depth.engines import build_engine
-    from app.engine.depth.exposure import flat_pair_note
+    from app.engine.depth.exposure import flat_pair_note, identical_pair_note
     from app.engine.formats import read_pair_rgb
     from app.engine.outputs import check_writable, format_summary, write_result
 
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     left, right = read_pair_rgb(args.left, args.right, notes)
     # a swapped pair is refused; this wrote an all-0 px answer, exit 0 (a flat pair, a lens cap on
     # both cameras, is identical too: its own note says so)
-    if np.array_equal(left, right) and flat_pair_note(left, right) is None:
+    if identical_pair_note(left, right) is not None and flat_pair_note(left, right) is None:
         raise UserError(
             f"{args.left} and {args.right} hold the same image, so every pixel would read 0 px "
             "(infinitely far): give the two cameras' images"

@@ -25,6 +25,7 @@ from app.engine.calibration.desk import CalibrationDesk
 from app.engine.calibration.files import load_calibration
 from app.engine.calibration.rig import StereoRig
 from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_ADVICE, UNRECTIFIED_WORDS
+from app.engine.depth.bi3d import OVER_BUDGET
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
@@ -45,6 +46,7 @@ from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
 __all__ = [
+    "OVER_BUDGET",
     "RUNTIME_FALLBACK",
     "UNRECTIFIED_ADVICE",
     "AdaptCancelled",
@@ -639,7 +641,7 @@ class Session:
         t1 = time.perf_counter()
         if flow is not None:
             if pair is self._flow_of[0]:  # the same frame again (a setting changed): its flow stands
-                flow_field = self._flow_of[1]  # (it was computed against itself: a blank field)
+                flow_field = self._flow_of[1]  # (computed again, it was the frame against itself)
             else:
                 number = self._grabbed[1] if self._grabbed[0] is pair else None
                 previous = self._previous_left

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import vocabulary
-from app.engine.session import plural
+from app.engine.session import OVER_BUDGET, plural
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
 from app.ui.folders import FolderMemory
 from app.ui.log_slider import LogSlider
@@ -38,7 +38,6 @@ from app.ui.settings import FLOW_VIEWS, Settings
 
 DEBOUNCE_MS = 150
 SWAP_LABEL = "Swap left and right images"
-OVER_BUDGET = 1.15  # a frame taking more than this x the budget is said to be over it
 
 
 def _combo(items: tuple[str, ...] | list[str], current: str) -> QComboBox:

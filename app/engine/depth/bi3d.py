@@ -161,7 +161,7 @@ def resolve_device(name: str) -> torch.device:
 
 
 PREPARE_REPORTED_MS = 5.0  # a runtime set-up this long (opened or chose one): apart from the frame's total
-OVER_BUDGET = 1.15  # a frame over this x its budget says so (issue 19's tolerance)
+OVER_BUDGET = 1.15  # a frame over this x its budget says so (issue 19's tolerance; the window's too)
 DENSE_STAGES = ("subpixel", "readout", "agreement")  # a dense answer's stages that plane answers skip
 WIDEN_ABOVE = 0.005  # share of pixels "closer" at an auto bound's last plane that widens the sweep
 ONE_LEVEL_SHARE = 0.5  # share of pixels beyond the nearest or farthest quantized level that a note points out

@@ -45,7 +45,7 @@ from app.engine.bi3d.model import FEATURE_STRIDE, SweepModel
 from app.engine.errors import Interrupted, UserError
 from app.engine.fileio import atomic_write, write_json
 from app.engine.training.adapt_data import Footage, batch, crop_size, prepare
-from app.engine.training.adapt_report import depth_warning, describe, report
+from app.engine.training.adapt_report import adapt_warning, report
 from app.engine.training.losses import monotone_penalty, plane_loss, sample_planes
 from app.engine.training.trainer import TrainingForward
 
@@ -139,13 +139,8 @@ class AdaptResult:
 
     @property
     def warning(self) -> str | None:
-        """What the user must hear before using the model: its depth got worse on the held-back
-        frames (``adapt_report.depth_warning``), or every figure did; None when neither."""
-        verdicts = [describe(k, v, self.after.get(k, float("nan")))[1] for k, v in self.before.items()]
-        verdicts = [v for v in verdicts if v is not None]
-        if verdicts and not any(verdicts):
-            return "every figure is worse on the held-back frames: keep the model you started from"
-        return depth_warning(self.before, self.after)
+        """What the user must hear before using the model (``adapt_report.adapt_warning``)."""
+        return adapt_warning(self.before, self.after)
 
 
 class AdaptCancelled(UserError):

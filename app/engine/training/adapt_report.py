@@ -60,6 +60,16 @@ def describe(name: str, before: float, after: float) -> tuple[str, bool | None]:
 DEPTH_FIGURES = ("dense_bad2", "pseudo_bad2")  # the depth's own figures, the ground truth's first
 
 
+def adapt_warning(before: dict[str, float], after: dict[str, float]) -> str | None:
+    """What the user must hear before using an adapted model: every figure got worse on the
+    held-back frames, or its depth figure did (``depth_warning``); None when neither."""
+    verdicts = [describe(k, v, after.get(k, float("nan")))[1] for k, v in before.items()]
+    verdicts = [v for v in verdicts if v is not None]
+    if verdicts and not any(verdicts):
+        return "every figure is worse on the held-back frames: keep the model you started from"
+    return depth_warning(before, after)
+
+
 def depth_warning(before: dict[str, float], after: dict[str, float]) -> str | None:
     """A note when the held-back frames' depth figure (dense bad-2 where the footage has ground
     truth, else the confident SGBM pixels missed) got worse by adapting, else None: one run went

@@ -77,6 +77,9 @@ def test_an_unexpected_error_is_one_line_naming_the_report(
             "use --mode binary or --mode quantized",
         ),
         (["--levels", "8"], "--levels applies to quantized depth, not continuous; use --mode quantized"),
+        # options that do not apply were ignored unsaid (review)
+        (["--spacing", "depth"], "--spacing depth spreads quantized levels, not continuous depth's planes"),
+        (["--mode", "binary", "--planes", "9", "--budget-ms", "50"], "a binary answer is one plane"),
     ],
 )
 def test_numbers_that_no_engine_can_answer(capsys, tiny, tmp_path, args, needle) -> None:  # type: ignore[no-untyped-def]

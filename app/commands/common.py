@@ -106,6 +106,17 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
         )
     if args.levels is not None and args.mode != "quantized":
         raise UserError(f"--levels applies to quantized depth, not {args.mode}; use --mode quantized")
+    spacing = getattr(args, "spacing", vocabulary.SPACING.default)
+    if spacing != vocabulary.SPACING.default and args.mode != "quantized":
+        raise UserError(
+            f"--spacing {spacing} spreads quantized levels, not {args.mode} depth's planes; "
+            "use --mode quantized, or leave --spacing out"
+        )
+    if getattr(args, "budget_ms", None) is not None and args.mode == "binary":
+        raise UserError(
+            "--budget-ms trades planes for time, and a binary answer is one plane; "
+            "leave --budget-ms out, or use --mode quantized or continuous"
+        )
     rng = None
     if args.range:
         a, b = (to_disparity(v, calibration, "--range") for v in args.range)

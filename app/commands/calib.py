@@ -317,6 +317,14 @@ def run_rectify(args: argparse.Namespace) -> int:
         f"{result.after_rms_px:.3f} px after"
     )
     check = check_epipolar(*Rectifier(result.rig).rectify(*pairs[0]), args.detector)
+    if known is not None:  # its own matches can fit better while the rig is worse (review)
+        given = check_epipolar(*Rectifier(known).rectify(*pairs[0]), args.detector)
+        if given.vertical_rms_px < check.vertical_rms_px:  # NaN (no figure) compares False
+            raise UserError(
+                f"the re-estimated rig lines up the first frame worse (vertical RMS "
+                f"{check.vertical_rms_px:.2f} px) than {args.calib} ({given.vertical_rms_px:.2f} px): "
+                f"nothing written, keep {args.calib}; or give more frames of a textured, static scene"
+            )
     print(f"check of the first rectified frame: {check.verdict} ({check.reason_in(cli_words)})")
     if not result.baseline_known:
         print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")

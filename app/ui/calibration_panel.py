@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -646,16 +647,28 @@ class CalibrationPanel(QWidget):
         keeps_baseline = measured is not None or (known is not None and self.baseline_known)
         name = self.rig_name
 
-        def work() -> tuple[EpipolarReport | None, SelfRectification | None]:
-            if known is not None:  # first what 'Check the current pair' finds of the rig in use
-                report = DESK.check(*DESK.rectifier(known).rectify(*frames[-1]))
-                if report.verdict == "rectified":
-                    return report, None
-            return None, DESK.self_rectify(frames, known, measured)
+        def work() -> tuple[EpipolarReport | None, SelfRectification | None, float]:
+            if known is None:
+                return None, DESK.self_rectify(frames, known, measured), math.nan
+            # first what 'Check the current pair' finds of the rig in use
+            report = DESK.check(*DESK.rectifier(known).rectify(*frames[-1]))
+            if report.verdict == "rectified":
+                return report, None, math.nan
+            result = DESK.self_rectify(frames, known, measured)
+            # its own matches can fit better while the check finds the frame worse (review)
+            refitted = DESK.check(*DESK.rectifier(result.rig).rectify(*frames[-1])).vertical_rms_px
+            return (report, None, refitted) if report.vertical_rms_px < refitted else (None, result, math.nan)
 
-        def done(outcome: tuple[EpipolarReport | None, SelfRectification | None]) -> None:
+        def done(outcome: tuple[EpipolarReport | None, SelfRectification | None, float]) -> None:
             self.self_frames = []
-            report, result = outcome
+            report, result, refitted = outcome
+            if report is not None and not math.isnan(refitted):
+                self.self_status.setText(
+                    f"the re-fitted pose lines this frame up worse (vertical RMS {refitted:.2f} px) than "
+                    f"{name} ({report.vertical_rms_px:.2f} px): nothing changed; add frames of a "
+                    "textured, static scene and try again"
+                )
+                return
             if report is not None:
                 self.self_status.setText(
                     f"{name} rectifies this frame already (the check: vertical RMS "

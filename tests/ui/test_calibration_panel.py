@@ -256,6 +256,19 @@ def test_a_check_result_goes_with_the_source_and_the_calibration_it_was_of(qtbot
     assert panel.verdict.text() == ""
 
 
+def test_the_check_says_where_its_lines_are_when_sgbm_is_side_by_side(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The comparison shows no left image, so the check's match lines were drawn out of sight (review)."""
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))
+    window.settings.compare = True
+    window.notices.dismiss()  # the pair's own "not rectified" error stays, and news waits behind it
+    with qtbot.waitSignal(window.calibration.linesReady, timeout=20_000):
+        window.calibration.run_check()
+    assert window.notices.level == "info", window.notices.text.text()
+    assert 'the marks are drawn on the left image: untick "SGBM side by side"' in window.notices.text.text()
+
+
 def test_the_check_adds_the_board_in_view(qtbot) -> None:  # type: ignore[no-untyped-def]
     """A repetitive board fools feature matches; its own corners cannot be fooled (review)."""
     holder: list[StereoPair] = []
@@ -444,6 +457,36 @@ def test_a_pose_re_fit_keeps_the_rig_s_name_and_its_intrinsics_count_as_measured
     assert not panel.rig_estimated and panel.rig is not None
     assert np.allclose(panel.rig.K1, loaded.K1)  # the measured intrinsics, kept
     assert "baseline 83." in panel.file_label.text()
+
+
+def test_self_rectify_keeps_a_rig_the_re_fit_would_make_worse(qtbot, monkeypatch, sample_rig: Path) -> None:  # type: ignore[no-untyped-def]
+    """A pose re-fitted to its own matches can line the frame up worse than the rig it replaces
+    ('calib rectify' on pair 06 of the sample: 0.24 px on its matches, 0.50 px by the check,
+    against 0.32 px with the rig given); it replaced the rig."""
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, _sample_pair())
+    panel = window.calibration
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        panel.load(sample_rig)
+    loaded = panel.rig
+    real_check = calibration_panel.DESK.check
+    figures = iter([0.8, 1.3])  # the rig in use, then the re-fit: marginal, then worse
+
+    def check(left, right):  # type: ignore[no-untyped-def]
+        report = real_check(left, right)
+        rms = next(figures)
+        return dataclasses.replace(report, vertical_rms_px=rms, verdict="marginal")
+
+    monkeypatch.setattr(calibration_panel.DESK, "check", check)
+    _save_to(monkeypatch, None)
+    panel.self_rectify()
+    qtbot.waitUntil(lambda: "nothing changed" in panel.self_status.text(), timeout=60_000)
+    text = panel.self_status.text()
+    assert text.startswith(
+        "the re-fitted pose lines this frame up worse (vertical RMS 1.30 px) than sample.yaml"
+    )
+    assert "(0.80 px)" in text and panel.rig is loaded
 
 
 def test_a_calibration_in_use_takes_back_the_errors_it_supersedes(  # type: ignore[no-untyped-def]

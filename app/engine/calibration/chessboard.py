@@ -119,10 +119,18 @@ def guess_pattern(gray: np.ndarray) -> tuple[int, int] | None:
     """The largest chessboard (inner corners, cols >= rows, 3 to 15 a side) OpenCV finds in an
     H x W uint8 image, or None: a hint for a --pattern found in no image (a few seconds; OpenCV's
     detector also finds a smaller board inside a larger one, hence the largest first)."""
+    found = guess_board(gray)
+    return None if found is None else found[0]
+
+
+def guess_board(gray: np.ndarray) -> tuple[tuple[int, int], bool] | None:
+    """``guess_pattern``'s board and whether it reaches the image's edge (its outer squares, one
+    corner spacing beyond its outer corners, fall outside the image: a larger board may be cut
+    off there), or None."""
     sizes = sorted(
         ((c, r) for c in GUESS_SIDES for r in GUESS_SIDES if r <= c), key=lambda p: (-p[0] * p[1], -p[0])
     )
-    return _first_found(gray, sizes)
+    return _first_board(gray, sizes)
 
 
 LARGER_BY = 3  # `larger_board` tries boards up to this many inner corners more a side
@@ -139,21 +147,45 @@ def larger_board(gray: np.ndarray, pattern: tuple[int, int]) -> tuple[int, int] 
 def _first_found(gray: np.ndarray, sizes: list[tuple[int, int]]) -> tuple[int, int] | None:
     """The first of ``sizes`` (inner corners) whose board OpenCV's quick check finds in the image,
     reduced to ``GUESS_WIDTH`` first; None when none is."""
+    found = _first_board(gray, sizes)
+    return None if found is None else found[0]
+
+
+def _first_board(gray: np.ndarray, sizes: list[tuple[int, int]]) -> tuple[tuple[int, int], bool] | None:
+    """``_first_found``'s board and whether it reaches the image's edge (``guess_board``)."""
     scale = min(1.0, GUESS_WIDTH / gray.shape[1])
     small = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else gray
     flags = cv2.CALIB_CB_FAST_CHECK | cv2.CALIB_CB_ADAPTIVE_THRESH | cv2.CALIB_CB_NORMALIZE_IMAGE
     for size in sizes:
-        if cv2.findChessboardCorners(small, size, flags=flags)[0]:
-            return size
+        found, corners = cv2.findChessboardCorners(small, size, flags=flags)
+        if found:
+            return size, _reaches_edge(np.asarray(corners, np.float32).reshape(-1, 2), small.shape)
     return None
+
+
+def _reaches_edge(corners: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether a board's outer squares (one corner spacing past its N x 2 inner corners) reach
+    past an image of ``shape``."""
+    steps = np.linalg.norm(np.diff(corners, axis=0), axis=1)
+    spacing = float(np.median(steps)) if steps.size else 0.0
+    h, w = shape[:2]
+    lo, hi = corners.min(0) - spacing, corners.max(0) + spacing
+    return bool(lo[0] < 0 or lo[1] < 0 or hi[0] > w - 1 or hi[1] > h - 1)
 
 
 def pattern_hint(pattern: tuple[int, int], gray: np.ndarray | None, where: str) -> str:
     """What to check when a board of ``pattern`` is not found; given the image (named ``where``)
     it was not found in, the board OpenCV does find there."""
-    found = guess_pattern(gray) if gray is not None else None
-    if found is not None and set(found) != set(pattern):
-        return f"a {found[0]}x{found[1]} board was found in {where}: try --pattern {found[0]}x{found[1]}"
+    guessed = guess_board(gray) if gray is not None else None
+    if guessed is not None and set(guessed[0]) != set(pattern):
+        (cols, rows), cut = guessed
+        fewer = cols * rows < pattern[0] * pattern[1]
+        if cut and fewer:  # a board pushed past the edge shows fewer corners (review: "try 8x6")
+            return (
+                f"a {cols}x{rows} board reaching the image's edge was found in {where}: bring the whole "
+                f"board into both views (or, if it is {cols}x{rows}, give --pattern {cols}x{rows})"
+            )
+        return f"a {cols}x{rows} board was found in {where}: try --pattern {cols}x{rows}"
     return "check --pattern (inner corners, COLSxROWS)"
 
 

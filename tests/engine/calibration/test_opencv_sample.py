@@ -155,6 +155,21 @@ def test_calib_check_with_a_wrong_pattern_names_the_board_found() -> None:
         check_board(left, right, (8, 5), SQUARE_M)
 
 
+def test_a_board_pushed_past_the_edge_is_not_called_a_smaller_board() -> None:
+    """The 9x6 board moved 140 px right, its last column out of view, read "a 8x6 board was found
+    in it: try --pattern 8x6" (review)."""
+    from app.engine.calibration.check import check_board
+
+    names = ("left01.jpg", "right01.jpg")
+    left, right = (cv2.cvtColor(cv2.imread(str(SAMPLE / n)), cv2.COLOR_BGR2RGB) for n in names)
+    moved = cv2.warpAffine(
+        left, np.float32([[1, 0, 140], [0, 1, 0]]), (640, 480), borderMode=cv2.BORDER_REPLICATE
+    )
+    found = r"a 8x6 board reaching the image's edge was found in it: bring the whole board into both views"
+    with pytest.raises(UserError, match=found):
+        check_board(moved, right, PATTERN, SQUARE_M)
+
+
 def test_the_checks_agree_with_a_fresh_calibration_on_its_own_chessboard_pairs(result) -> None:  # type: ignore[no-untyped-def]
     """A chessboard's squares matched a square away made the window's banner say "not rectified,
     26.9 px apart" and the check 1.07 px on pairs the fresh 0.2 px calibration rectifies (review)."""

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
@@ -364,7 +365,7 @@ class MainWindow(QMainWindow):
         self.controller.sourceChanged.connect(self._source_changed)
         self.controller.sourceEnded.connect(self._source_ended)
         self.controller.progress.connect(self.show_status)
-        self.calibration.linesReady.connect(self.left_view.show_lines)
+        self.calibration.linesReady.connect(self._show_lines)
         self.calibration.calibrationChanged.connect(self._calibration_changed)
         for name, pane in (
             ("left", self.left_view), ("depth", self.depth_view), ("right", self.right_view),
@@ -619,6 +620,15 @@ class MainWindow(QMainWindow):
         if on and last is not None and last.pair.gt_disparity is not None:  # errors to see
             self.extra.setCurrentWidget(self.compare_tab)
         self.controller.refresh()
+
+    def _show_lines(self, segments: np.ndarray | None) -> None:
+        """The calibration panel's match lines or board corners, on the left image; a side-by-side
+        comparison hides that image, so it says where they are (they were out of sight: review)."""
+        self.left_view.show_lines(segments)
+        if segments is not None and len(segments) and self.settings.compare:
+            self.show_status(
+                'the marks are drawn on the left image: untick "SGBM side by side" (Engine) to see them'
+            )
 
     def _apply_swap(self, on: bool) -> None:
         self.session.set_swap_views(on)

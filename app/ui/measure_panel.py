@@ -47,6 +47,7 @@ class MeasurePanel(QWidget):
         self.line = pg.PlotDataItem(pen=pg.mkPen((255, 255, 255, 220), width=2))
         self.roi = pg.RectROI((20, 20), (60, 40), pen=pg.mkPen("#ffeb3b", width=2))
         self.roi.sigRegionChangeFinished.connect(self._measure_region)
+        self._roi_placed = False  # the rectangle was put where the pane looks for this source
         pane.box.addItem(self.marks)
         pane.box.addItem(self.line)
         pane.clicked.connect(self._clicked)
@@ -90,6 +91,7 @@ class MeasurePanel(QWidget):
     def reset(self) -> None:
         """A new source: the marks and figures were of the last one's pixels."""
         self.result = None
+        self._roi_placed = False  # another image, perhaps of another size
         self.figures.setText(HINTS[self.tool.currentText()])
         self._on_tool(self.tool.currentText())
         self.bars.setOpts(x=[], height=[], width=1.0)
@@ -111,6 +113,23 @@ class MeasurePanel(QWidget):
             if self.roi in self.pane.box.addedItems:
                 self.pane.box.removeItem(self.roi)
             self.figures.setText(HINTS[tool])
+
+    def _place_roi(self) -> None:
+        """The rectangle in the middle of the part of the image the pane shows, a third of it
+        wide and high (it stood 60 x 40 px at the image's top-left corner: review)."""
+        if self.result is None:
+            return
+        h, w = self.result.depth.disparity.shape[:2]
+        (x0, x1), (y0, y1) = self.pane.box.viewRange()
+        x0, x1 = max(0.0, x0), min(float(w), x1)
+        y0, y1 = max(0.0, y0), min(float(h), y1)
+        if x1 - x0 < 3 or y1 - y0 < 3:  # the image is out of view: its middle
+            x0, x1, y0, y1 = 0.0, float(w), 0.0, float(h)
+        width, height = max(2, round((x1 - x0) / 3)), max(2, round((y1 - y0) / 3))
+        centre_x, centre_y = (x0 + x1) / 2, (y0 + y1) / 2
+        self.roi.setPos((round(centre_x - width / 2), round(centre_y - height / 2)), finish=False)
+        self.roi.setSize((width, height), finish=False)
+        self._roi_placed = True
 
     def _clicked(self, x: int, y: int) -> None:
         if self.tool.currentText() != "distance":
@@ -140,6 +159,8 @@ class MeasurePanel(QWidget):
     def _measure_region(self) -> None:
         if self.result is None or self.tool.currentText() != "region":
             return
+        if not self._roi_placed:
+            self._place_roi()
         (x, y), (w, h) = self.roi.pos(), self.roi.size()
         x0, y0 = round(x), round(y)
         try:

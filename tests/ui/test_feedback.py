@@ -328,6 +328,10 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     assert f"distance {100 * z / 500.0:.3f} m" in panel.figures.text()
     panel.tool.setCurrentText("region")
     text = panel.figures.text()
+    # in the middle of the image shown, a third of it (it stood 60 x 40 px at the corner: review)
+    h, w = result.depth.disparity.shape
+    (x, y), (rw, rh) = panel.roi.pos(), panel.roi.size()
+    assert abs(x + rw / 2 - w / 2) <= 1 and abs(y + rh / 2 - h / 2) <= 1 and abs(rw - w / 3) <= 1
     assert "fill rate 100.0 %" in text and "plane-fit RMS 0.0 mm" in text and f"{z:.3f} m" in text
     # SGBM side by side: the rectangle and the clicks move to the pane that shows the depth
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):

@@ -80,6 +80,8 @@ def test_an_unexpected_error_is_one_line_naming_the_report(
         # options that do not apply were ignored unsaid (review)
         (["--spacing", "depth"], "--spacing depth spreads quantized levels, not continuous depth's planes"),
         (["--mode", "binary", "--planes", "9", "--budget-ms", "50"], "a binary answer is one plane"),
+        (["--mode", "quantized", "--min-confidence", "0.5"], "not a quantized answer"),
+        (["--min-confidence", "0.5"], "--min-confidence masks Bi3D's answers; SGBM rates none"),
     ],
 )
 def test_numbers_that_no_engine_can_answer(capsys, tiny, tmp_path, args, needle) -> None:  # type: ignore[no-untyped-def]
@@ -385,3 +387,40 @@ def test_a_flat_pair_is_answered_with_its_note_not_refused_as_the_same_image(cap
     )
     captured = capsys.readouterr()
     assert code == 0 and "same image" not in captured.out + captured.err  # the engines' flat-pair handling
+
+
+def test_the_user_s_own_files_in_out_are_never_replaced(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A scene folder's own disparity.png was removed by a binary run into it, and a left image
+    named disparity.png was written over (review); results of an earlier run are replaced, said."""
+    scene = tmp_path / "scene"
+    scene.mkdir()
+    truth = scene / "disparity.png"
+    truth.write_bytes(b"the user's ground truth")
+    args = [*tiny, *SGBM, "--mode", "binary", "--planes", "4", "--out", str(scene)]
+    assert "already holds disparity.png, not written by bi3d-studio" in bad(capsys, "depth", *args)
+    assert truth.read_bytes() == b"the user's ground truth" and not (scene / "result.json").exists()
+    own = tmp_path / "own"
+    own.mkdir()
+    left = own / "disparity.png"
+    left.write_bytes(Path(tiny[0]).read_bytes())
+    before = left.read_bytes()
+    line = bad(capsys, "depth", str(left), tiny[1], *SGBM, "--out", str(own))
+    assert f"{left} is an input, and this run would write its result over it" in line
+    assert left.read_bytes() == before
+    out = tmp_path / "out"
+    code, stdout, _ = run(capsys, "depth", *tiny, *SGBM, "--out", str(out))
+    assert code == 0 and "replaced" not in stdout
+    code, stdout, _ = run(
+        capsys, "depth", *tiny, *SGBM, "--mode", "binary", "--planes", "4", "--out", str(out)
+    )
+    assert code == 0 and f"note: this replaced the earlier result in {out}" in stdout
+
+
+def test_a_source_of_many_frames_says_only_the_first_was_written(capsys, tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "pairs"
+    folder.mkdir()
+    for k in "ab":
+        for side, image in zip(("left", "right"), tiny, strict=True):
+            (folder / f"{side}_{k}.png").write_bytes(Path(image).read_bytes())
+    code, stdout, _ = run(capsys, "depth", str(folder), *SGBM, "--out", str(tmp_path / "o"))
+    assert code == 0 and "2 frames: this wrote the first only (--frames 2 for all)" in stdout

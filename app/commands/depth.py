@@ -22,9 +22,17 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.depth.engines import build_engine
     from app.engine.depth.exposure import flat_pair_note, identical_pair_note
     from app.engine.formats import read_pair_rgb
-    from app.engine.outputs import check_writable, format_summary, write_result
+    from app.engine.outputs import (
+        check_writable,
+        earlier_result,
+        format_summary,
+        refuse_foreign_files,
+        write_result,
+    )
 
     check_writable(Path(args.out))  # before the work, not after it (also: a file in the way)
+    # nor over the user's own files: a scene folder's disparity.png, an input named like a result
+    refuse_foreign_files(Path(args.out), [p for p in (args.left, args.right, args.calib) if p])
     if args.right is None:
         return run_source(args)
     if args.frames is not None:
@@ -53,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
     result.notes[:0] = notes
     print(format_summary(result, calibration, _depth_unit(args.calib), cli_words))
     extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, args.calib)}
+    replaced = earlier_result(Path(args.out))
     written = write_result(Path(args.out), result, request, extra)
     print("wrote " + ", ".join(str(p) for p in written))
+    if replaced:  # said: two runs into ./out replaced each other unsaid (review)
+        print(f"note: this replaced the earlier result in {args.out}")
     return 0
 
 
@@ -136,7 +147,13 @@ def _inputs(left: str | Path | None, right: str | Path | None, calib: str | None
 def run_source(args: argparse.Namespace) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.depth.engines import build_engine
-    from app.engine.outputs import format_summary, frame_folder, remove_stale_frames, write_result
+    from app.engine.outputs import (
+        earlier_result,
+        format_summary,
+        frame_folder,
+        remove_stale_frames,
+        write_result,
+    )
     from app.engine.sources.spec import is_source_spec, open_source
     from app.engine.sources.video import CUT_SHORT_WORDS
 
@@ -185,7 +202,10 @@ def run_source(args: argparse.Namespace) -> int:
             if files is not None or args.calib:  # result.json traces back to what it was made of
                 left, right = files or (None, None)
                 extra["inputs"] = _inputs(left, right, args.calib)
+            replaced = not args.frames and earlier_result(out)
             write_result(out, result, request, extra)
+            if replaced:
+                print(f"note: this replaced the earlier result in {args.out}")
             numbers.append(index)
         # what the source learnt at its end (a video cut short): said after the last frame
         for note in source.notes:
@@ -195,6 +215,13 @@ def run_source(args: argparse.Namespace) -> int:
     cut = any(CUT_SHORT_WORDS in note for note in source.notes)  # said already, and why
     if args.frames and count < args.frames and source.ended and not cut:  # the end, not a damaged frame
         print(f"note: {source.describe()} ended after {count} frame(s) of the {args.frames} asked for")
+    total = source.frame_count
+    if (
+        not args.frames and not source.live and total is not None and total > 1
+    ):  # one of many, unsaid (review)
+        print(
+            f"note: {source.describe()}, {total} frames: this wrote the first only (--frames {total} for all)"
+        )
     stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:
         print(f"note: removed the results of {stale} other frame(s) of an earlier run from {args.out}")
@@ -236,6 +263,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--calib2", help="the right camera's ROS camera_info, or OpenCV's extrinsics.yml")
     p.add_argument("--out", default="out", type=output_folder, help="output folder (default ./out)")
     add_setting(p, vocabulary.MIN_CONFIDENCE)
+    p.set_defaults(min_confidence=None)  # None: not given (refused where it does not apply), the default
     p.add_argument(
         "--swap-views",
         action="store_true",

@@ -24,7 +24,14 @@ import numpy as np
 
 from app.engine.errors import UserError, Wording, plain_words, word_settings
 from app.engine.fileio import default_folder_mode, make_folder
-from app.engine.formats import atomic_write, colorize, write_color_png, write_kitti_png, write_pfm
+from app.engine.formats import (
+    atomic_write,
+    colorize,
+    write_color_png,
+    write_grey_png,
+    write_kitti_png,
+    write_pfm,
+)
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
 
 OUTPUT_NAMES = (
@@ -45,6 +52,7 @@ def write_result(
     """
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out {out_dir} is a file; give a folder (new, or one of earlier results)")
+    refuse_foreign_files(out_dir)
     staging = _staging_folder(out_dir)
     try:
         try:
@@ -74,6 +82,40 @@ def check_writable(out_dir: Path) -> None:
         where = "" if home == out_dir else f": {home}"  # the folder itself, or one above it
         raise UserError(f"--out {out_dir}{where} is a file; give a folder (new, or one of earlier results)")
     os.rmdir(_new_staging(home, out_dir))
+
+
+def earlier_result(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds a result set this program wrote: its ``result.json``, a JSON
+    object with the request it answered."""
+    try:
+        meta = json.loads((out_dir / "result.json").read_text())
+    except (OSError, ValueError):  # missing, unreadable, not JSON (UnicodeDecodeError is a ValueError)
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("request"), dict)
+
+
+def refuse_foreign_files(out_dir: Path, inputs: Collection[str | Path] = ()) -> None:
+    """A ``UserError`` when writing a set into ``out_dir`` would replace or remove files this
+    program did not write: files of the set's names (``OUTPUT_NAMES``) beside no earlier set's
+    ``result.json`` (a scene folder's own disparity.png was removed by a binary run), or one of
+    ``inputs`` (a left image named disparity.png was written over)."""
+    if not out_dir.is_dir():
+        return
+    ours = {(out_dir / name).resolve() for name in OUTPUT_NAMES}
+    for given in inputs:
+        if Path(given).resolve() in ours:
+            raise UserError(
+                f"{given} is an input, and this run would write its result over it: "
+                "choose another --out folder (nothing was written)"
+            )
+    if earlier_result(out_dir):
+        return
+    foreign = [name for name in OUTPUT_NAMES if (out_dir / name).exists()]
+    if foreign:
+        raise UserError(
+            f"{out_dir} already holds {', '.join(foreign)}, not written by bi3d-studio (no result.json "
+            "of an earlier run beside them): choose another --out folder (nothing was written)"
+        )
 
 
 def _staging_folder(out_dir: Path) -> Path:
@@ -133,6 +175,20 @@ def color_range(disparity: np.ndarray, top: float) -> tuple[float, float]:
     return 0.0, max(float(np.percentile(answered, COLOR_TOP_PERCENTILE)), 1.0)
 
 
+MASK_CLOSER, MASK_FARTHER, MASK_UNKNOWN = 255, 0, 128  # mask.png's grey levels
+
+
+def mask_levels(result: DepthResult) -> np.ndarray:
+    """A binary answer as mask.png holds it: ``MASK_CLOSER`` where the scene is closer than the
+    plane, ``MASK_FARTHER`` where it is not, ``MASK_UNKNOWN`` where the engine found no match
+    (SGBM's holes, a NaN probability): they were black, read as "farther" (review)."""
+    assert result.mask is not None
+    levels = np.where(result.mask, MASK_CLOSER, MASK_FARTHER).astype(np.uint8)
+    if result.probabilities is not None and len(result.probabilities):
+        levels[np.isnan(result.probabilities[0])] = MASK_UNKNOWN
+    return levels
+
+
 def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: dict[str, Any]) -> list[str]:
     atomic_write(folder / "result.npz", npz_bytes(result.arrays()))
     written = ["result.npz"]
@@ -144,8 +200,7 @@ def _write_set(folder: Path, result: DepthResult, request: DepthRequest, extra: 
         write_color_png(folder / "disparity_color.png", colorize(result.disparity, *colour_range))
         written += ["disparity.pfm", "disparity.png", "disparity_color.png"]
     else:
-        mask = (result.mask * 255).astype(np.uint8)
-        write_color_png(folder / "mask.png", np.repeat(mask[..., None], 3, axis=2))
+        write_grey_png(folder / "mask.png", mask_levels(result))
         written.append("mask.png")
     planes = [round(float(v), 4) for v in result.planes]  # the numbers behind summary's planes_px text
     meta = {"request": request_json(request), **summary(result), "planes": planes, **extra}
@@ -268,11 +323,12 @@ def summary(result: DepthResult) -> dict[str, Any]:
         "precision": result.precision,
         "mode": result.mode.value,
         "planes_px": _planes_text(result.planes),
-        "valid_fraction": round(float(valid.mean()), 4),
+        # a binary answer has no disparity: 0.0 read as "nothing valid" (its own fractions below)
+        **({} if result.mode is Mode.BINARY else {"valid_fraction": round(float(valid.mean()), 4)}),
         "timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
         "notes": [word_settings(n, plain_words) for n in result.notes],
     }
-    if valid.any():
+    if valid.any() and result.mode is not Mode.BINARY:
         out["disparity_px"] = {
             "median": round(float(np.median(d[valid])), 3),
             "p5": round(float(np.percentile(d[valid], 5)), 3),
@@ -280,8 +336,10 @@ def summary(result: DepthResult) -> dict[str, Any]:
         }
     if result.mode is Mode.BINARY and result.mask is not None:
         out["closer_than_plane_fraction"] = round(float(result.mask.mean()), 4)
+        unknown = 0.0
         if result.probabilities is not None and len(result.probabilities):  # SGBM's holes: not "farther"
-            out["unknown_fraction"] = round(float(np.isnan(result.probabilities[0]).mean()), 4)
+            unknown = float(np.isnan(result.probabilities[0]).mean())
+        out["unknown_fraction"] = round(unknown, 4)
     if result.range_state is not None:
         # state 0 also covers pixels no engine could match; count only those with a disparity
         known = {

@@ -259,6 +259,17 @@ def write_color_png(path: PathLike, rgb: np.ndarray) -> None:
     atomic_write(path, buf.tobytes())
 
 
+def write_grey_png(path: PathLike, grey: np.ndarray) -> None:
+    """Write an H x W uint8 image as a one-channel PNG."""
+    a = np.asarray(grey)
+    if a.dtype != np.uint8 or a.ndim != 2:
+        raise ValueError(f"write_grey_png needs H x W uint8, got {a.dtype} {a.shape}")
+    ok, buf = cv2.imencode(".png", a)
+    if not ok:
+        raise UserError(f"could not encode a PNG for {path}; check the image")
+    atomic_write(path, buf.tobytes())
+
+
 def read_image_rgb(path: PathLike, notes: list[str] | None = None) -> np.ndarray:
     """Read any image OpenCV can decode as H x W x 3 uint8 RGB. What the conversion drops that
     a user should know of (transparent pixels of an RGBA image, whose colour is used as stored)

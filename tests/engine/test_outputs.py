@@ -195,3 +195,21 @@ def test_the_colour_picture_is_not_scaled_by_a_few_outliers(tmp_path: Path) -> N
     assert info["disparity_color_range_px"] == [0.0, 40.0]
     picture = cv2.imread(str(tmp_path / "disparity_color.png"))
     assert np.array_equal(picture[50, 50], picture[0, 0])  # the scene has the top colour; outliers too
+
+
+def test_mask_png_tells_unknown_from_farther(tmp_path: Path) -> None:
+    """SGBM's holes were black in mask.png, as "farther" is, and binary result.json read
+    "valid_fraction": 0.0 (review)."""
+    import cv2
+
+    result, request = _result(Mode.BINARY, 3.0)
+    result.probabilities[0, :2] = 0.2  # farther
+    result.probabilities[0, 2:4] = np.nan  # no match
+    result.mask = result.probabilities[0] > 0.5
+    outputs.write_result(tmp_path / "out", result, request, {})
+    mask = cv2.imread(str(tmp_path / "out" / "mask.png"), cv2.IMREAD_UNCHANGED)
+    assert mask.ndim == 2 and mask.dtype == np.uint8
+    assert (mask[:2] == 0).all() and (mask[2:4] == 128).all() and (mask[4:] == 255).all()
+    info = outputs.summary(result)
+    assert "valid_fraction" not in info and info["unknown_fraction"] == round(2 / 6, 4)
+    assert "2 / 6" not in outputs.format_summary(result) and "33.3% unknown" in outputs.format_summary(result)

@@ -112,6 +112,14 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
             f"--spacing {spacing} spreads quantized levels, not {args.mode} depth's planes; "
             "use --mode quantized, or leave --spacing out"
         )
+    if getattr(args, "min_confidence", None) is not None:  # given: the flag's default is None
+        if args.mode in ("binary", "quantized"):
+            raise UserError(
+                f"--min-confidence masks Bi3D's continuous and selective depth, not a {args.mode} answer "
+                "(each pixel's side of a plane is given); leave it out, or use --mode continuous"
+            )
+        if getattr(args, "engine", None) == "sgbm":
+            raise UserError("--min-confidence masks Bi3D's answers; SGBM rates none: leave it out")
     if getattr(args, "budget_ms", None) is not None and args.mode == "binary":
         raise UserError(
             "--budget-ms trades planes for time, and a binary answer is one plane; "

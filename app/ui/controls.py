@@ -361,6 +361,11 @@ class ControlsPanel(QWidget):
                     or (name == "subpixel" and planes)  # continuous and selective answers only
                 )
                 widget.setEnabled(bi3d and not moot)
+        # Bi3D's continuous and selective answers are masked by their rating; a plane's side is not
+        # (it moved and changed nothing in binary mode: review)
+        rated = bi3d and not planes
+        self.min_confidence.setEnabled(rated)
+        self.min_confidence_label.setEnabled(rated)
         self.display_max.setEnabled(not self.settings.auto_range)
 
     def _set_display(self, name: str, value: object) -> None:

@@ -263,7 +263,9 @@ def test_engine_compare_spacing_and_range_controls(qtbot) -> None:  # type: igno
         c.min_confidence.setValue(40)
     assert engine.requests[-1].min_confidence == 0.4
     # spacing in depth needs a calibration: offered once one is known
+    assert c.min_confidence.isEnabled()
     c.mode.setCurrentText("quantized")
+    assert not c.min_confidence.isEnabled()  # a plane's side is not masked by a rating (review)
     window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controller.refresh()

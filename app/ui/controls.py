@@ -367,6 +367,9 @@ class ControlsPanel(QWidget):
         self.min_confidence.setEnabled(rated)
         self.min_confidence_label.setEnabled(rated)
         self.display_max.setEnabled(not self.settings.auto_range)
+        flowing = self.settings.flow != "off"  # how flow is drawn matters only when it is computed
+        self.flow_view.setEnabled(flowing)
+        self.flow_max.setEnabled(flowing)
 
     def _set_display(self, name: str, value: object) -> None:
         setattr(self.settings, name, value)
@@ -425,6 +428,7 @@ class ControlsPanel(QWidget):
     def _on_flow(self, name: str) -> None:
         self.settings.flow = name
         self._build_flow_params(name)
+        self._update_applicable()
         self.flowChanged.emit(name)
 
     def _browse_weights(self, edit: QLineEdit, name: str) -> None:

@@ -109,6 +109,9 @@ class _JumpToClick(QProxyStyle):
 WIDE_LAYOUT_PX = 1500  # narrower first openings tabify the side docks (``MainWindow.fit_width``)
 
 
+NEW_SOURCE_DEPTH = "depth of the new source: computing…"
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -445,9 +448,7 @@ class MainWindow(QMainWindow):
         self.latency.reset()
         self.controls.set_calibration(None)
         self.calibration.note_source_calibration(None)
-        reset = getattr(self.calibration, "reset_check", None)
-        if reset is not None:
-            reset()
+        self.calibration.reset_source()
         self._hover_at = None
         self.measure.reset()
         self.cloud_view.reset()
@@ -457,6 +458,10 @@ class MainWindow(QMainWindow):
                 self.clear_error(warned)
         self._unrectified_warned = self._set_aside_warned = None
         self._layout_warned = False
+        # the last source's depth stood under its own title for seconds beside the new images (review)
+        for pane in (self.depth_view, self.compare_main, self.baseline_view):
+            pane.clear_image()
+            pane.set_title(NEW_SOURCE_DEPTH)
         self.fit_images()  # a new source is shown whole, whatever the last one was zoomed to
         self.readout.setText("")
         self._ended = False

@@ -85,6 +85,9 @@ def _depth_span(result: FrameResult, levels: tuple[float, float]) -> str:
     return f", depth {words[0]}-{words[1]} {result.calibration.depth_unit}"
 
 
+UNRECTIFIED_TITLE = "unreliable: the pair is not rectified"
+
+
 def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     depth = result.depth
     # what a narrow pane must not cut first: which engine and mode, then what the colours are
@@ -97,6 +100,15 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         shown = depth.disparity
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
         title = f"{depth.engine} {depth.mode.value} · disparity in px{_depth_span(result, levels)}"
+        if depth.choice.get("quantized") and result.request.mode is not depth.mode:
+            # the budget answered another mode than the one chosen: said first (it read "bi3d
+            # quantized" under Mode: continuous, with nothing saying why: review)
+            cheapest = depth.choice.get("cheapest_ms")
+            needs = f"; {result.request.mode.value} needs about {cheapest:.0f} ms" if cheapest else ""
+            title = (
+                f"budget {depth.choice.get('budget_ms', 0):g} ms: {len(depth.planes)} quantized levels"
+                f"{needs} · {title}"
+            )
         if not np.isfinite(shown).any():  # the colour bar's 0-1 and its depths would read as an answer
             title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (
                 ": the pair has no texture (flat)"  # lowering the threshold would not help
@@ -110,6 +122,8 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         elif not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
             title += " · grey: unknown"
         tint = depth.range_state == 1 if depth.range_state is not None else None
+    if Session.unrectified_note(result) is not None:  # the error said so, the pane did not (review)
+        title = f"{UNRECTIFIED_TITLE} · {title}"
     rgb = _outside_greys(_unknown_grey(colorize(shown, *levels, spec.colormap), shown), depth)
     out = Rendered(spec, rgb, levels, title, tint)
     if result.baseline is not None:

@@ -951,8 +951,9 @@ def test_the_status_bars_notes_are_all_readable(qtbot) -> None:  # type: ignore[
     label.dialog.close()
 
 
-def test_clear_with_only_the_sources_calibration_says_there_is_nothing_to_clear(qtbot) -> None:  # type: ignore[no-untyped-def]
-    """Calibration > Clear on the demo did nothing, silently (its calib.txt comes with the source)."""
+def test_clear_with_only_the_sources_calibration_is_greyed(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Calibration > Clear on the demo did nothing, silently (its calib.txt comes with the source);
+    then it said so; now it is greyed while nothing of one's own is in use (review)."""
     from app.engine.types import Calibration
 
     class Measured(FakeSource):
@@ -967,6 +968,34 @@ def test_clear_with_only_the_sources_calibration_says_there_is_nothing_to_clear(
     window = _window(qtbot, lambda spec: Measured(1), RecordingEngine())
     window.open_spec("scene")
     _shown(qtbot, window)
-    window.calibration.clear_button.click()
-    assert "nothing loaded to clear" in window.notices.text.text()
+    assert not window.calibration.clear_button.isEnabled()
     assert window.calibration.file_label.text().startswith("from the source")
+    window.calibration.apply(Calibration(500.0, 0.1), None, "typed")
+    assert window.calibration.clear_button.isEnabled()
+    window.calibration.clear_button.click()
+    assert not window.calibration.clear_button.isEnabled()
+
+
+def test_a_new_source_does_not_show_the_last_one_s_depth(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The last scene's depth stood under its own title for seconds beside the new images (review)."""
+    from app.ui.main_window import NEW_SOURCE_DEPTH
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    assert window.depth_view.image.image is not None
+    window._source_changed("another")
+    assert window.depth_view.image.image is None and window.depth_view.title.full_text == NEW_SOURCE_DEPTH
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
+        window.controller.refresh()
+    assert window.depth_view.image.image is not None and window.depth_view.title.full_text != NEW_SOURCE_DEPTH
+
+
+def test_how_flow_is_drawn_is_greyed_while_flow_is_off(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """ "Flow shown as" and "Max flow" stood enabled with Optical flow off (review)."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    c = window.controls
+    assert c.flow.currentText() == "off"
+    assert not c.flow_view.isEnabled() and not c.flow_max.isEnabled()
+    c.flow.setCurrentText("dis")
+    assert c.flow_view.isEnabled() and c.flow_max.isEnabled()

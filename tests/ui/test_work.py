@@ -173,6 +173,21 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     assert tuple(shown.depth_rgb[1, 0]) == render_module.FARTHER_RGB
     assert tuple(shown.depth_rgb[2, 2]) == render_module.UNKNOWN_RGB
     assert shown.depth_title.endswith("· grey: light nearer, mid farther than the range, dark unknown")
+    # continuous asked, quantized answered under the budget: said first (review)
+    chosen = {"quantized": 1.0, "budget_ms": 200.0, "cheapest_ms": 340.0}
+    levels = dataclasses.replace(
+        depth, mode=Mode.QUANTIZED, planes=np.array([10.0, 20.0, 30.0], np.float32), choice=chosen
+    )
+    title = render(dataclasses.replace(frame, depth=levels), DisplaySpec()).depth_title
+    assert title.startswith(
+        "budget 200 ms: 3 quantized levels; continuous needs about 340 ms · bi3d quantized"
+    )
+    # an unrectified pair's depth is marked in its own pane, not only in the error above (review)
+    from app.engine.depth.alignment import unrectified_note
+
+    crooked = dataclasses.replace(depth, notes=[unrectified_note(5.1)])
+    title = render(dataclasses.replace(frame, depth=crooked), DisplaySpec()).depth_title
+    assert title.startswith(f"{render_module.UNRECTIFIED_TITLE} · bi3d continuous")
     # with a calibration the colour bar's ends are given as depths (the title said px alone)
     metric = dataclasses.replace(frame, calibration=Calibration(focal_px=100.0, baseline_m=0.12))
     assert render(metric, DisplaySpec(fixed_max=48.0)).depth_title.startswith(

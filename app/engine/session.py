@@ -408,6 +408,15 @@ class Session:
             path.parent.mkdir(parents=True, exist_ok=True)
         return path, snapshots.export_point_cloud(result, path)
 
+    def calibration_path(self, name: str) -> Path:
+        """A new file for a calibration made in the window, ``output_root/calibrations/
+        YYYYmmdd-HHMMSS-name.yaml`` (its folder made)."""
+        slug = "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split()) or "calibration"
+        folder = snapshots.new_folder(self.output_root, "calibrations")
+        path = folder.with_name(f"{folder.name}-{slug}.yaml")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
     @staticmethod
     def point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
         """N x 3 points (metres) and N x 3 colours of the frame; needs a calibration."""

@@ -149,6 +149,7 @@ class CalibrationPanel(QWidget):
         )
         self.save_button.clicked.connect(lambda: self.save())  # clicked(bool) would fill the title
         self.save_button.setEnabled(False)
+        self.clear_button.setEnabled(False)  # enabled while one's own calibration is in use
         buttons = QHBoxLayout()
         buttons.addWidget(load)
         buttons.addWidget(self.save_button)
@@ -312,6 +313,7 @@ class CalibrationPanel(QWidget):
         self.save_button.setEnabled(rig is not None)
         rectifier = DESK.rectifier(rig) if rig is not None else None
         self.controller.session.set_calibration(calibration, rectifier)
+        self.clear_button.setEnabled(True)
         kind = "raw rig, frames are rectified" if rig is not None else "rectified pair"
         if calibration.baseline_known:
             baseline = f"baseline {calibration.baseline_m * 1000:.1f} mm"
@@ -334,6 +336,7 @@ class CalibrationPanel(QWidget):
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
         self.controller.session.set_calibration(None, None)
+        self.clear_button.setEnabled(False)  # nothing of one's own left (it stood enabled: review)
         if not from_source:
             self.file_label.setText(NO_CALIBRATION)
         self.reset_check()
@@ -349,6 +352,7 @@ class CalibrationPanel(QWidget):
         self.rig, self.baseline_known = None, True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
+        self.clear_button.setEnabled(self.controller.session.calibration is not None)
         self.file_label.setText(f"{NO_CALIBRATION} ({why})")
         self.reset_check()
         self.calibrationChanged.emit(None, None)
@@ -374,6 +378,13 @@ class CalibrationPanel(QWidget):
         self.figures.setText("")
         self._marked = None
         self.linesReady.emit(None)
+
+    def reset_source(self) -> None:
+        """Another source: the check and the self-rectification's result and frames were of the
+        last one's (its "vertical RMS 12.76 px" stood beside the demo: review)."""
+        self.reset_check()
+        self.self_frames = []
+        self.self_status.setText("")
 
     def run_check(self) -> None:
         last = self.controller.last
@@ -594,7 +605,15 @@ class CalibrationPanel(QWidget):
     ) -> None:
         calibration = dataclasses.replace(rig.rectified(), baseline_known=baseline_known)
         self.apply(calibration, rig, name, estimated)
-        self.save(f"Save the {name} (Cancel: use it unsaved; Save… saves it later)")
+        # kept in the output folder at once: a save dialog opened unasked, in the source's folder (review)
+        try:
+            path = self.controller.session.calibration_path(name)
+            DESK.save(path, rig, self.baseline_known)
+        except (UserError, OSError) as exc:
+            self._show_error(f"the {name} is in use but could not be kept ({exc}): Save… writes it elsewhere")
+            return
+        self.file_label.setText(f"{self.file_label.text()}; saved to {path}")
+        self.controller.view.show_status(f"{name} in use, saved to {path} (Save… writes a copy elsewhere)")
 
     def save(self, title: str = "Save the calibration") -> None:
         """Write the rig in use as OpenCV YAML; the label says where it went."""

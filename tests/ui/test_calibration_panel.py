@@ -56,6 +56,15 @@ def _show(qtbot, window: MainWindow, holder: list[StereoPair], pair: StereoPair)
         window.open_spec("still")
 
 
+def _no_dialog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save dialog must not open."""
+
+    def dialog(*args: object, **kwargs: object) -> tuple[str, str]:
+        raise AssertionError("a save dialog opened unasked")
+
+    monkeypatch.setattr(calibration_panel.QFileDialog, "getSaveFileName", staticmethod(dialog))
+
+
 def _save_to(monkeypatch: pytest.MonkeyPatch, path: Path | None) -> None:
     """The save dialog answers ``path``; None: it was cancelled (Qt gives an empty name)."""
     name = "" if path is None else str(path)
@@ -90,11 +99,13 @@ def test_chessboard_capture_calibrates_the_rig(qtbot, monkeypatch, tmp_path: Pat
     qtbot.waitUntil(lambda: "no 7x5 chessboard" in panel.board_status.text(), timeout=30_000)
     assert "set Pattern to 8x6" in panel.board_status.text() and len(panel.views) == 6
     panel.pattern.setText("8x6")
-    out = tmp_path / "board.yaml"
-    _save_to(monkeypatch, out)
+    _no_dialog(monkeypatch)
     with qtbot.waitSignal(panel.calibrationChanged, timeout=30_000):
         panel.calibrate()
     assert "RMS" in panel.board_status.text() and "per view" in panel.board_status.text()
+    # kept in the output folder at once, no dialog opened unasked (review)
+    (out,) = (window.session.output_root / "calibrations").glob("*-board-calibration.yaml")
+    assert f"saved to {out}" in panel.file_label.text()
     cal, rig = load_calibration(out)
     assert rig is not None and cal.baseline_m == pytest.approx(BASELINE_M, rel=0.01)
 
@@ -192,16 +203,24 @@ def test_self_rectify_button_on_the_hand_held_pair(qtbot, monkeypatch, tmp_path:
     window = _window(qtbot, holder)
     _show(qtbot, window, holder, pair)
     panel = window.calibration
-    out = tmp_path / "self.yaml"
-    _save_to(monkeypatch, out)
+    _no_dialog(monkeypatch)
     with qtbot.waitSignals([panel.calibrationChanged, window.controller.resultShown], timeout=30_000):
         panel.self_rectify()  # then the frame is shown rectified by the new rig
     text = panel.self_status.text()
     after = float(text.split("on the raw frames, ")[1].split(" px after")[0])
-    assert after <= 1.0 and "projective" in text and out.exists() and panel.rig is not None
+    (out,) = (window.session.output_root / "calibrations").glob("*-self-rectification.yaml")
+    assert (
+        after <= 1.0
+        and "projective" in text
+        and panel.rig is not None
+        and f"saved to {out}" in panel.file_label.text()
+    )
     with qtbot.waitSignal(panel.linesReady, timeout=30_000):
         panel.run_check()
     assert "RECTIFIED" in panel.verdict.text() and "NOT" not in panel.verdict.text()
+    panel.add_self_frame()
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))  # another source
+    assert panel.self_status.text() == "" and panel.self_frames == []  # they were of the last one
 
 
 def test_self_rectify_leaves_a_rectified_pair_alone_and_clear_drops_a_calibration(

@@ -38,7 +38,7 @@ from app.engine.depth.agreement import (
     plane_confidence,
 )
 from app.engine.depth.alignment import VerticalAligner, with_alignment
-from app.engine.depth.border import leave_unknown
+from app.engine.depth.border import border_guesses, leave_unknown
 from app.engine.depth.budget import CostModel, check_budget
 from app.engine.depth.decoding import (
     BEYOND_NOTE_SHARE,
@@ -583,7 +583,12 @@ class Bi3DEngine:
                 f"(about {cheapest:.0f} ms): "
                 f"answered {chosen.describe()} instead",
             )
-            plan.choice = {**choice, "planes": float(len(plan.planes)), "quantized": 1.0}
+            plan.choice = {
+                **choice,
+                "planes": float(len(plan.planes)),
+                "quantized": 1.0,
+                "cheapest_ms": cheapest,
+            }
             return plan
         strategy = chosen.strategy
         note = f"budget {budget:g} ms: {chosen.describe()} (predicted {chosen.predicted_ms:.0f} ms)"
@@ -793,6 +798,11 @@ class Bi3DEngine:
         # on far planes); the published networks by the published arg-max, as they were made
         decode = quantized_step if self.model.kind is ModelKind.LIGHT else quantized_disparity
         disparity = decode(probs, plan.planes, request.max_disparity)
+        # the left edge's levels that contradict the surface beside them, where the right camera did
+        # not see the match (a level in front of the box beside it): unknown, as in continuous depth
+        guesses = border_guesses(disparity, farther=False)
+        disparity[guesses] = np.nan
+        confidence[guesses] = 0.0
         result = self._result(request, disparity, probs, plan.planes, confidence=confidence)
         result.notes.extend(one_level_note(probs, plan.planes, explicit=bool(request.planes)))
         return result

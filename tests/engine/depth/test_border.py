@@ -23,6 +23,23 @@ def test_a_far_guess_at_the_edge_of_a_near_surface_is_caught_and_a_continuing_on
     assert not guessed[1:].any()
 
 
+def test_a_near_block_at_the_edge_that_the_right_camera_cannot_see_is_caught() -> None:
+    """Quantized levels answered a near block in the left-edge band beside a farther surface
+    (review: "a 55 px near object at the lower left, not in the scene")."""
+    d = np.full((3, 120), 20.0, np.float32)
+    d[0, :30] = 55.0  # nearer than the surface by far, at columns left of 55 px: unseen by the right camera
+    d[1, :30] = 23.0  # within the slack: a plausible continuation
+    d[2, 100:110] = 55.0  # a near object whose match is in view (x >= 55 from column 55 on)
+    for farther in (True, False):
+        guessed = border_guesses(d, farther=farther)
+        assert guessed[0, :30].all() and not guessed[0, 30:].any()
+        assert not guessed[1:].any()
+    d[0, 30:] = 8.0  # a far wall beside the band's far answers: only the rule for farther ones catches
+    d[0, :30] = 2.0
+    d[0, 30:40] = 30.0
+    assert border_guesses(d)[0, :20].any() and not border_guesses(d, farther=False)[0].any()
+
+
 def test_no_answer_left_of_the_reach_and_an_empty_map() -> None:
     assert not border_guesses(np.full((3, 5), np.nan, np.float32)).any()
     d = np.full((2, 200), 10.0, np.float32)

@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 LIVE_QUEUE_BYTES = 256 << 20  # a camera recording's frames waiting for the disk (about 1.5 s of 720p stereo)
-STAGES = ("capture", "rectify", "features", "planes", "refine", "flow", "draw")
+STAGES = ("capture", "rectify", "features", "planes", "refine", "sgbm", "flow", "draw")
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
 
 
@@ -645,7 +645,10 @@ class Session:
         after = sum(depth.timings.get(s, 0.0) for s in AFTER_PLANES)
         timings["refine"] = max(after, timings["depth_total"] - listed)
         timings["rectify"] += depth.timings.get("align", 0.0)  # the engine's vertical alignment
+        t_base = time.perf_counter()
         base = baseline.compute(left, right, request) if baseline is not None else None
+        if base is not None:  # SGBM beside Bi3D: its own stage (the budget is Bi3D's alone)
+            timings["sgbm"] = (time.perf_counter() - t_base) * 1000
         flow_field = None
         t1 = time.perf_counter()
         if flow is not None:

@@ -145,7 +145,10 @@ class ControlsPanel(QWidget):
         conf_row.addWidget(self.min_confidence_label)
         form.addRow("Min confidence", conf_row)
         self.budget_on = QCheckBox("Budget")
-        self.budget_on.setToolTip("latency budget: the engine picks what fits in this time")
+        self.budget_on.setToolTip(
+            "latency budget of Bi3D's depth: it picks the planes or step that fit in this time "
+            "(SGBM side by side, flow and drawing come on top of it)"
+        )
         self.budget_on.setChecked(s.budget_on)
         self.budget_on.toggled.connect(lambda v: self._set("budget_on", bool(v)))
         # logarithmic: the budgets that matter on a CPU (20-400 ms) took an eighth of a linear track
@@ -514,8 +517,9 @@ class ControlsPanel(QWidget):
             min_confidence=s.min_confidence,
         )
 
-    def show_choice(self, result: DepthResult) -> None:
-        """What the engine chose under the budget, and what it took."""
+    def show_choice(self, result: DepthResult, frame: dict[str, float] | None = None) -> None:
+        """What the engine chose under the budget, and what it took; ``frame``: the frame's stage
+        timings (SGBM beside it is said apart: a 340 ms budgeted answer read as the 625 ms frame's)."""
         took = result.timings.get("total", 0.0)
         if result.choice:
             planes = int(result.choice.get("planes", len(result.planes)))
@@ -533,6 +537,9 @@ class ControlsPanel(QWidget):
             text = f"{plural(len(result.planes), 'plane')}, took {took:.0f} ms"
         if result.searched is not None:
             text += f"; searched {result.searched[0]:g}-{result.searched[1]:g} px (auto)"
+        beside = (frame or {}).get("sgbm")
+        if beside:
+            text += f"; SGBM beside it {beside:.0f} ms more"
         self.budget_label.setText(text)
         # the greyed number beside "auto" is not what was swept: say what was
         reach = "auto" if result.searched is None else f"auto: {result.searched[1]:g} px"

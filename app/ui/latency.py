@@ -1,4 +1,6 @@
-"""Per-frame latency by stage over the last few hundred frames, with frames per second."""
+"""Per-frame latency by stage over the last few hundred frames, with frames per second and the
+newest frame's time per stage, each in its curve's colour (a legend over the plot hid the lines
+and gave no figures: review)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from app.engine.session import STAGES
 
 HISTORY = 300
 REDRAW_S = 0.1
-COLOURS = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69")
+COLOURS = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fccde5", "#fdb462", "#b3de69")
+TITLE_SIZE = "9pt"
+SPANS = (10, 30, 100, HISTORY)  # frames the x axis shows: the smallest that holds the frames seen
 
 
 class LatencyPlot(pg.PlotWidget):
@@ -20,13 +24,14 @@ class LatencyPlot(pg.PlotWidget):
         super().__init__()
         self.setMinimumHeight(120)
         self.setLabel("left", "ms")
-        self.setLabel("bottom", "frames ago")
-        # top left: the newest frames are drawn on the right, where the legend hid them
-        self.addLegend(offset=(5, 5), colCount=len(STAGES))
+        # no axis title below: the plot's own height is what a 150 px dock has to give (review: 50 px)
+        self.getAxis("bottom").setToolTip("frames ago: the newest frame at 0")
         self.showGrid(y=True, alpha=0.3)
-        # Fixed axes: an axis re-lays out and repaints its tick text whenever its range moves,
-        # 5 ms a redraw each (measured offscreen). The newest frame stays at 0 on the right.
-        self.setXRange(-HISTORY, 0, padding=0)
+        # Axes that move in steps: an axis re-lays out and repaints its tick text whenever its
+        # range moves, 5 ms a redraw each (measured offscreen). The newest frame stays at 0 on the
+        # right; the span grows with the frames seen (300 put ten frames in the right thirtieth)
+        self._span = SPANS[0]
+        self.setXRange(-self._span, 0, padding=0)
         self._y_top = 0.0
         self.history: dict[str, deque[float]] = {s: deque(maxlen=HISTORY) for s in STAGES}
         self.arrivals: deque[float] = deque(maxlen=HISTORY)
@@ -55,6 +60,8 @@ class LatencyPlot(pg.PlotWidget):
         self.first_marker.setData([], [])
         for curve in self.curves.values():
             curve.setData([], [])
+        self._span = SPANS[0]
+        self.setXRange(-self._span, 0, padding=0)
         self.setTitle("")
 
     def add(self, timings: dict[str, float], still: bool = False) -> None:
@@ -91,12 +98,27 @@ class LatencyPlot(pg.PlotWidget):
         if top != self._y_top:
             self._y_top = top
             self.setYRange(0, top, padding=0)
-        self.setTitle(self.rate_text())
+        span = next(n for n in SPANS if n >= len(self.arrivals))
+        if span != self._span:
+            self._span = span
+            self.setXRange(-span, 0, padding=0)
+        self.setTitle(f"{self.rate_text()} · {self.stage_text()}", size=TITLE_SIZE)
+
+    def stage_text(self) -> str:
+        """The newest frame's stages that took time, in ms, each in its curve's colour."""
+        parts = [
+            f'<span style="color:{colour}">{stage} {values[-1]:.0f}</span>'
+            for (stage, values), colour in zip(self.history.items(), COLOURS, strict=True)
+            if values and values[-1] >= 0.5
+        ]
+        return " ".join(parts) + " ms" if parts else ""
 
     def mark_ended(self) -> None:
         """The source has ended: the rate shown is of the frames that were, not a live one."""
         running = self.frames >= 2 and not self.still
-        self.setTitle(f"source ended · {self.rate_text()} while it ran" if running else "source ended")
+        self.setTitle(
+            f"source ended · {self.rate_text()} while it ran" if running else "source ended", size=TITLE_SIZE
+        )
 
     def y_top(self) -> float:
         """The y range: the 95th percentile of the stages after the first frame, with room above;

@@ -763,7 +763,7 @@ class MainWindow(QMainWindow):
             self.flow_view.show_image(shown.flow_rgb)
         self._flow_drawn = shown.flow_rgb is not None
         self._flow_title(self._flow_drawn, shown.flow_scale)
-        self.controls.show_choice(depth)
+        self.controls.show_choice(depth, result.timings)
         self._warn_if_swapped(result)
         set_aside = self.session.take_set_aside()
         if set_aside is not None:  # a rig of another camera's frame size, kept from the last source

@@ -206,7 +206,12 @@ def test_the_latency_axes_hold_still_while_latency_jitters(qtbot) -> None:  # ty
         if i >= 10:
             tops.add(plot.y_top())
     assert tops == {70.0}  # one step above 1.25 x 43 ms, whatever the jitter
-    assert plot.getViewBox().viewRange()[0] == [-300, 0]  # the newest frame at 0, frames ago to the left
+    plot._drawn = 0.0  # redrawn at most every 0.1 s: the next frame redraws
+    plot.add({"planes": 43.0})
+    assert plot.getViewBox().viewRange()[0] == [-100, 0]  # the newest frame at 0, frames ago to the left
+    # the span grew with the frames seen, in steps (ten frames sat in the right thirtieth of 300)
+    title = plot.plotItem.titleLabel.text
+    assert "planes 4" in title and '<span style="color:' in title and title.endswith(" ms")
     for _ in range(100):
         plot.add({"planes": 400.0})
     assert plot.y_top() == 500.0  # a real change moves it

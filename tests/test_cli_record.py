@@ -448,7 +448,7 @@ def test_a_synthetic_scene_is_recorded_at_the_rate_it_announces(
 
     monkeypatch.setattr(recording, "Pace", FakeClock)
     code, out, _ = run(capsys, "record", "synthetic:16x16?fps=5&frames=4", str(tmp_path / "rec"))
-    assert code == 0 and "synthetic 16x16 @ 5 fps" in out and "wrote 4 frames" in out
+    assert code == 0 and "synthetic 16 x 16 px @ 5 fps" in out and "wrote 4 frames" in out
     assert len(paces) == 1 and now[0] == pytest.approx(0.6)  # the 4th frame 3 intervals after the 1st
     source = pairs_folder(tmp_path / "pairs", 3, size=(40, 60))
     code, out, _ = run(capsys, "record", str(source), str(tmp_path / "copy"))

@@ -141,8 +141,8 @@ class RuntimeChain:
         self._ready = [runtime for _, runtime in timed]
         figures = ", ".join(f"{self.label(r)} {ms:.0f} ms" for ms, r in timed)
         self.choices[self._size] = (
-            f"auto picked the fastest here (features + {PROBE_PLANES} planes at {h}x{w}, the frame padded "
-            f"for the network: {figures})"
+            f"auto picked the fastest here (features + {PROBE_PLANES} planes at {w} x {h} px, the frame "
+            f"padded for the network: {figures})"
         )
         self.from_cache[self._size] = False
         if key is not None and self.store is not None and timed:
@@ -169,7 +169,7 @@ class RuntimeChain:
         figures = ", ".join(f"{n} {float(ms):.0f} ms" for n, ms in timings.items())
         h, w = self._size
         self.choices[self._size] = (
-            f"auto: {entry['runtime']}, from the cache (timed earlier at {h}x{w}, the padded frame: "
+            f"auto: {entry['runtime']}, from the cache (timed earlier at {w} x {h} px, the padded frame: "
             f"{figures}; {RETIME_ENV}=1 times them again)"
         )
         self.from_cache[self._size] = True

@@ -80,7 +80,8 @@ class SyntheticSource(StereoSource):
 
     def describe(self) -> str:
         c = self.config
-        return f"synthetic {c.height}x{c.width} @ {c.fps:g} fps, seed {c.seed}"
+        # width x height, as images are named (the spec is HEIGHTxWIDTH: "480x640" read as 480 wide)
+        return f"synthetic {c.width} x {c.height} px @ {c.fps:g} fps, seed {c.seed}"
 
     def _open(self) -> None:
         from app.engine.synthetic.layered import SceneConfig, render_scene, to_uint8  # torch: only when used

@@ -46,7 +46,7 @@ def test_record_then_play_back_gives_identical_frames(tmp_path: Path) -> None:
         np.testing.assert_array_equal(a.gt_disparity, b.gt_disparity)
         assert a.timestamp == b.timestamp and a.calibration == b.calibration
     meta = json.loads((tmp_path / "rec" / "session.json").read_text())
-    assert meta["source"].startswith("synthetic 32x48") and meta["calibration"]["focal_px"] == 48
+    assert meta["source"].startswith("synthetic 48 x 32 px") and meta["calibration"]["focal_px"] == 48
 
 
 def test_record_stops_after_seconds_of_source_time(tmp_path: Path) -> None:

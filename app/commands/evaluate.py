@@ -7,8 +7,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from app import vocabulary
 from app.commands.arguments import output_file, real, whole
-from app.commands.common import add_engine_args, engine_options, parse_list
+from app.commands.common import add_engine_args, add_setting, engine_options, parse_list
 from app.engine.errors import UserError
 from app.engine.fileio import write_json
 from app.engine.types import ENGINES
@@ -67,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
             names = ", ".join(guessed[:3]) + (f" and {len(guessed) - 3} more" if len(guessed) > 3 else "")
             print(f"note: no calib.txt in {names}: searched with --max-disparity auto (its ndisp unknown)")
     skipped: list[str] = []
-    rows = evaluate_scenes(scenes, engines, engine_options(args), args.max_disparity, skipped)
+    rows = evaluate_scenes(
+        scenes, engines, engine_options(args), args.max_disparity, skipped, args.min_confidence
+    )
     print(eval_table(rows))
     for line in eval_notes(rows):
         print(line)
@@ -117,5 +120,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=whole("--frames", 1),
         help="evaluate the first N scenes or frames (needed for endless sources)",
     )
+    add_setting(p, vocabulary.MIN_CONFIDENCE)  # as depth answers by default (eval had scored every guess)
     add_engine_args(p, auto_range=True)
     p.set_defaults(func=run, max_disparity=None)  # None: the scene's ndisp where it has one, else auto

@@ -13,7 +13,13 @@ from app.engine.depth.sgbm import search_range
 from app.engine.errors import UserError
 from app.engine.metrics import StereoMetrics, evaluate, format_table, to_json_dict
 from app.engine.sources.spec import Scene
-from app.engine.types import DEFAULT_MAX_DISPARITY, MAX_DISPARITY_LIMIT, DepthRequest, Mode
+from app.engine.types import (
+    DEFAULT_MAX_DISPARITY,
+    DEFAULT_MIN_CONFIDENCE,
+    MAX_DISPARITY_LIMIT,
+    DepthRequest,
+    Mode,
+)
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,12 @@ def evaluate_scenes(
     options: EngineOptions,
     max_disparity: int | str | None = None,
     skipped: list[str] | None = None,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
 ) -> list[EvalRow]:
-    """Each engine on each scene with ground truth: dense bad-2, EPE and time per scene.
+    """Each engine on each scene with ground truth: dense bad-2, EPE and time per scene, at the
+    ``depth`` command's defaults (``min_confidence``: Bi3D's answers rated below it are unknown;
+    eval had scored them all, so its valid-only row equalled its dense one). A scene whose ndisp
+    reaches past a model's reach is searched to that reach, with a note (256 px refused them all).
 
     ``skipped``: of several scenes, one that cannot be read (ground truth of another size, a
     damaged file) is left out with its reason added here, instead of ending the run with no
@@ -87,17 +97,38 @@ def evaluate_scenes(
             failed.append(exc)
             skipped.append(f"scene {scene.name} left out: {exc}")
             continue
-        request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=top, auto_range=auto)
         for engine in built:
+            reach = engine_reach(engine)
+            capped = reach is not None and top > reach and not auto
+            request = DepthRequest(
+                mode=Mode.CONTINUOUS,
+                max_disparity=reach if capped and reach is not None else top,
+                auto_range=auto,
+                min_confidence=min_confidence,
+            )
             engine.new_stream()  # scenes are independent: no range carried from the last one
             result = engine.compute(pair.left, pair.right, request)
             metrics = evaluate(result.disparity, pair.gt_disparity)
-            searched = int(result.searched[1]) if result.searched is not None else top
+            searched = int(result.searched[1]) if result.searched is not None else request.max_disparity
             total = result.timings.get("total", np.nan)
-            rows.append(EvalRow(scene.name, engine.name, metrics, total, searched, tuple(result.notes)))
+            notes = tuple(result.notes)
+            if capped:
+                notes = (
+                    f"searched 0-{reach} px, this model's reach; the scene's range is 0-{top} px",
+                    *notes,
+                )
+            rows.append(EvalRow(scene.name, engine.name, metrics, total, searched, notes))
     if failed and not rows:  # nothing to show: the first reason is the error
         raise failed[0]
     return rows
+
+
+def engine_reach(engine: Any) -> int | None:
+    """The deepest disparity a model-based engine answers (Bi3D's trained range), None for a
+    matcher without one (SGBM)."""
+    model = getattr(engine, "model", None)
+    reach = getattr(model, "max_disparity", None)
+    return int(reach) if reach is not None else None
 
 
 EVAL_LEGEND = (

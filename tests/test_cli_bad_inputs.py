@@ -424,3 +424,19 @@ def test_a_source_of_many_frames_says_only_the_first_was_written(capsys, tiny, t
             (folder / f"{side}_{k}.png").write_bytes(Path(image).read_bytes())
     code, stdout, _ = run(capsys, "depth", str(folder), *SGBM, "--out", str(tmp_path / "o"))
     assert code == 0 and "2 frames: this wrote the first only (--frames 2 for all)" in stdout
+
+
+def test_a_large_result_npz_is_said_and_its_probabilities_can_be_left_out(
+    capsys, tiny, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A continuous answer of a 1.4 MP pair wrote a 376 MB result.npz, unsaid (review)."""
+    from app.commands import depth
+
+    monkeypatch.setattr(depth, "LARGE_NPZ_BYTES", 1)
+    out = tmp_path / "o"
+    code, stdout, _ = run(capsys, "depth", *tiny, *SGBM, "--out", str(out))
+    assert code == 0 and "most of it the planes' probabilities; --no-probabilities leaves them out" in stdout
+    assert "probabilities" in np.load(out / "result.npz").files
+    code, stdout, _ = run(capsys, "depth", *tiny, *SGBM, "--out", str(out), "--no-probabilities")
+    assert code == 0 and "--no-probabilities leaves" not in stdout
+    assert "probabilities" not in np.load(out / "result.npz").files

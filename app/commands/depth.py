@@ -62,11 +62,26 @@ def run(args: argparse.Namespace) -> int:
     print(format_summary(result, calibration, _depth_unit(args.calib), cli_words))
     extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, args.calib)}
     replaced = earlier_result(Path(args.out))
-    written = write_result(Path(args.out), result, request, extra)
+    written = write_result(Path(args.out), result, request, extra, not args.no_probabilities)
     print("wrote " + ", ".join(str(p) for p in written))
+    say_large_npz(Path(args.out), args.no_probabilities)
     if replaced:  # said: two runs into ./out replaced each other unsaid (review)
         print(f"note: this replaced the earlier result in {args.out}")
     return 0
+
+
+LARGE_NPZ_BYTES = 100 << 20  # a result.npz this large is said, with how to leave the probabilities out
+
+
+def say_large_npz(out: Path, left_out: bool) -> None:
+    """A note when result.npz is large: a continuous answer's plane probabilities made 376 MB of a
+    1.4 MP pair's result, unsaid (review)."""
+    size = (out / "result.npz").stat().st_size
+    if size >= LARGE_NPZ_BYTES and not left_out:
+        print(
+            f"note: {out / 'result.npz'} is {size / 2**20:.0f} MB, most of it the planes' probabilities; "
+            "--no-probabilities leaves them out"
+        )
 
 
 Rectify = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -203,7 +218,9 @@ def run_source(args: argparse.Namespace) -> int:
                 left, right = files or (None, None)
                 extra["inputs"] = _inputs(left, right, args.calib)
             replaced = not args.frames and earlier_result(out)
-            write_result(out, result, request, extra)
+            write_result(out, result, request, extra, not args.no_probabilities)
+            if not numbers:  # said once, of the first frame
+                say_large_npz(out, args.no_probabilities)
             if replaced:
                 print(f"note: this replaced the earlier result in {args.out}")
             numbers.append(index)
@@ -264,6 +281,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="out", type=output_folder, help="output folder (default ./out)")
     add_setting(p, vocabulary.MIN_CONFIDENCE)
     p.set_defaults(min_confidence=None)  # None: not given (refused where it does not apply), the default
+    p.add_argument(
+        "--no-probabilities",
+        action="store_true",
+        help="leave the planes' probabilities out of result.npz (a continuous answer's are most of its size)",
+    )
     p.add_argument(
         "--swap-views",
         action="store_true",

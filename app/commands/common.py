@@ -171,6 +171,7 @@ def add_setting(p: argparse.ArgumentParser | argparse._ArgumentGroup, setting: v
     }
     if setting.kind == "choice":
         kwargs["choices"] = list(setting.choices)
+        kwargs["help"] = f"{setting.help} (default {setting.default})".replace("%", "%%")  # --help left it out
     elif setting.kind != "path":
         kwargs["type"] = argument_type(setting)
         kwargs["help"] = f"{setting.help} (default {setting.default}{setting.unit})".replace("%", "%%")
@@ -191,7 +192,12 @@ def add_engine_args(p: argparse.ArgumentParser, *, engine: bool = False, auto_ra
     number_type = argument_type(vocabulary.MAX_DISPARITY)
 
     def auto_or_number(text: str) -> Any:
-        return AUTO if text.strip().lower() == AUTO else number_type(text)
+        if text.strip().lower() == AUTO:
+            return AUTO
+        try:
+            return number_type(text)
+        except argparse.ArgumentTypeError as exc:  # "it must be a finite number" left auto unsaid (review)
+            raise argparse.ArgumentTypeError(f"{exc}; or auto (the default)") from None
 
     auto_or_number.__name__ = vocabulary.MAX_DISPARITY.name
     p.add_argument(

@@ -268,7 +268,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_setting(p, vocabulary.MODE)
     p.add_argument("--planes", help="comma-separated planes, e.g. 12,24 or 2.5m")
-    p.add_argument("--levels", type=argument_type(vocabulary.LEVELS), help=vocabulary.LEVELS.help)
+    p.add_argument(
+        "--levels",
+        type=argument_type(vocabulary.LEVELS),
+        help=f"{vocabulary.LEVELS.help} (default {vocabulary.LEVELS.default})",
+    )
     add_setting(p, vocabulary.SPACING)
     p.add_argument("--range", nargs=2, metavar=("MIN", "MAX"), help="selective range (px or metres)")
     p.add_argument("--budget-ms", type=argument_type(vocabulary.BUDGET), help=vocabulary.BUDGET.help)

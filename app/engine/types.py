@@ -134,11 +134,13 @@ class DepthRequest:
 
     def validate(self) -> None:
         top = integer(self.max_disparity, "max disparity", Bounds(1, MAX_DISPARITY_LIMIT), "px")
+        # where the top comes from: "outside [0, 192] px" did not say (review)
+        bound = f"{setting('max_disparity')} ({top} px) bounds it"
         for p in self.planes:
-            number(p, "plane", Bounds(0, top), "px", "choose planes inside the range")
+            number(p, "plane", Bounds(0, top), "px", f"choose planes inside the range ({bound})")
         if self.range is not None:
-            lo = number(self.range[0], "range min", Bounds(0, top), "px")
-            hi = number(self.range[1], "range max", Bounds(0, top), "px")
+            lo = number(self.range[0], "range min", Bounds(0, top), "px", bound)
+            hi = number(self.range[1], "range max", Bounds(0, top), "px", bound)
             if lo >= hi:
                 raise UserError(f"range min {lo:g} must be below max {hi:g}")
         if self.levels is not None:

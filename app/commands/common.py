@@ -171,7 +171,8 @@ def add_setting(p: argparse.ArgumentParser | argparse._ArgumentGroup, setting: v
     }
     if setting.kind == "choice":
         kwargs["choices"] = list(setting.choices)
-        kwargs["help"] = f"{setting.help} (default {setting.default})".replace("%", "%%")  # --help left it out
+        # --help left the default out
+        kwargs["help"] = f"{setting.help} (default {setting.default})".replace("%", "%%")
     elif setting.kind != "path":
         kwargs["type"] = argument_type(setting)
         kwargs["help"] = f"{setting.help} (default {setting.default}{setting.unit})".replace("%", "%%")

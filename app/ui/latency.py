@@ -22,7 +22,7 @@ SPANS = (10, 30, 100, HISTORY)  # frames the x axis shows: the smallest that hol
 class LatencyPlot(pg.PlotWidget):
     def __init__(self) -> None:
         super().__init__()
-        self.setMinimumHeight(120)
+        self.setMinimumHeight(70)  # a short window shrinks it (the images keep the room)
         self.setLabel("left", "ms")
         # no axis title below: the plot's own height is what a 150 px dock has to give (review: 50 px)
         self.getAxis("bottom").setToolTip("frames ago: the newest frame at 0")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -109,6 +109,11 @@ class _JumpToClick(QProxyStyle):
 WIDE_LAYOUT_PX = 1500  # narrower first openings tabify the side docks (``MainWindow.fit_width``)
 
 
+COMPACT_HEIGHT = 700  # px: a window shorter than this gives the images the room first
+LATENCY_MIN_PX = 80
+TAB_PANE_MIN_PX = 90
+MIN_WINDOW = (800, 500)  # smaller, the panes overlapped and the controls were cut off
+
 NEW_SOURCE_DEPTH = "depth of the new source: computing…"
 
 
@@ -191,6 +196,11 @@ class MainWindow(QMainWindow):
         self.central_split.setStretchFactor(1, 1)
         outer.addWidget(self.central_split, 1)
         self.setCentralWidget(central)
+        self.setMinimumSize(*MIN_WINDOW)
+        # the tabs below the images may shrink further than the images themselves (a short window)
+        for pane in (self.right_view, self.error_main, self.error_base, self.flow_view):
+            pane.setMinimumHeight(TAB_PANE_MIN_PX)
+        self.cloud_view.setMinimumHeight(TAB_PANE_MIN_PX)
         self.readout = QLabel("")
         self.engine_label = NotesLabel(520)  # every note in its tooltip, and a window on a click
         self.rec_badge = RecBadge()
@@ -256,6 +266,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([controls_dock, calibration_dock], [290, 330], Qt.Orientation.Horizontal)
         self.latency = LatencyPlot()
         dock = QDockWidget("Latency", self)
+        self.latency_dock = dock
         dock.setObjectName("latency")
         dock.setWidget(self.latency)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
@@ -1064,6 +1075,25 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
         if split is not None:
             self.central_split.restoreState(split)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._keep_images_room()
+
+    def _keep_images_room(self) -> None:
+        """In a short window the images keep the room: the tabs below them take at most a third
+        of the split and the latency plot a seventh of the window (at 800 x 500 the depth was 120
+        x 80 px beside a larger right image and a full-height latency plot: review). Taller
+        windows keep the sizes the user dragged."""
+        height = self.height()
+        if height >= COMPACT_HEIGHT:
+            return
+        sizes = self.central_split.sizes()
+        total = sum(sizes)
+        if total > 0 and sizes[1] > total // 3:
+            self.central_split.setSizes([total - total // 3, total // 3])
+        if self.latency_dock.isVisible() and self.latency_dock.height() > height // 7:
+            self.resizeDocks([self.latency_dock], [max(LATENCY_MIN_PX, height // 7)], Qt.Orientation.Vertical)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.adapt_runner.shutdown()  # a running adaptation keeps its progress for a later run

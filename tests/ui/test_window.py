@@ -700,3 +700,21 @@ def test_a_runtime_asked_for_that_cannot_run_is_said_when_chosen(qtbot) -> None:
     assert "Runtime onnxruntime cannot run here (runs fp32 only, not bf16)" in text, text
     c["precision"].setCurrentText("fp32")  # type: ignore[attr-defined]
     assert "cannot run here" not in window.notices.text.text()
+
+
+def test_a_short_window_gives_the_images_the_room(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """At 800 x 500 the depth was 120 x 80 px beside a larger right image and a full-height
+    latency plot (review)."""
+    from app.ui import main_window
+
+    window = _window(qtbot, lambda spec: FakeSource(1))
+    window.resize(1366, 768)
+    window.central_split.setSizes([300, 300])  # dragged: the tabs as tall as the images
+    qtbot.wait(50)
+    window.resize(1024, 600)
+    qtbot.waitUntil(lambda: window.height() <= 600, timeout=2000)
+    qtbot.wait(50)
+    top, bottom = window.central_split.sizes()
+    assert bottom <= (top + bottom) // 3 + 1
+    assert window.latency_dock.height() <= max(main_window.LATENCY_MIN_PX, window.height() // 7) + 8
+    assert window.minimumWidth() == main_window.MIN_WINDOW[0]

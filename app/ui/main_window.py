@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer
+from PySide6.QtCore import QProcess, QSettings, QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -132,6 +133,9 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.folders = FolderMemory(settings)  # where every file dialog of the window starts
         self.settings_path = settings_path
+        self._resetting = False  # View > Reset settings: closing keeps the defaults written
+        self.confirm_reset: Callable[[], bool] = self._confirm_reset  # tests answer for the user
+        self.restart: Callable[[], None] = self._restart
         self._open_source = open_source or session.open_source
         self._swap_warned = False  # the swapped-images warning shows once a stream
         self._unrectified_warned: str | None = None  # the unrectified-pair warning shown this stream
@@ -330,6 +334,14 @@ class MainWindow(QMainWindow):
         self.view_menu.addSeparator()
         for action in (*(d.toggleViewAction() for d in self.docks), playback.toggleViewAction()):
             self.view_menu.addAction(action)
+        self.view_menu.addSeparator()
+        # the settings and layout carried over from run to run with no way back (review)
+        self.reset_action = QAction("Reset settings to defaults…", self)
+        self.reset_action.setToolTip(
+            "every setting and the window layout as at the first start; the app restarts"
+        )
+        self.reset_action.triggered.connect(self.reset_settings)
+        self.view_menu.addAction(self.reset_action)
 
     def fit_images(self) -> None:
         """Every image pane shows its whole image again (View > Fit images, F)."""
@@ -1059,6 +1071,38 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.StandardButton.Yes
 
     # ---- lifecycle -------------------------------------------------------------------------
+    def reset_settings(self) -> None:
+        """Every setting and the layout back to the defaults, after asking; the output folder is
+        kept (recordings and snapshots stay where they are). The app starts again with them."""
+        if not self.confirm_reset():
+            return
+        defaults = Settings(output_folder=self.settings.output_folder)
+        try:
+            save_settings(defaults, self.settings_path)
+        except (OSError, UserError) as exc:
+            self.show_error(f"could not reset the settings: {exc}")
+            return
+        self._layout_store().clear()
+        self._resetting = True  # closing must not save the settings and layout just replaced
+        self.restart()
+        self.close()
+
+    def _confirm_reset(self) -> bool:
+        answer = QMessageBox.question(
+            self,
+            "Reset settings",
+            "Reset every setting and the window layout to the defaults and start again?\n\n"
+            "Recordings, snapshots and calibrations stay where they are.",
+        )
+        return answer == QMessageBox.StandardButton.Yes
+
+    @staticmethod
+    def _restart() -> None:
+        """The same command again, as a new process (the interpreter and its arguments, or a
+        bundle's executable)."""
+        args = sys.orig_argv[1:] if not getattr(sys, "frozen", False) else sys.argv[1:]
+        QProcess.startDetached(sys.executable, args)
+
     def _layout_store(self) -> QSettings:
         """The window's layout (geometry, docks, the central split), beside its settings file (in
         ``BI3D_STUDIO_CONFIG_DIR`` when set: it was Qt's own place, shared by every config dir)."""
@@ -1098,6 +1142,9 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self.adapt_runner.shutdown()  # a running adaptation keeps its progress for a later run
         self.controller.shutdown()
+        if self._resetting:  # the defaults just written stay
+            super().closeEvent(event)
+            return
         q = self._layout_store()
         q.setValue("geometry", self.saveGeometry())
         q.setValue("windowState", self.saveState())

@@ -718,3 +718,22 @@ def test_a_short_window_gives_the_images_the_room(qtbot) -> None:  # type: ignor
     assert bottom <= (top + bottom) // 3 + 1
     assert window.latency_dock.height() <= max(main_window.LATENCY_MIN_PX, window.height() // 7) + 8
     assert window.minimumWidth() == main_window.MIN_WINDOW[0]
+
+
+def test_reset_settings_writes_the_defaults_keeps_the_output_folder_and_restarts(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Settings carried over from run to run with no way back to the defaults (review)."""
+    from app.ui.settings import load_settings
+
+    window = _window(qtbot, lambda spec: FakeSource(1))
+    window.settings.output_folder = str(tmp_path)
+    window.controls.mode.setCurrentText("quantized")
+    restarted: list[bool] = []
+    window.restart = lambda: restarted.append(True)
+    window.confirm_reset = lambda: False  # cancelled: nothing happens
+    window.reset_settings()
+    assert not restarted and window.isVisible()
+    window.confirm_reset = lambda: True
+    window.reset_settings()
+    saved, _ = load_settings()
+    assert restarted and not window.isVisible()
+    assert saved.mode == "continuous" and saved.output_folder == str(tmp_path)  # closing kept the defaults

@@ -257,6 +257,13 @@ class Session:
         with self._lock:
             self.baseline = baseline
 
+    @staticmethod
+    def cuda_available() -> bool:
+        """Whether this machine has a CUDA device torch can use (the Device choice "cuda")."""
+        import torch  # loaded already by the engines; here only when asked
+
+        return bool(torch.cuda.is_available())
+
     # ---- the user's files ---------------------------------------------------------------------
     @staticmethod
     def config_dir() -> Path:

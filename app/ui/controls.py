@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import vocabulary
-from app.engine.session import OVER_BUDGET, plural
+from app.engine.session import OVER_BUDGET, Session, plural
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, Spacing
 from app.ui.folders import FolderMemory
 from app.ui.log_slider import LogSlider
@@ -193,6 +193,8 @@ class ControlsPanel(QWidget):
         for setting in vocabulary.ENGINE_SETTINGS:
             widget = self._setting_control(setting)
             self.engine_controls[setting.name] = widget
+            if setting.name == "device" and isinstance(widget, QComboBox):
+                _grey_cuda(widget)
             target = sgbm_form if setting.target.startswith("sgbm.") else form
             if setting.kind == "switch":
                 target.addRow("", widget)
@@ -552,3 +554,14 @@ class ControlsPanel(QWidget):
 
     def set_flow_status(self, text: str) -> None:
         self.flow_status.setText(text)
+
+
+def _grey_cuda(combo: QComboBox) -> None:
+    """The "cuda" choice greyed, with why, where no CUDA device is (picking it gave an error and
+    fell back to cpu: review)."""
+    index = combo.findText("cuda")
+    if index < 0 or Session.cuda_available():
+        return
+    item = combo.model().item(index)  # type: ignore[attr-defined]
+    item.setEnabled(False)
+    item.setToolTip("no CUDA device on this machine (or torch was installed without CUDA)")

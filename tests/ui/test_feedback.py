@@ -1004,3 +1004,14 @@ def test_how_flow_is_drawn_is_greyed_while_flow_is_off(qtbot) -> None:  # type: 
     assert not c.flow_view.isEnabled() and not c.flow_max.isEnabled()
     c.flow.setCurrentText("dis")
     assert c.flow_view.isEnabled() and c.flow_max.isEnabled()
+
+
+def test_cuda_is_greyed_where_there_is_none(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Device offered "cuda" on a machine without CUDA; picking it gave an error (review)."""
+    from app.engine.session import Session
+
+    monkeypatch.setattr(Session, "cuda_available", staticmethod(lambda: False))
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    combo = window.controls.engine_controls["device"]
+    item = combo.model().item(combo.findText("cuda"))
+    assert not item.isEnabled() and "no CUDA device" in item.toolTip()

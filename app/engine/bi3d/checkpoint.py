@@ -129,14 +129,15 @@ def load_tensors(path: Path, advice: str = "check the file is complete") -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # pickle-protocol notes from torch
             return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises several types for corrupt archives
+    except Exception:  # torch raises several types for corrupt archives
         if _imports_code(path):  # whatever torch raised first: the reason that matters is this
             raise UserError(
                 f"{path} holds Python objects that would run code when loaded; refused. "
                 "Re-save only the tensors: torch.save({'state_dict': model.state_dict()}, file)"
             ) from None
+        # the exception's class name read as jargon ("(KeyError)": review): the file's state says it
         raise UserError(
-            f"{path} is not a readable PyTorch checkpoint ({type(exc).__name__}); {advice}"
+            f"{path} is not a readable PyTorch checkpoint (damaged or not one); {advice}"
         ) from None
 
 

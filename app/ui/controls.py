@@ -139,10 +139,19 @@ class ControlsPanel(QWidget):
         self.min_confidence.setValue(round(100 * s.min_confidence))
         self.min_confidence.setToolTip(vocabulary.MIN_CONFIDENCE.help)
         self.min_confidence.valueChanged.connect(self._on_min_confidence)
-        self.min_confidence_label = QLabel(f"{s.min_confidence:.2f}")
+        # a number to type beside the slider: dragging gave 0.09 or 0.11, never the default back (review)
+        self.min_confidence_box = QDoubleSpinBox()
+        self.min_confidence_box.setRange(0.0, 1.0)
+        self.min_confidence_box.setSingleStep(0.01)
+        self.min_confidence_box.setDecimals(2)
+        self.min_confidence_box.setValue(s.min_confidence)
+        self.min_confidence_box.setToolTip(
+            f"{vocabulary.MIN_CONFIDENCE.help} (default {vocabulary.MIN_CONFIDENCE.default:g})"
+        )
+        self.min_confidence_box.valueChanged.connect(lambda v: self.min_confidence.setValue(round(100 * v)))
         conf_row = QHBoxLayout()
         conf_row.addWidget(self.min_confidence, 1)
-        conf_row.addWidget(self.min_confidence_label)
+        conf_row.addWidget(self.min_confidence_box)
         form.addRow("Min confidence", conf_row)
         self.budget_on = QCheckBox("Budget")
         self.budget_on.setToolTip(
@@ -370,7 +379,7 @@ class ControlsPanel(QWidget):
         # (it moved and changed nothing in binary mode: review)
         rated = bi3d and not planes
         self.min_confidence.setEnabled(rated)
-        self.min_confidence_label.setEnabled(rated)
+        self.min_confidence_box.setEnabled(rated)
         self.display_max.setEnabled(not self.settings.auto_range)
         flowing = self.settings.flow != "off"  # how flow is drawn matters only when it is computed
         self.flow_view.setEnabled(flowing)
@@ -415,7 +424,8 @@ class ControlsPanel(QWidget):
         self._set("spacing", spacing)
 
     def _on_min_confidence(self, value: int) -> None:
-        self.min_confidence_label.setText(f"{value / 100:.2f}")
+        with QSignalBlocker(self.min_confidence_box):  # the box's own change came from here
+            self.min_confidence_box.setValue(value / 100)
         self._set("min_confidence", value / 100)
 
     def _on_mode(self, mode: str) -> None:

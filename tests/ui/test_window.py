@@ -737,3 +737,15 @@ def test_reset_settings_writes_the_defaults_keeps_the_output_folder_and_restarts
     saved, _ = load_settings()
     assert restarted and not window.isVisible()
     assert saved.mode == "continuous" and saved.output_folder == str(tmp_path)  # closing kept the defaults
+
+
+def test_min_confidence_can_be_typed_back_to_its_default(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Dragging the slider gave 0.09 or 0.11, never 0.10 again (review): a number box beside it."""
+    from app.ui.controls import ControlsPanel
+
+    panel = ControlsPanel(Settings())
+    qtbot.addWidget(panel)
+    panel.min_confidence.setValue(37)
+    assert panel.min_confidence_box.value() == 0.37 and panel.settings.min_confidence == 0.37
+    panel.min_confidence_box.setValue(0.1)
+    assert panel.min_confidence.value() == 10 and panel.settings.min_confidence == 0.1

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QProcess, QSettings, QSignalBlocker, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QProcess, QSettings, QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -185,8 +185,10 @@ class MainWindow(QMainWindow):
         outer = QVBoxLayout(central)
         outer.setContentsMargins(2, 2, 2, 2)
         outer.setSpacing(2)
-        self.notices = NoticeBar()
-        outer.addWidget(self.notices)
+        # over the tabs below the images, not above them: shown and dismissed, it had pushed every
+        # image 30-40 px down and back, moving a hover or measurement target under the mouse (review)
+        self.notices = NoticeBar(central)
+        self.notices.shown.connect(self._place_notices)
         self.top = self._build_top()
         self.top.setCurrentIndex(1 if self.settings.compare else 0)
         # the images above, the tabs (right image, errors, flow, 3D) below: the line between them
@@ -199,7 +201,9 @@ class MainWindow(QMainWindow):
         self.central_split.setStretchFactor(0, 2)
         self.central_split.setStretchFactor(1, 1)
         outer.addWidget(self.central_split, 1)
+        self.central_split.splitterMoved.connect(lambda _pos, _index: self._place_notices())
         self.setCentralWidget(central)
+        central.installEventFilter(self)  # a dock dragged wider resizes it without the window
         self.setMinimumSize(*MIN_WINDOW)
         # the tabs below the images may shrink further than the images themselves (a short window)
         for pane in (self.right_view, self.error_main, self.error_base, self.flow_view):
@@ -1123,6 +1127,27 @@ class MainWindow(QMainWindow):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._keep_images_room()
+        self._place_notices()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.centralWidget() and event.type() == QEvent.Type.Resize:
+            self._place_notices()
+        return super().eventFilter(watched, event)
+
+    def _place_notices(self) -> None:
+        """The notice bar across the top of the tabs below the images (under their tab bar, which
+        stays reachable), as tall as its wrapped text."""
+        central = self.centralWidget()
+        if central is None:
+            return
+        width = max(1, central.width() - 4)
+        layout = self.notices.layout()
+        height = self.notices.sizeHint().height()
+        if layout is not None and layout.hasHeightForWidth():  # the wrapped text's own height
+            height = layout.totalHeightForWidth(width)
+        below = self.extra.mapTo(central, self.extra.rect().topLeft()).y() + self.extra.tabBar().height()
+        self.notices.setGeometry(2, below, width, height)
+        self.notices.raise_()
 
     def _keep_images_room(self) -> None:
         """In a short window the images keep the room: the tabs below them take at most a third

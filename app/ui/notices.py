@@ -1,4 +1,5 @@
-"""Feedback a user can see: a bar above the images for what just happened, and a REC badge.
+"""Feedback a user can see: a bar over the tabs below the images for what just happened, and a
+REC badge.
 
 Information (a snapshot saved, a source opened or ended) shows for a few seconds; an error
 stays until the user dismisses it, so that nothing that went wrong passes unseen.
@@ -20,6 +21,7 @@ class NoticeBar(QWidget):
     """One line of feedback with a close button; ``info`` fades after a while, ``error`` stays."""
 
     dismissed = Signal()
+    shown = Signal()  # its text changed and it is on screen: the window places it
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,6 +71,8 @@ class NoticeBar(QWidget):
         self.text.setText(prefix + message)
         self.level = level
         self.show()
+        self.raise_()
+        self.shown.emit()
 
 
 class RecBadge(QLabel):

@@ -1015,3 +1015,22 @@ def test_cuda_is_greyed_where_there_is_none(qtbot, monkeypatch) -> None:  # type
     combo = window.controls.engine_controls["device"]
     item = combo.model().item(combo.findText("cuda"))
     assert not item.isEnabled() and "no CUDA device" in item.toolTip()
+
+
+def test_a_notice_does_not_move_the_images(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Every image pane jumped 30-40 px down and back when a message came and went (review): the
+    bar lies over the tabs below the images, under their tab bar."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    qtbot.wait(50)
+    before = (window.left_view.geometry(), window.depth_view.geometry())
+    window.show_error("a long message " * 20)
+    qtbot.wait(50)
+    assert (window.left_view.geometry(), window.depth_view.geometry()) == before
+    from PySide6.QtCore import QPoint
+
+    bar = window.notices.geometry()
+    below_tab_bar = (
+        window.extra.mapTo(window.centralWidget(), QPoint(0, 0)).y() + window.extra.tabBar().height()
+    )
+    assert bar.top() == below_tab_bar
+    assert window.notices.isVisible() and bar.height() >= window.notices.text.fontMetrics().lineSpacing() * 2

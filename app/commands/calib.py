@@ -183,7 +183,8 @@ def _check_out(path: str) -> str:
 
 def _write_rig(path: str, rig: Any, baseline_known: bool, wrote: str) -> str:
     """Write the rig; a calibration already there is kept beside it as ``.bak`` first (a 13-view
-    board calibration was replaced by a hand-held self-rectification of another camera, unasked).
+    board calibration was replaced by a hand-held self-rectification of another camera, unasked),
+    or ``.1.bak``, ``.2.bak``, ... when earlier backups are there.
     -> the line that says what was written."""
     import shutil
     from pathlib import Path
@@ -194,7 +195,12 @@ def _write_rig(path: str, rig: Any, baseline_known: bool, wrote: str) -> str:
     out = Path(path)
     kept = ""
     if out.is_file():
+        # never over an earlier backup: two bad runs in a row lost the good calibration (review)
         backup = out.with_name(out.name + ".bak")
+        number = 1
+        while backup.exists():
+            backup = out.with_name(f"{out.name}.{number}.bak")
+            number += 1
         try:
             shutil.copy2(out, backup)
         except OSError as exc:
@@ -272,6 +278,7 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
 
 def run_rectify(args: argparse.Namespace) -> int:
     import itertools
+    from pathlib import Path
 
     from app.engine.calibration.check import check_epipolar
     from app.engine.calibration.files import load_for_frames
@@ -303,6 +310,21 @@ def run_rectify(args: argparse.Namespace) -> int:
             raise UserError(
                 f"{args.calib} describes a rectified pair, not a raw rig; self-rectify without --calib"
             )
+    given = None
+    if known is not None:  # what 'calib check --calib' finds of it, on the first frame
+        given = check_epipolar(*Rectifier(known).rectify(*pairs[0]), args.detector)
+        if given.verdict == "rectified" and args.baseline is None:  # as the window leaves it alone
+            print(
+                f"{args.calib} rectifies these frames already (the check of the first frame: vertical RMS "
+                f"{given.vertical_rms_px:.2f} px over {given.matches} matches): kept as it is"
+            )
+            same = Path(args.out).resolve() == Path(args.calib).resolve()
+            print(
+                f"{args.out} is {args.calib}: nothing written"
+                if same
+                else _write_rig(args.out, known, True, wrote)
+            )
+            return 0
     result = rectify_frames(pairs, known, args.baseline, args.detector)
     how = {
         "pose": f"intrinsics of {args.calib}, relative pose re-estimated",
@@ -312,19 +334,23 @@ def run_rectify(args: argparse.Namespace) -> int:
     print(f"method: {how}")
     # "before" of a rig kept is measured on the frames it rectifies, as 'calib check --calib' does
     before = f"with {args.calib}'s rectification" if result.method == "pose" else "on the raw frames"
+    # the fit's own matches, then the check's (its figures read beside these as a contradiction)
     print(
-        f"vertical rms of the matches: {result.before_rms_px:.3f} px {before}, "
+        f"vertical rms of the fit's matches: {result.before_rms_px:.3f} px {before}, "
         f"{result.after_rms_px:.3f} px after"
     )
     check = check_epipolar(*Rectifier(result.rig).rectify(*pairs[0]), args.detector)
-    if known is not None:  # its own matches can fit better while the rig is worse (review)
-        given = check_epipolar(*Rectifier(known).rectify(*pairs[0]), args.detector)
+    if given is not None:  # its own matches can fit better while the rig is worse (review)
         if given.vertical_rms_px < check.vertical_rms_px:  # NaN (no figure) compares False
             raise UserError(
                 f"the re-estimated rig lines up the first frame worse (vertical RMS "
                 f"{check.vertical_rms_px:.2f} px) than {args.calib} ({given.vertical_rms_px:.2f} px): "
                 f"nothing written, keep {args.calib}; or give more frames of a textured, static scene"
             )
+        print(
+            f"check of the first frame with {args.calib}: {given.verdict} "
+            f"(vertical RMS {given.vertical_rms_px:.2f} px)"
+        )
     print(f"check of the first rectified frame: {check.verdict} ({check.reason_in(cli_words)})")
     if not result.baseline_known:
         print("baseline: unknown, saved as 1 m: depths are in baselines; give --baseline METRES for metres")

@@ -324,3 +324,20 @@ def test_a_folder_that_cannot_be_made_is_named(capsys, frames) -> None:  # type:
     """It said 'cannot write into /proc (No such file or directory)', as if /proc were missing."""
     msg = _bad(capsys, "flow", *map(str, frames), "--out", "/proc/nope")
     assert "cannot make /proc/nope: /proc takes no new folder" in msg
+
+
+def test_flow_never_replaces_the_user_s_own_files(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """flow.png and latency.csv of the user's were replaced unsaid (review); an earlier flow run's
+    files (its flow.json beside them) are replaced."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "flow.png").write_bytes(b"precious")
+    args = ["flow", str(frames[0]), str(frames[1]), "--backend", "dis", "--out", str(mine)]
+    assert "already holds flow.png, not written by bi3d-studio (no flow.json" in _bad(capsys, *args)
+    assert (mine / "flow.png").read_bytes() == b"precious"
+    out = tmp_path / "o"
+    for _ in range(2):  # the second run replaces the first's files
+        code, stdout, _ = run(
+            capsys, "flow", str(frames[0]), str(frames[1]), "--backend", "dis", "--out", str(out)
+        )
+        assert code == 0 and json.loads((out / "flow.json").read_text())["backend"] == "dis"

@@ -4,6 +4,7 @@ the left view of a stereo source."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Generator
 from pathlib import Path
@@ -28,9 +29,12 @@ def run(args: argparse.Namespace) -> int:
     if len(args.inputs) not in (1, 2):
         raise UserError(f"give FRAME0 FRAME1, or one VIDEO or SOURCE, got {len(args.inputs)} inputs")
     if len(args.inputs) == 2 or args.out:  # a video writes only where --out says
-        from app.engine.outputs import check_writable
+        from app.engine.outputs import check_writable, refuse_foreign_files
 
         check_writable(Path(args.out or "out"))  # before the work, not after it
+        # nor over the user's own files of these names (flow.png, latency.csv were replaced: review)
+        names = FLOW_NAMES if len(args.inputs) == 2 else SOURCE_FLOW_NAMES
+        refuse_foreign_files(Path(args.out or "out"), args.inputs, names, FLOW_RECORD, "backend")
     options = FlowOptions(args.preset, args.grid, args.temporal_hints, args.cost, args.gpu)
     backend, reason = create_flow_backend(args.backend, options)
     print(f"backend: {backend.name} ({reason})")
@@ -74,10 +78,27 @@ def _pair(backend: Any, args: argparse.Namespace) -> None:
     if result.cost is not None:
         written.append(out / "cost.png")
         write_color_png(written[-1], np.repeat(result.cost[..., None], 3, axis=2))
+    written.append(_record(out, backend, args))
     print(_summary(result))
     if result.note:
         print(f"note: {result.note}")
     print("wrote " + ", ".join(str(p) for p in written))
+
+
+FLOW_NAMES = ("flow.flo", "flow.png", "flow_arrows.png", "cost.png", "flow.json")  # a pair's
+SOURCE_FLOW_NAMES = ("latency.csv", "flow.avi", "flow.json")  # a video's or source's
+FLOW_RECORD = "flow.json"  # what a run wrote it from: the files beside it are this program's
+
+
+def _record(out: Path, backend: Any, args: argparse.Namespace) -> Path:
+    """``flow.json``: the backend and inputs of the files beside it (an earlier run's files are
+    replaced by the next run, the user's own never)."""
+    from app.engine.formats import atomic_write
+
+    inputs = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in args.inputs]
+    meta = {"backend": backend.name, "device": backend.device, "inputs": inputs}
+    atomic_write(out / FLOW_RECORD, (json.dumps(meta, indent=2) + "\n").encode())
+    return out / FLOW_RECORD
 
 
 def _summary(result: Any) -> str:
@@ -169,7 +190,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
         make_folder(out)
         rows = ["frame,latency_ms", *(f"{i + 1},{ms:.3f}" for i, ms in enumerate(latencies))]
         atomic_write(out / "latency.csv", ("\n".join(rows) + "\n").encode())
-        wrote = [str(out / "latency.csv")]
+        wrote = [str(out / "latency.csv"), str(_record(out, backend, args))]
         if movie is not None and movie.written:
             wrote.append(f"{movie.path} (colours: the wheel's rim is {movie.scale:.3g} px)")
         print("wrote " + ", ".join(wrote))

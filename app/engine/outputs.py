@@ -88,36 +88,42 @@ def check_writable(out_dir: Path) -> None:
     os.rmdir(_new_staging(home, out_dir))
 
 
-def earlier_result(out_dir: Path) -> bool:
-    """Whether ``out_dir`` holds a result set this program wrote: its ``result.json``, a JSON
-    object with the request it answered."""
+def earlier_result(out_dir: Path, record: str = "result.json", key: str = "request") -> bool:
+    """Whether ``out_dir`` holds a result set this program wrote: its ``record`` (``result.json``;
+    ``flow.json`` for flow), a JSON object with ``key`` (the request it answered)."""
     try:
-        meta = json.loads((out_dir / "result.json").read_text())
+        meta = json.loads((out_dir / record).read_text())
     except (OSError, ValueError):  # missing, unreadable, not JSON (UnicodeDecodeError is a ValueError)
         return False
-    return isinstance(meta, dict) and isinstance(meta.get("request"), dict)
+    return isinstance(meta, dict) and key in meta
 
 
-def refuse_foreign_files(out_dir: Path, inputs: Collection[str | Path] = ()) -> None:
+def refuse_foreign_files(
+    out_dir: Path,
+    inputs: Collection[str | Path] = (),
+    names: Collection[str] = OUTPUT_NAMES,
+    record: str = "result.json",
+    key: str = "request",
+) -> None:
     """A ``UserError`` when writing a set into ``out_dir`` would replace or remove files this
-    program did not write: files of the set's names (``OUTPUT_NAMES``) beside no earlier set's
-    ``result.json`` (a scene folder's own disparity.png was removed by a binary run), or one of
-    ``inputs`` (a left image named disparity.png was written over)."""
+    program did not write: files of the set's ``names`` beside no earlier set's ``record``
+    (``earlier_result``: a scene folder's own disparity.png was removed by a binary run), or one
+    of ``inputs`` (a left image named disparity.png was written over)."""
     if not out_dir.is_dir():
         return
-    ours = {(out_dir / name).resolve() for name in OUTPUT_NAMES}
+    ours = {(out_dir / name).resolve() for name in names}
     for given in inputs:
         if Path(given).resolve() in ours:
             raise UserError(
                 f"{given} is an input, and this run would write its result over it: "
                 "choose another --out folder (nothing was written)"
             )
-    if earlier_result(out_dir):
+    if earlier_result(out_dir, record, key):
         return
-    foreign = [name for name in OUTPUT_NAMES if (out_dir / name).exists()]
+    foreign = [name for name in names if (out_dir / name).exists()]
     if foreign:
         raise UserError(
-            f"{out_dir} already holds {', '.join(foreign)}, not written by bi3d-studio (no result.json "
+            f"{out_dir} already holds {', '.join(foreign)}, not written by bi3d-studio (no {record} "
             "of an earlier run beside them): choose another --out folder (nothing was written)"
         )
 

@@ -337,7 +337,7 @@ def test_flow_never_replaces_the_user_s_own_files(capsys, frames, tmp_path: Path
     assert (mine / "flow.png").read_bytes() == b"precious"
     out = tmp_path / "o"
     for _ in range(2):  # the second run replaces the first's files
-        code, stdout, _ = run(
+        code, _stdout, _ = run(
             capsys, "flow", str(frames[0]), str(frames[1]), "--backend", "dis", "--out", str(out)
         )
         assert code == 0 and json.loads((out / "flow.json").read_text())["backend"] == "dis"

@@ -142,6 +142,9 @@ def test_recording_a_video_in_the_other_layout_says_so(
     code, stdout, _ = run(capsys, "record", str(tmp_path / "tb.avi"), str(tmp_path / "rec"))
     assert code == 0 and "wrote 2 frames" in stdout
     assert "note: video tb.avi looks top-bottom" in stdout  # opened so, and recorded as pairs
+    # session.json names the layout recorded, decided on the first frame (it read "side by side")
+    meta = json.loads((tmp_path / "rec" / "session.json").read_text())
+    assert meta["source"] == "video tb.avi (top-bottom)"
     spec = f"video:{tmp_path / 'tb.avi'}?layout=sbs"  # a layout given is kept, and called out
     code, stdout, _ = run(capsys, "record", spec, str(tmp_path / "rec2"))
     assert code == 0 and "wrote 2 frames" in stdout

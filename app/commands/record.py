@@ -84,6 +84,7 @@ def _record(args: argparse.Namespace) -> int:
             recorder.discard()
             raise
         finally:
+            recorder.set_source(source.describe())  # a video's layout, decided on its first frame
             recorder.close()
         for note in source.notes:  # e.g. a video recorded in the other layout than it holds
             if note not in said:  # a skipped frame was said as it happened

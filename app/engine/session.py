@@ -470,10 +470,12 @@ class Session:
             return (*measure.histogram(result.calibration.depth_m(d), bins), "m")
         return (*measure.histogram(d, bins), "px")
 
-    def start_recording(self) -> Recorder:
+    def start_recording(self, shown: StereoPair | None = None) -> Recorder:
         """Record the source into a new folder under ``output_root/recordings``: every captured
         frame at the source's rate (a camera's capture thread writes them, frames the depth
-        engine skips included; other sources are written as they are read)."""
+        engine skips included; other sources are written as they are read). ``shown``: the frame
+        on screen of a source paused there, written first (recording from a paused first frame
+        began at the second: review)."""
         self.stop_recording()
         describe = getattr(self.source, "describe", None)
         recorder = Recorder(
@@ -491,6 +493,8 @@ class Session:
         self.recorder = recorder
         if hook is not None:
             hook(self._record_captured)
+        elif shown is not None:
+            self._record(recorder, shown)
         return recorder
 
     def _record_captured(self, pair: StereoPair) -> None:

@@ -169,6 +169,13 @@ class SessionController(QObject):
         self._pending.append(lambda: Outcome(job, task=done, value=fn()))
         self._kick()
 
+    def showing_held_frame(self) -> StereoPair | None:
+        """The source's frame on screen while no newer one is being pulled (paused, or a seek
+        shown before Play), as the source gave it (before rectification); None while playing."""
+        if self._live or self.last is None or self.session.source is None:
+            return None
+        return self.last.raw or self.last.pair
+
     def set_paused(self, paused: bool) -> None:
         """Stop (or resume) pulling frames; while paused the frame shown stays live."""
         if self._paused == paused:

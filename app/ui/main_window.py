@@ -910,7 +910,7 @@ class MainWindow(QMainWindow):
             self.record_action.setChecked(False)
             return
         try:
-            recorder = self.session.start_recording()
+            recorder = self.session.start_recording(self.controller.showing_held_frame())
         except UserError as exc:
             self.show_error(_output_folder_hint(exc.worded(vocabulary.window_words)))
             self.record_action.setChecked(False)

@@ -807,19 +807,41 @@ def test_a_full_disk_stops_the_recording_not_the_source(  # type: ignore[no-unty
         assert sum(1 for _ in played) == 2
 
 
-def test_a_recording_stopped_before_any_frame_leaves_no_folder(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_recording_stopped_before_any_frame_leaves_no_folder(qtbot, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Record pressed after a video ended left an empty recording in the recordings folder."""
     window = _window(qtbot, lambda spec: FakeSource(1000), RecordingEngine())
     window.session.output_root = tmp_path
     window.open_spec("video")
     _shown(qtbot, window)
     window.pause_action.setChecked(True)  # nothing comes while paused
+    monkeypatch.setattr(window.controller, "showing_held_frame", lambda: None)  # none on screen either
     window.record_action.setChecked(True)
     recorder = window.session.recorder
     assert recorder is not None and recorder.folder.is_dir()
     window.record_action.setChecked(False)
     assert not recorder.folder.exists()
     assert window.notices.text.text() == "recording stopped before any frame came: nothing was recorded"
+
+
+def test_recording_from_a_paused_frame_starts_with_that_frame(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Record pressed on a video paused at its first frame, then Play: the recording began at the
+    second frame (review)."""
+    window = _window(qtbot, lambda spec: FakeSource(1000), RecordingEngine())
+    window.session.output_root = tmp_path
+    window.open_spec("video")
+    _shown(qtbot, window)
+    window.pause_action.setChecked(True)
+    shown = window.controller.last
+    assert shown is not None
+    window.record_action.setChecked(True)
+    recorder = window.session.recorder
+    window.record_action.setChecked(False)
+    assert recorder is not None and recorder.frames_written == 1
+    import cv2
+
+    first = sorted((recorder.folder / "left").iterdir())[0]
+    written = cv2.cvtColor(cv2.imread(str(first)), cv2.COLOR_BGR2RGB)
+    assert np.array_equal(written, (shown.raw or shown.pair).left)
 
 
 def test_a_live_cameras_recording_queues_its_frames_and_counts_the_ones_it_drops(

@@ -171,27 +171,35 @@ class Recorder:
             return index
 
     def _write_frame(self, name: str, pair: StereoPair) -> None:
-        """The frame's files, then its index line; the caller holds the lock."""
+        """The frame's files, then its index line; the caller holds the lock. A frame that could
+        not be written whole leaves none of its files (a full disk left a left PNG the index did
+        not list, and the next open advised repairing the recording: review)."""
         files = [self.folder / "left" / f"{name}.png", self.folder / "right" / f"{name}.png"]
-        # the two PNGs encode at once (OpenCV lets go of the GIL): half the time a pair on 2+ cores
-        right = self._pool.submit(write_color_png, files[1], pair.right)
         try:
-            write_color_png(files[0], pair.left)
-        finally:
-            right.result()  # its error (a full disk) is raised here, after the left one's
-        if pair.gt_disparity is not None:
-            (self.folder / "disparity").mkdir(exist_ok=True)
-            files.append(self.folder / "disparity" / f"{name}.pfm")
-            write_pfm(files[-1], pair.gt_disparity)
-        if self._calibration is None and pair.calibration is not None:
-            self._calibration = pair.calibration
-            self._write_session()
-        line = f"{name} {self._stamp(float(pair.timestamp))!r}\n"
-        size = len(line) + sum(path.stat().st_size for path in files)
-        with signals_held():  # a Ctrl-C between the index line and the count lost count of a frame
-            self._commit(line)
-            self.frames_written += 1
-            self.bytes_written += size
+            # the two PNGs encode at once (OpenCV lets go of the GIL): half the time a pair on 2+ cores
+            right = self._pool.submit(write_color_png, files[1], pair.right)
+            try:
+                write_color_png(files[0], pair.left)
+            finally:
+                right.result()  # its error (a full disk) is raised here, after the left one's
+            if pair.gt_disparity is not None:
+                (self.folder / "disparity").mkdir(exist_ok=True)
+                files.append(self.folder / "disparity" / f"{name}.pfm")
+                write_pfm(files[-1], pair.gt_disparity)
+            if self._calibration is None and pair.calibration is not None:
+                self._calibration = pair.calibration
+                self._write_session()
+            line = f"{name} {self._stamp(float(pair.timestamp))!r}\n"
+            size = len(line) + sum(path.stat().st_size for path in files)
+            with signals_held():  # a Ctrl-C between the index line and the count lost count of a frame
+                self._commit(line)
+                self.frames_written += 1
+                self.bytes_written += size
+        except BaseException:
+            for path in files:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+            raise
 
     def _stamp(self, timestamp: float) -> float:
         """``timestamp`` on the recording's own clock, which only grows (module docstring)."""
@@ -203,6 +211,15 @@ class Recorder:
             self._interval = stamp - self._last_stamp
         self._last_stamp = stamp
         return stamp
+
+    def set_source(self, source: str) -> None:
+        """What was recorded, as the source describes itself now: a video's layout is decided on
+        its first frame (session.json had named a top-bottom video "side by side": review)."""
+        with self._lock:
+            if self._closed or self._meta.get("source") == source or not self.frames_written:
+                return
+            self._meta["source"] = source
+            self._write_session()
 
     def close(self) -> None:
         with self._lock:

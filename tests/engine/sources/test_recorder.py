@@ -212,6 +212,9 @@ def test_a_write_that_fails_is_a_write_failure_and_the_frame_is_not_counted(
             recorder.write(pair(1))
         assert recorder.frames_written == 1
     assert len(play(tmp_path / "r")) == 1
+    # none of the failed frame's files stay unindexed (the next open advised a repair: review)
+    assert sorted(p.name for p in (tmp_path / "r" / "left").iterdir()) == ["000000.png"]
+    assert sorted(p.name for p in (tmp_path / "r" / "right").iterdir()) == ["000000.png"]
 
 
 def test_pace_holds_pairs_to_their_timestamps_and_never_catches_up_faster(tmp_path: Path) -> None:

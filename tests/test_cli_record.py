@@ -576,3 +576,23 @@ def test_recording_a_recording_says_so_once(capsys, tmp_path: Path) -> None:  # 
         "recording recording" not in out
         and f"recording from recording a (2 frames) into {tmp_path / 'b'}" in out
     )
+
+
+def test_results_are_never_written_into_a_recording(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A pair's depth and flow were written into a recording's left/, read as its frames (review)."""
+    rec = tmp_path / "rec"
+    assert run(capsys, "record", "synthetic:48x64", str(rec), "--frames", "2")[0] == 0
+    left, right = str(rec / "left" / "000000.png"), str(rec / "right" / "000000.png")
+    for out in (rec / "left", rec):
+        msg = bad(capsys, "depth", left, right, "--engine", "sgbm", "--out", str(out))
+        assert f"lies in the recording {rec.resolve()}" in msg
+    msg = bad(capsys, "flow", left, str(rec / "left" / "000001.png"), "--out", str(rec / "left"))
+    assert "results written there would be read as its frames" in msg
+    assert sorted(p.name for p in (rec / "left").iterdir()) == ["000000.png", "000001.png"]
+    # a second many-frame run into the same folder says it replaced the first's frames (review)
+    out = tmp_path / "d"
+    assert run(capsys, "depth", str(rec), "--frames", "1", "--engine", "sgbm", "--out", str(out))[0] == 0
+    code, stdout, _ = run(capsys, "depth", str(rec), "--frames", "2", "--engine", "sgbm", "--out", str(out))
+    assert code == 0 and f"note: this replaced the results of 1 frame(s) of an earlier run in {out}" in stdout

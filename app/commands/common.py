@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from app import vocabulary
@@ -213,3 +214,17 @@ def add_engine_args(p: argparse.ArgumentParser, *, engine: bool = False, auto_ra
 
 
 AUTO = "auto"
+
+
+def refuse_inside_recording(out: Path) -> None:
+    """--out in or inside a recording: the results written there would be read as its frames (a
+    pair's results were written into a recording's left/: review); a source's own --out is
+    refused by ``record.refuse_overlap``."""
+    from app.engine.sources.recording import is_recording, recording_around
+
+    inside = out if out.is_dir() and is_recording(out) else recording_around(out)
+    if inside is not None:
+        raise UserError(
+            f"--out {out} lies in the recording {inside}: results written there would be read as "
+            "its frames; choose a folder outside it"
+        )

@@ -12,7 +12,14 @@ import numpy as np
 
 from app import vocabulary
 from app.commands.arguments import output_folder, whole
-from app.commands.common import add_engine_args, add_setting, argument_type, depth_request, engine_options
+from app.commands.common import (
+    add_engine_args,
+    add_setting,
+    argument_type,
+    depth_request,
+    engine_options,
+    refuse_inside_recording,
+)
 from app.engine.errors import UserError, word_settings
 from app.engine.types import Calibration
 from app.vocabulary import cli_words
@@ -33,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     check_writable(Path(args.out))  # before the work, not after it (also: a file in the way)
     # nor over the user's own files: a scene folder's disparity.png, an input named like a result
     refuse_foreign_files(Path(args.out), [p for p in (args.left, args.right, args.calib) if p])
+    refuse_inside_recording(Path(args.out))
     if args.right is None:
         return run_source(args)
     if args.frames is not None:
@@ -201,6 +209,7 @@ def run_source(args: argparse.Namespace) -> int:
         engine, reason = build_engine(engine_options(args), "binary")
         print(f"engine: {engine.name} ({word_settings(reason, cli_words)}); source: {source.describe()}")
         numbers: list[int] = []  # the source's frame numbers written (a damaged frame is skipped)
+        overwritten = 0  # frames whose folder held an earlier run's result (replaced unsaid: review)
         said: set[str] = set()  # notes printed for an earlier frame (each frame's result.json keeps all)
         for pair in itertools.chain([first], pairs):
             # the source's own frame number (a damaged frame skipped leaves its number unused); a
@@ -217,11 +226,12 @@ def run_source(args: argparse.Namespace) -> int:
             if files is not None or args.calib:  # result.json traces back to what it was made of
                 left, right = files or (None, None)
                 extra["inputs"] = _inputs(left, right, args.calib)
-            replaced = not args.frames and earlier_result(out)
+            replaced = earlier_result(out)
+            overwritten += bool(args.frames and replaced)
             write_result(out, result, request, extra, not args.no_probabilities)
             if not numbers:  # said once, of the first frame
                 say_large_npz(out, args.no_probabilities)
-            if replaced:
+            if replaced and not args.frames:
                 print(f"note: this replaced the earlier result in {args.out}")
             numbers.append(index)
         # what the source learnt at its end (a video cut short): said after the last frame
@@ -239,6 +249,8 @@ def run_source(args: argparse.Namespace) -> int:
         print(
             f"note: {source.describe()}, {total} frames: this wrote the first only (--frames {total} for all)"
         )
+    if overwritten:
+        print(f"note: this replaced the results of {overwritten} frame(s) of an earlier run in {args.out}")
     stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:
         print(f"note: removed the results of {stale} other frame(s) of an earlier run from {args.out}")

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from app.commands.arguments import output_folder, real
+from app.commands.common import refuse_inside_recording
 from app.engine.errors import UserError
 from app.engine.flow.base import BACKENDS, NVOF_GRIDS
 
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         # nor over the user's own files of these names (flow.png, latency.csv were replaced: review)
         names = FLOW_NAMES if len(args.inputs) == 2 else SOURCE_FLOW_NAMES
         refuse_foreign_files(Path(args.out or "out"), args.inputs, names, FLOW_RECORD, "backend")
+        refuse_inside_recording(Path(args.out or "out"))
     options = FlowOptions(args.preset, args.grid, args.temporal_hints, args.cost, args.gpu)
     backend, reason = create_flow_backend(args.backend, options)
     print(f"backend: {backend.name} ({reason})")

@@ -788,6 +788,8 @@ class MainWindow(QMainWindow):
         self._show_errors(shown)
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
+        else:  # the last pair's flow stood under "no previous frame to compare" (review)
+            self.flow_view.clear_image()
         self._flow_drawn = shown.flow_rgb is not None
         self._flow_title(self._flow_drawn, shown.flow_scale)
         self.controls.show_choice(depth, result.timings)

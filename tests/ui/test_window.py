@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import sys
 import time
@@ -198,6 +199,10 @@ def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-unty
     assert colour.shape[0] == 120 and colour.shape[1] > 200  # the wheel coding plus its legend
     # the legend's figure shrinks with the pane past reading: the title says what the rim stands for
     qtbot.waitUntil(lambda: "colour wheel's rim = " in window.flow_view.title.full_text, timeout=10_000)
+    assert window.flow_view.image.image is not None
+    # a frame without flow (a seek, a skipped frame) clears the last pair's picture (review: it stood)
+    window.show_result(dataclasses.replace(window.controller.last, flow=None, display=None))
+    assert window.flow_view.image.image is None
     window.controls.flow_view.setCurrentText("arrows")
     window.controls.flow_max.setValue(2.5)
     spec = window.display_spec()

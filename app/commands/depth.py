@@ -40,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     check_writable(Path(args.out))  # before the work, not after it (also: a file in the way)
     # nor over the user's own files: a scene folder's disparity.png, an input named like a result
     refuse_foreign_files(Path(args.out), [p for p in (args.left, args.right, args.calib) if p])
-    refuse_inside_recording(Path(args.out))
     if args.right is None:
         return run_source(args)
+    refuse_inside_recording(Path(args.out))  # a source's own is refused by refuse_overlap
     if args.frames is not None:
         raise UserError(
             "--frames needs a source given alone (e.g. a folder or video); LEFT RIGHT is one pair"
@@ -190,6 +190,7 @@ def run_source(args: argparse.Namespace) -> int:
     from app.commands.record import refuse_overlap
 
     refuse_overlap(args.left, Path(args.out), "output folder", "write")  # results read as frames later
+    refuse_inside_recording(Path(args.out))  # nor into another recording
     with open_source(args.left) as source:
         pairs = itertools.islice(source, args.frames or 1)
         first = next(pairs, None)

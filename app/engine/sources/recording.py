@@ -175,6 +175,8 @@ class Recorder:
         not be written whole leaves none of its files (a full disk left a left PNG the index did
         not list, and the next open advised repairing the recording: review)."""
         files = [self.folder / "left" / f"{name}.png", self.folder / "right" / f"{name}.png"]
+        before = self.frames_written  # the count grows only once the frame is committed
+        self._line_written = False
         try:
             # the two PNGs encode at once (OpenCV lets go of the GIL): half the time a pair on 2+ cores
             right = self._pool.submit(write_color_png, files[1], pair.right)
@@ -196,9 +198,12 @@ class Recorder:
                 self.frames_written += 1
                 self.bytes_written += size
         except BaseException:
-            for path in files:
-                with contextlib.suppress(OSError):
-                    path.unlink(missing_ok=True)
+            # a signal held over the commit is raised after it, and an index line written whose
+            # sync failed lists the frame: either way the files are the recording's
+            if self.frames_written == before and not self._line_written:
+                for path in files:
+                    with contextlib.suppress(OSError):
+                        path.unlink(missing_ok=True)
             raise
 
     def _stamp(self, timestamp: float) -> float:
@@ -265,7 +270,8 @@ class Recorder:
         # one write(2) on an O_APPEND descriptor: the line lands whole or, at worst, unfinished
         fd = os.open(self.folder / TIMESTAMPS, os.O_WRONLY | os.O_APPEND)
         try:
-            os.write(fd, line.encode("ascii"))
+            self._line_written = False
+            self._line_written = os.write(fd, line.encode("ascii")) > 0
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -98,7 +98,7 @@ def test_auto_runs_the_fastest_and_says_why(model, pair) -> None:  # type: ignor
     result = Bi3DEngine(model, runtime=chain).compute(*pair, DepthRequest(mode=Mode.BINARY, planes=(9,)))
     assert result.runtime == "quick"
     note = next(n for n in result.notes if n.startswith("runtime quick"))
-    assert "auto picked the fastest" in note and "192x288" in note and "slow" in note
+    assert "auto picked the fastest" in note and "288 x 192 px" in note and "slow" in note
 
 
 def test_failure_mid_frame_hands_the_frame_to_the_next(model, pair) -> None:  # type: ignore[no-untyped-def]

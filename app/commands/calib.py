@@ -33,6 +33,7 @@ def parse_pattern(text: str) -> tuple[int, int]:
 
 SQUARE_NOTE_M = 1.0  # a chessboard square this large is centimetres or millimetres typed as metres
 USABLE_RMS_PX = 1.0  # reprojection or epipolar error past which a calibration is not written (--force)
+WIDE_COVERAGE = 0.5  # a coverage figure under this: the views leave much of that range out
 
 
 def positive_metres(text: str, what: str = "square size") -> float:
@@ -93,7 +94,14 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"misalignment: {report.misalignment}")
     print(f"verdict: {report.verdict} ({report.reason_in(cli_words)})")
     if args.pattern:
-        figures.update(_board_figures(check_board(left, right, args.pattern, args.square, calibration), args))
+        try:
+            board = check_board(left, right, args.pattern, args.square, calibration)
+        except UserError as exc:  # no board in view: the check above stands (exit 2 read as failed)
+            if "chessboard found" not in str(exc):
+                raise
+            print(f"note: the board's check skipped: {exc}")
+        else:
+            figures.update(_board_figures(board, args))
     if args.json:
         atomic_write(args.json, (json.dumps(figures, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
@@ -256,13 +264,24 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
     print(f"rms reprojection error: {result.rms_px:.3f} px")
     print(f"epipolar error: {result.epipolar_rms_px:.3f} px")
     print(f"baseline: {result.baseline_m:.4f} m")
-    print(f"coverage: {result.coverage}")
+    rig = result.rig
+    print(
+        f"focal length: left {rig.K1[0, 0]:.1f} px, right {rig.K2[0, 0]:.1f} px "
+        f"(rectified {rig.rectified().focal_px:.1f} px)"
+    )  # the window said it, the command did not (review)
+    short = [name for name, value in vars(result.coverage).items() if value < WIDE_COVERAGE]
+    print(
+        f"coverage: {result.coverage} (1 = the views span the whole range"
+        + (f"; {', '.join(short)} under {WIDE_COVERAGE:g}: add views that vary it" if short else "")
+        + ")"
+    )
     for note in result.notes:
         print(f"note: {note}")
     worst = max(result.rms_px, result.epipolar_rms_px)
     if worst > USABLE_RMS_PX and not args.force:
         remedy = (
-            "check the views and the board size"
+            "check the board size and that the cameras were fixed to each other and captured at the "
+            "same instant (every view off alike means they were not)"
             if not result.outliers
             else f"leave out the outlier views (--drop {result.outliers[0]} ...)"
             if args.drop_outliers

@@ -630,7 +630,15 @@ def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibrati
     window = _window(qtbot, lambda spec: FakeSource(1))
     view = window.view_menu
     names = [a.text() for a in view.actions() if not a.isSeparator()]
-    assert names == ["Fit images", "Controls", "Calibration", "Measure", "Latency", "Playback", "Reset settings to defaults…"]
+    assert names == [
+        "Fit images",
+        "Controls",
+        "Calibration",
+        "Measure",
+        "Latency",
+        "Playback",
+        "Reset settings to defaults…",
+    ]
     controls = window.docks[0]
     controls.close()
     assert not controls.isVisible()

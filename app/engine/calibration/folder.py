@@ -133,7 +133,14 @@ def _detect_pairs(
 
     out = _Detected(_Views(), size)
     for lpath, rpath in pairs:
-        grays = [cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY) for path in (lpath, rpath)]
+        try:
+            grays = [cv2.cvtColor(read_image_rgb(path), cv2.COLOR_RGB2GRAY) for path in (lpath, rpath)]
+        except UserError as exc:  # one damaged file left the run without figures (review)
+            out.skipped.append(lpath.name)
+            out.misfits.append(f"{lpath.name} was skipped: {exc}")
+            if on_view is not None:
+                on_view(lpath.name, str(exc))
+            continue
         out.first = grays[0] if out.first is None else out.first
         if grays[0].shape == grays[1].shape:
             out.sizes[(grays[0].shape[1], grays[0].shape[0])] += 1

@@ -247,3 +247,15 @@ def test_self_rectifying_with_the_sample_rig_measures_its_rows_as_the_check_does
     found = rectify_frames([(left, right)], result.rig)
     assert check.verdict == "rectified" and found.method == "pose"
     assert found.before_rms_px < 1.0 and abs(found.before_rms_px - check.vertical_rms_px) < 0.3
+
+
+def test_a_damaged_image_is_left_out_with_a_note_not_the_whole_calibration(tmp_path: Path) -> None:
+    """One corrupt left05.jpg stopped the board calibration of the other twelve pairs (review)."""
+    for image in SAMPLE.glob("*.jpg"):
+        (tmp_path / image.name).write_bytes(image.read_bytes())
+    damaged = tmp_path / "left05.jpg"
+    damaged.write_bytes(damaged.read_bytes()[:2000])  # cut short
+    result = calibrate_folder(tmp_path, ChessboardTarget(PATTERN, SQUARE_M))
+    assert "left05.jpg" in result.skipped and "left05.jpg" not in result.views
+    assert any(note.startswith("left05.jpg was skipped:") for note in result.notes), result.notes
+    assert result.rms_px < 0.5

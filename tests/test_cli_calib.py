@@ -745,3 +745,19 @@ def test_a_swapped_board_calibration_is_refused_and_backups_are_never_replaced(
     for _ in range(2):
         assert run(capsys, "calib", "chessboard", str(SAMPLE), *base)[0] == 0
     assert (tmp_path / "rig.yaml.bak").read_text() == good and (tmp_path / "rig.yaml.1.bak").is_file()
+
+
+def test_a_board_measured_off_its_square_size_says_what_it_means_for_depth(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--square 0.03 on the 25 mm board printed "-16.52 %" and the verdict, nothing about what it
+    means (review)."""
+    rig = tmp_path / "rig.yaml"
+    argv = ["calib", "chessboard", str(SAMPLE), "--pattern", "9x6", "--square", "0.025", "--out", str(rig)]
+    assert run(capsys, *argv)[0] == 0
+    pair = [str(SAMPLE / "left01.jpg"), str(SAMPLE / "right01.jpg")]
+    code, stdout, _ = run(
+        capsys, "calib", "check", *pair, "--calib", str(rig), "--pattern", "9x6", "--square", "0.03"
+    )
+    assert code == 0 and "note: if the squares are 30.00 mm, depths in metres from" in stdout
+    assert "% too near" in stdout and "give --square 0.0250" in stdout

@@ -34,6 +34,7 @@ def parse_pattern(text: str) -> tuple[int, int]:
 SQUARE_NOTE_M = 1.0  # a chessboard square this large is centimetres or millimetres typed as metres
 USABLE_RMS_PX = 1.0  # reprojection or epipolar error past which a calibration is not written (--force)
 WIDE_COVERAGE = 0.5  # a coverage figure under this: the views leave much of that range out
+SQUARE_OFF_PERCENT = 3.0  # a board measured this far from --square: metric depths are off as far
 
 
 def positive_metres(text: str, what: str = "square size") -> float:
@@ -135,6 +136,12 @@ def _board_figures(board: BoardReport, args: argparse.Namespace) -> dict[str, An
         f"square size: {measured:.2f} mm measured, {given:.2f} mm given ({board.square_error_percent:+.2f} %)"
     )
     ratio = measured / given if given > 0 else 1.0
+    if 0.5 < ratio < 2.0 and abs(board.square_error_percent) > SQUARE_OFF_PERCENT:  # said, not just shown
+        print(
+            f"note: if the squares are {given:.2f} mm, depths in metres from {args.calib} read "
+            f"{abs(board.square_error_percent):.1f} % too {'near' if ratio < 1 else 'far'} (its baseline is "
+            f"off by as much); if they are {measured:.1f} mm, give --square {measured / 1000:.4f}"
+        )
     for factor, unit in ((1000.0, "millimetres"), (100.0, "centimetres"), (0.001, "kilometres")):
         if 0.8 * factor < ratio < 1.25 * factor:  # a unit slip, not a poor calibration
             print(

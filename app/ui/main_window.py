@@ -89,6 +89,11 @@ WINDOW_UNRECTIFIED_ADVICE = (
     "load the rig's calibration (the Calibration panel's Load…; one loaded: press 'Check the current "
     "pair' there), or estimate one with the panel's 'Self-rectify'"
 )
+# with a calibration of one's own in use, loading one is not the advice (review: it was)
+WINDOW_UNRECTIFIED_LOADED = (
+    "the calibration in use ({name}) does not rectify these frames: press 'Check the current pair' in "
+    "the Calibration panel, load the right one, or re-fit it with 'Self-rectify'"
+)
 
 
 class _JumpToClick(QProxyStyle):
@@ -703,7 +708,13 @@ class MainWindow(QMainWindow):
                 self._unrectified_warned = None
             return
         if self._unrectified_warned is None:
-            message = note[0].upper() + note[1:].replace(UNRECTIFIED_ADVICE, WINDOW_UNRECTIFIED_ADVICE)
+            own = self.calibration.rig if self.session.calibration is not None else None
+            advice = (
+                WINDOW_UNRECTIFIED_LOADED.format(name=self.calibration.rig_name)
+                if own is not None
+                else WINDOW_UNRECTIFIED_ADVICE
+            )
+            message = note[0].upper() + note[1:].replace(UNRECTIFIED_ADVICE, advice)
             self._unrectified_warned = message
             self.show_error(message)
 

@@ -468,6 +468,9 @@ def test_a_pose_re_fit_keeps_the_rig_s_name_and_its_intrinsics_count_as_measured
     bent = bent.with_rectification()
     with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
         panel.apply(bent.rectified(), bent, "sample.yaml")
+    # the banner's advice was to load a calibration, with one loaded (review)
+    text = window.notices.text.text()
+    assert "the calibration in use (sample.yaml) does not rectify these frames" in text, text
     _save_to(monkeypatch, None)
     with qtbot.waitSignal(panel.calibrationChanged, timeout=60_000):
         panel.self_rectify()

@@ -114,6 +114,17 @@ def test_a_stereo_video_gives_the_flow_of_its_left_view_and_a_flow_video(capsys,
     assert code == 0 and "stereo video" not in stdout
     legend = movie_width(tmp_path / "whole") - 512
     assert legend > 0 and movie_width(tmp_path / "split") == 256 + legend
+    # opened as video:PATH?layout=sbs, flow.avi keeps the video's rate too (it was 10 fps: review)
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 15, (512, 192))
+    for i in range(3):
+        left = _shifted(scene, 2.0 * i, 0.0)
+        writer.write(np.hstack([left, _shifted(left, -10.0, 0.0)]))
+    writer.release()
+    for name, spec in (("path", str(video)), ("spec", f"video:{video}?layout=sbs")):
+        assert run(capsys, "flow", spec, "--backend", "dis", "--out", str(tmp_path / name))[0] == 0
+        capture = cv2.VideoCapture(str(tmp_path / name / "flow.avi"))
+        assert capture.get(cv2.CAP_PROP_FPS) == pytest.approx(15.0), name
+        capture.release()
 
 
 def test_bench_adds_flow_latency_per_backend(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -139,7 +139,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
         if args.max_frames is None and not path.is_dir():
             args.max_frames = LIVE_FRAMES
             print(f"note: timing at most {LIVE_FRAMES} frame pairs of {spec}, which may not end (--frames N)")
-        frames, what = _source_frames(spec), f"{spec} (its left view)"
+        frames, what = _source_frames(spec, meta), f"{spec} (its left view)"
     else:
         raise UserError(
             f"video not found: {spec}; give FRAME0 FRAME1, a video file, or a stereo source (a recording, "
@@ -289,12 +289,19 @@ def _video_frames(
         capture.release()
 
 
-def _source_frames(spec: str) -> Generator[tuple[np.ndarray, int | None], None, None]:
+def _source_frames(
+    spec: str, meta: dict[str, float] | None = None
+) -> Generator[tuple[np.ndarray, int | None], None, None]:
     """The left images of a stereo source's pairs with their frame numbers (None for a camera's),
-    until it ends; what the source notes (a damaged frame skipped) is printed as it comes."""
+    until it ends; what the source notes (a damaged frame skipped) is printed as it comes.
+    ``meta`` receives a video's frame rate ("fps"): flow.avi of video:PATH was written at 10 fps
+    where PATH alone gave the video's 15 (review)."""
     from app.engine.sources.spec import open_source
 
     with open_source(spec) as source:
+        fps = getattr(source, "fps", None)
+        if meta is not None and isinstance(fps, float) and 1.0 <= fps <= 1000.0:
+            meta["fps"] = fps
         said = 0
         numbered = getattr(source, "seekable", False)
         while (pair := source.read()) is not None:

@@ -382,6 +382,9 @@ class MainWindow(QMainWindow):
         if calibration is not None and self._set_aside_warned:  # a calibration in use supersedes it
             self.clear_error(self._set_aside_warned)
             self._set_aside_warned = None
+        if self._unrectified_warned is not None:  # its advice was for the calibration before: the
+            self.clear_error(self._unrectified_warned)  # next frame says it afresh if it still holds
+            self._unrectified_warned = None
 
     def _show_dock(self, panel: QWidget) -> None:
         for dock in self.docks:

@@ -468,9 +468,6 @@ def test_a_pose_re_fit_keeps_the_rig_s_name_and_its_intrinsics_count_as_measured
     bent = bent.with_rectification()
     with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
         panel.apply(bent.rectified(), bent, "sample.yaml")
-    # the banner's advice was to load a calibration, with one loaded (review)
-    text = window.notices.text.text()
-    assert "the calibration in use (sample.yaml) does not rectify these frames" in text, text
     _save_to(monkeypatch, None)
     with qtbot.waitSignal(panel.calibrationChanged, timeout=60_000):
         panel.self_rectify()
@@ -509,6 +506,28 @@ def test_self_rectify_keeps_a_rig_the_re_fit_would_make_worse(qtbot, monkeypatch
         "the re-fitted pose lines this frame up worse (vertical RMS 1.30 px) than sample.yaml"
     )
     assert "(0.80 px)" in text and panel.rig is loaded
+
+
+def test_the_not_rectified_banner_names_the_calibration_in_use(qtbot, sample_rig: Path) -> None:  # type: ignore[no-untyped-def]
+    """With a calibration loaded, the banner still advised loading one (review); a calibration
+    changed takes back the advice given for the one before."""
+    from app.engine.depth.alignment import unrectified_note
+
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, _sample_pair())
+    last = window.controller.last
+    assert last is not None
+    crooked = dataclasses.replace(last, depth=dataclasses.replace(last.depth, notes=[unrectified_note(5.0)]))
+    window.notices.dismiss()
+    window._unrectified_warned = None
+    window._warn_if_unrectified(crooked)
+    assert "load the rig's calibration" in window.notices.text.text()
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        window.calibration.load(sample_rig)
+    assert window._unrectified_warned is None  # the advice of before is taken back
+    window._warn_if_unrectified(crooked)
+    assert "the calibration in use (sample.yaml) does not rectify these frames" in window.notices.text.text()
 
 
 def test_a_calibration_in_use_takes_back_the_errors_it_supersedes(  # type: ignore[no-untyped-def]

@@ -108,14 +108,21 @@ def test_a_signal_during_a_frame_commit_acts_once_the_commit_is_done() -> None:
 
     from app.engine.sources.recording import signals_held
 
+    # Python's own Ctrl-C handler, as a command runs with: the full suite failed here, alone it
+    # passed (a handler an earlier test's library left behind answered instead)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     steps: list[str] = []
-    with pytest.raises(KeyboardInterrupt):
-        with signals_held():
-            os.kill(os.getpid(), signal.SIGINT)
-            steps.append("index line")
-            steps.append("count")
-    assert steps == ["index line", "count"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with signals_held():
+                os.kill(os.getpid(), signal.SIGINT)
+                steps.append("index line")
+                steps.append("count")
+        assert steps == ["index line", "count"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    finally:
+        if inherited is not None:
+            signal.signal(signal.SIGINT, inherited)
 
 
 def test_an_emptied_index_with_frames_on_disk_says_to_reindex(copy: Path, tmp_path: Path) -> None:

@@ -120,6 +120,8 @@ LATENCY_MIN_PX = 80
 TAB_PANE_MIN_PX = 90
 MIN_WINDOW = (800, 500)  # smaller, the panes overlapped and the controls were cut off
 
+PLAY_AGAIN = "Play starts it again"  # the end's news: taken back when Play does
+
 NEW_SOURCE_DEPTH = "depth of the new source: computing…"
 
 
@@ -519,7 +521,7 @@ class MainWindow(QMainWindow):
         if cut is not None:  # not a whole file's end: said as a problem, not as news
             self.show_error(cut[0].upper() + cut[1:])
             return
-        self.show_status("source ended: its last frame stays live for every control; Play starts it again")
+        self.show_status(f"source ended: its last frame stays live for every control; {PLAY_AGAIN}")
 
     def _from_the_start(self) -> None:
         self._ended = False
@@ -530,7 +532,7 @@ class MainWindow(QMainWindow):
 
     def _step(self) -> None:
         if self._ended:  # Step at the end did nothing, unsaid
-            self.show_status("the source has ended: Play starts it again, or drag the seek bar")
+            self.show_status(f"the source has ended: {PLAY_AGAIN}, or drag the seek bar")
             return
         self.controller.step()
 
@@ -610,6 +612,8 @@ class MainWindow(QMainWindow):
         self.pause_action.setText("Play" if on else "Pause")
         self.controller.set_paused(on)
         if not on and self._ended:  # Play at the end: from the start, as a player does
+            if self.notices.level == "info" and PLAY_AGAIN in self.notices.text.text():
+                self.notices.dismiss()  # "source ended … Play starts it again" stood while it played
             self._from_the_start()
 
     # ---- engine, flow, display ------------------------------------------------------------------

@@ -511,6 +511,7 @@ def test_play_at_the_end_of_a_folder_starts_it_again(qtbot, tmp_path: Path) -> N
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         window.pause_action.trigger()  # Play
     assert blocker.args[0].pair.timestamp == 0.0 and window.pause_action.text() == "Pause"
+    assert "Play starts it again" not in window.notices.text.text() or not window.notices.isVisible()
     with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
         pass  # it plays to the end again
     # a seek after the end plays on from there: the button offers Pause again

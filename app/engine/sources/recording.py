@@ -366,7 +366,8 @@ def index_notes(folder: Path, frames: list[tuple[int, float]]) -> list[str]:
     if unlisted:
         notes.append(
             f"{plural(len(unlisted), 'frame pair')} on disk after the last one {TIMESTAMPS} lists "
-            f"({unlisted[0]:06d} on) are not played; {reindex_hint(folder)}"
+            f"({unlisted[0]:06d} on) {'is' if len(unlisted) == 1 else 'are'} not played; "
+            f"{reindex_hint(folder)}"
         )
     back = next((i for (_, before), (i, t) in itertools.pairwise(frames) if t < before), None)
     if back is not None:

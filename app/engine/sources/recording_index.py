@@ -214,7 +214,8 @@ def _rebuild_index(folder: Path) -> tuple[int, list[str]]:
     stamp, how = guessed_stamps(old)
     if guessed:
         notes.append(f"{len(guessed)} frame(s) had no readable timestamp; {how}")
-    lines = "".join(f"{i:06d} {old[i] if i in old else stamp(i)!r}\n" for i in indices)
+    # a guessed time to the microsecond: 1.7999999999999998 read as a damaged line (review)
+    lines = "".join(f"{i:06d} {old[i] if i in old else round(stamp(i), 6)!r}\n" for i in indices)
     meta, problem = read_session(folder)
     if meta is None:
         meta = {"format": FORMAT, "version": 1, "source": "rebuilt index", "calibration": None}

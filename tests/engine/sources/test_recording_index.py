@@ -184,3 +184,18 @@ def test_an_index_cut_short_or_out_of_order_is_said_and_a_rebuild_keeps_the_spac
     (copy / "timestamps.txt").write_text("\n".join(edited) + "\n")
     with open_recording(copy) as source:
         assert any("goes back in time at frame 000002" in n for n in source.opening_notes)
+
+
+def test_one_pair_left_out_is_said_in_the_singular_and_a_rebuilt_time_is_short(copy: Path) -> None:
+    """ "1 frame pair ... are not played", and a rebuilt index wrote 1.7999999999999998 (review)."""
+    lines = (copy / "timestamps.txt").read_text().splitlines()
+    (copy / "timestamps.txt").write_text("\n".join(lines[:3]) + "\n")
+    with open_recording(copy) as source:
+        notes = source.opening_notes
+    assert any("1 frame pair on disk after" in n and "is not played" in n for n in notes), notes
+    (copy / "timestamps.txt").write_text(
+        "000000 0.0\n000001 0.6\n"
+    )  # 0.6 s a frame: 3 x 0.6 = 1.7999999999999998
+    rebuild_index(copy)
+    times = [line.split()[1] for line in (copy / "timestamps.txt").read_text().splitlines()]
+    assert all(len(t) <= 8 for t in times), times

@@ -534,6 +534,8 @@ class MainWindow(QMainWindow):
         if self._ended:  # Step at the end did nothing, unsaid
             self.show_status(f"the source has ended: {PLAY_AGAIN}, or drag the seek bar")
             return
+        if not self.pause_action.isChecked() and getattr(self.session.source, "seekable", False):
+            self.pause_action.setChecked(True)  # Step while playing did nothing: it pauses, then steps
         self.controller.step()
 
     # ---- playback -------------------------------------------------------------------------
@@ -545,7 +547,8 @@ class MainWindow(QMainWindow):
         self.pause_action.toggled.connect(self._pause)
         self.step_action = QAction("Step", self, shortcut=QKeySequence("Right"))
         self.step_action.setToolTip(
-            "the next frame (while paused); a live source (a camera, the synthetic scene) runs on: its newest"
+            "the next frame (a playing video, recording or folder pauses first); a live source (a camera, "
+            "the synthetic scene) runs on: its newest"
         )
         self.step_action.triggered.connect(self._step)
         self.loop_action = QAction("Loop", self, checkable=True)

@@ -1058,3 +1058,14 @@ def test_a_notice_does_not_move_the_images(qtbot) -> None:  # type: ignore[no-un
     )
     assert bar.top() == below_tab_bar
     assert window.notices.isVisible() and bar.height() >= window.notices.text.fontMetrics().lineSpacing() * 2
+
+
+def test_step_while_a_file_plays_pauses_it(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Step (or Right) while a recording played did nothing, and playback went on (review)."""
+    folder = pairs_folder(tmp_path / "pairs", count=40)
+    window = _window(qtbot, None, RecordingEngine())
+    window.open_spec(str(folder))
+    _shown(qtbot, window)
+    assert not window.pause_action.isChecked()
+    window.step_action.trigger()
+    assert window.pause_action.isChecked() and window.pause_action.text() == "Play"

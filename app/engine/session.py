@@ -69,6 +69,9 @@ STAGES = ("capture", "rectify", "features", "planes", "refine", "sgbm", "flow", 
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
 
 
+REINDEX_MARK = "record --reindex"  # in a recording's notes that advise rebuilding its index
+
+
 class FrameSource(Protocol):
     """What the session needs from a source: the next pair, or None when it has ended."""
 
@@ -360,6 +363,12 @@ class Session:
         """The source's note that its frames look like the other layout (side by side against
         top-bottom), or like no stereo pair at all; or None."""
         return next((n for n in result.depth.notes if LAYOUT_MARK in n or NOT_STEREO_MARK in n), None)
+
+    @staticmethod
+    def index_note(result: FrameResult) -> str | None:
+        """The recording's note that its index hides frames or needs rebuilding (said with the
+        first frame only, it went by unseen in the window: review); or None."""
+        return next((n for n in result.depth.notes if REINDEX_MARK in n), None)
 
     def _new_stream(self) -> None:
         for engine in (self.engine, self.baseline):

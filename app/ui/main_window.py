@@ -729,8 +729,13 @@ class MainWindow(QMainWindow):
             self.show_error(message)
 
     def _warn_layout(self, result: FrameResult) -> None:
-        """The source's note that its frames look like the other layout, once a source."""
-        note = None if self._layout_warned else self.session.layout_note(result)
+        """The source's note that its frames look like the other layout, or that a recording's
+        index hides frames, once a source."""
+        note = (
+            None
+            if self._layout_warned
+            else self.session.layout_note(result) or self.session.index_note(result)
+        )
         if note is not None:
             self._layout_warned = True
             self.show_error(note[0].upper() + note[1:])

@@ -1069,3 +1069,18 @@ def test_step_while_a_file_plays_pauses_it(qtbot, tmp_path: Path) -> None:  # ty
     assert not window.pause_action.isChecked()
     window.step_action.trigger()
     assert window.pause_action.isChecked() and window.pause_action.text() == "Play"
+
+
+def test_a_recording_whose_index_hides_frames_says_so_in_the_banner(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The CLI said that frames after an index cut short are not played; the window said it in
+    the first frame's notes only, which went by unseen (review)."""
+    from app.cli import main
+
+    rec = tmp_path / "rec"
+    assert main(["record", "synthetic:48x64?frames=6", str(rec)]) == 0
+    stamps = rec / "timestamps.txt"
+    stamps.write_text("".join(stamps.read_text().splitlines(True)[:3]))
+    window = _window(qtbot, None, RecordingEngine())
+    window.open_spec(str(rec))
+    qtbot.waitUntil(lambda: "record --reindex" in window.notices.text.text(), timeout=10_000)
+    assert window.notices.level == "error" and "3 frame pairs on disk after" in window.notices.text.text()

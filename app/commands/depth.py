@@ -281,11 +281,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_setting(p, vocabulary.MODE)
     p.add_argument("--planes", help="comma-separated planes, e.g. 12,24 or 2.5m")
-    p.add_argument(
-        "--levels",
-        type=argument_type(vocabulary.LEVELS),
-        help=f"{vocabulary.LEVELS.help} (default {vocabulary.LEVELS.default})",
-    )
+    add_setting(p, vocabulary.LEVELS)
     add_setting(p, vocabulary.SPACING)
     p.add_argument("--range", nargs=2, metavar=("MIN", "MAX"), help="selective range (px or metres)")
     p.add_argument("--budget-ms", type=argument_type(vocabulary.BUDGET), help=vocabulary.BUDGET.help)
@@ -297,7 +293,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--calib2", help="the right camera's ROS camera_info, or OpenCV's extrinsics.yml")
     p.add_argument("--out", default="out", type=output_folder, help="output folder (default ./out)")
     add_setting(p, vocabulary.MIN_CONFIDENCE)
-    p.set_defaults(min_confidence=None)  # None: not given (refused where it does not apply), the default
+    # None: not given (refused where they do not apply), their defaults otherwise
+    p.set_defaults(min_confidence=None, levels=None)
     p.add_argument(
         "--no-probabilities",
         action="store_true",

@@ -30,8 +30,8 @@ class LatencyPlot(pg.PlotWidget):
         # Axes that move in steps: an axis re-lays out and repaints its tick text whenever its
         # range moves, 5 ms a redraw each (measured offscreen). The newest frame stays at 0 on the
         # right; the span grows with the frames seen (300 put ten frames in the right thirtieth)
-        self._span = SPANS[0]
-        self.setXRange(-self._span, 0, padding=0)
+        self._span = 0
+        self._show_span(SPANS[0])
         self._y_top = 0.0
         self.history: dict[str, deque[float]] = {s: deque(maxlen=HISTORY) for s in STAGES}
         self.arrivals: deque[float] = deque(maxlen=HISTORY)
@@ -60,8 +60,7 @@ class LatencyPlot(pg.PlotWidget):
         self.first_marker.setData([], [])
         for curve in self.curves.values():
             curve.setData([], [])
-        self._span = SPANS[0]
-        self.setXRange(-self._span, 0, padding=0)
+        self._show_span(SPANS[0])
         self.setTitle("")
 
     def add(self, timings: dict[str, float], still: bool = False) -> None:
@@ -98,11 +97,14 @@ class LatencyPlot(pg.PlotWidget):
         if top != self._y_top:
             self._y_top = top
             self.setYRange(0, top, padding=0)
-        span = next(n for n in SPANS if n >= len(self.arrivals))
-        if span != self._span:
-            self._span = span
-            self.setXRange(-span, 0, padding=0)
+        self._show_span(next(n for n in SPANS if n >= len(self.arrivals)))
         self.setTitle(f"{self.rate_text()} · {self.stage_text()}", size=TITLE_SIZE)
+
+    def _show_span(self, frames: int) -> None:
+        """The x axis over the last ``frames`` frames, set only when that changes."""
+        if frames != self._span:
+            self._span = frames
+            self.setXRange(-frames, 0, padding=0)
 
     def stage_text(self) -> str:
         """The newest frame's stages that took time, in ms, each in its curve's colour."""

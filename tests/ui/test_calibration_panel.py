@@ -65,6 +65,16 @@ def _no_dialog(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(calibration_panel.QFileDialog, "getSaveFileName", staticmethod(dialog))
 
 
+def _sample_rig_window(qtbot, rig: Path) -> MainWindow:  # type: ignore[no-untyped-def]
+    """A window showing the sample's first raw pair with ``rig`` loaded (its rectified answer shown)."""
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, _sample_pair())
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        window.calibration.load(rig)
+    return window
+
+
 def _save_to(monkeypatch: pytest.MonkeyPatch, path: Path | None) -> None:
     """The save dialog answers ``path``; None: it was cancelled (Qt gives an empty name)."""
     name = "" if path is None else str(path)
@@ -455,12 +465,8 @@ def test_a_pose_re_fit_keeps_the_rig_s_name_and_its_intrinsics_count_as_measured
     """Self-rectify with a rig that no longer fits (a camera knocked by 1 degree) re-fits its pose
     and keeps its intrinsics, but the result was named "self-rectification" and marked as made-up
     intrinsics: the next Self-rectify threw the real intrinsics away for a projective warp."""
-    holder: list[StereoPair] = []
-    window = _window(qtbot, holder)
-    _show(qtbot, window, holder, _sample_pair())
+    window = _sample_rig_window(qtbot, sample_rig)
     panel = window.calibration
-    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
-        panel.load(sample_rig)
     loaded = panel.rig
     assert loaded is not None
     knock = cv2.Rodrigues(np.array([0.0, 0.0, np.radians(1.0)]))[0]
@@ -482,12 +488,8 @@ def test_self_rectify_keeps_a_rig_the_re_fit_would_make_worse(qtbot, monkeypatch
     """A pose re-fitted to its own matches can line the frame up worse than the rig it replaces
     ('calib rectify' on pair 06 of the sample: 0.24 px on its matches, 0.50 px by the check,
     against 0.32 px with the rig given); it replaced the rig."""
-    holder: list[StereoPair] = []
-    window = _window(qtbot, holder)
-    _show(qtbot, window, holder, _sample_pair())
+    window = _sample_rig_window(qtbot, sample_rig)
     panel = window.calibration
-    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
-        panel.load(sample_rig)
     loaded = panel.rig
     real_check = calibration_panel.DESK.check
     figures = iter([0.8, 1.3])  # the rig in use, then the re-fit: marginal, then worse

@@ -76,9 +76,10 @@ def fit_stereo(
             f"calibration failed ({why}); use more varied board views (tilts, distances)"
         ) from None
     rig = StereoRig(image_size, k1, d1, k2, d2, r, t.ravel()).with_rectification()
-    if rig.rectified().baseline_m < 0:  # written, it was refused by every reader (review)
+    baseline = rig.rectified().baseline_m
+    if baseline < 0:  # written, it was refused by every reader (review)
         raise UserError(
-            f"the right camera came out left of the left one (baseline {rig.rectified().baseline_m:.4f} m): "
+            f"the right camera came out left of the left one (baseline {baseline:.4f} m): "
             "the left and right images are swapped; exchange them (left*/right* names, or the cameras) "
             "and calibrate again"
         )

@@ -270,8 +270,7 @@ class Recorder:
         # one write(2) on an O_APPEND descriptor: the line lands whole or, at worst, unfinished
         fd = os.open(self.folder / TIMESTAMPS, os.O_WRONLY | os.O_APPEND)
         try:
-            self._line_written = False
-            self._line_written = os.write(fd, line.encode("ascii")) > 0
+            self._line_written = os.write(fd, line.encode("ascii")) > 0  # reset by _write_frame
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -192,6 +192,31 @@ def test_the_checks_agree_with_a_fresh_calibration_on_its_own_chessboard_pairs(r
     assert verdicts.count("rectified") >= 10, verdicts
 
 
+def test_the_check_reads_the_rows_past_a_board_matched_two_squares_away(result) -> None:  # type: ignore[no-untyped-def]
+    """On pair 12 a tilted board's matches two squares away (a fifth of them, 3-4 px off) tilted
+    the fitted rows by 0.6 deg: the pair its board rates at 0.17 px read 1.72 px, "not rectified";
+    pair 14 with the right camera knocked 1 deg read a roll of -5.2 deg (review)."""
+    from app.engine.calibration.check import check_epipolar
+    from app.engine.calibration.rig import Rectifier
+
+    rectifier = Rectifier(result.rig)
+
+    def rectified(number: str) -> tuple[np.ndarray, np.ndarray]:
+        left, right = (
+            cv2.cvtColor(cv2.imread(str(SAMPLE / f"{side}{number}.jpg")), cv2.COLOR_BGR2RGB)
+            for side in ("left", "right")
+        )
+        return rectifier.rectify(left, right)
+
+    report = check_epipolar(*rectified("12"))
+    assert report.verdict == "rectified" and report.vertical_rms_px < 0.5, report.reason
+    left, right = rectified("14")
+    knock = cv2.getRotationMatrix2D((319.5, 239.5), 1.0, 1.0)  # anticlockwise as displayed
+    knocked = cv2.warpAffine(right, knock, (640, 480), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REFLECT)
+    report = check_epipolar(left, knocked)
+    assert report.misalignment is not None and report.misalignment.roll_deg == pytest.approx(1.0, abs=0.3)
+
+
 def _sample_copy(folder: Path, numbers: tuple[str, ...], small: str) -> Path:
     """The sample's pairs ``numbers`` copied into ``folder``, pair ``small`` at half the size."""
     folder.mkdir()

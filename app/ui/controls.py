@@ -259,7 +259,10 @@ class ControlsPanel(QWidget):
             spin.setSingleStep(2 if setting.odd else 1)
             spin.setSuffix(setting.unit)
             spin.setValue(int(current))
-            spin.editingFinished.connect(lambda: self._set_engine(name, spin.value()))
+            # an arrow click applies at once, typed digits on Enter or leaving the box (editingFinished
+            # alone left the arrows' 5 -> 9 px unapplied: SGBM's pane and scores stayed old)
+            spin.setKeyboardTracking(False)
+            spin.valueChanged.connect(lambda v: self._set_engine(name, int(v)))
             widget = spin
         else:
             widget = self._path_control(name, str(current))

@@ -350,6 +350,24 @@ def test_controls_that_do_not_apply_are_greyed(qtbot) -> None:  # type: ignore[n
     assert panel.display_max.isEnabled()
 
 
+def test_an_arrow_click_on_an_engine_number_applies_it(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The SGBM block's arrows showed 9 px while SGBM's pane and scores stayed at 5 px until Enter
+    (review): only editingFinished applied the box."""
+    from PySide6.QtWidgets import QSpinBox
+
+    from app.ui.controls import ControlsPanel
+    from app.ui.settings import Settings
+
+    panel = ControlsPanel(Settings(device="cpu", mode="binary"))
+    qtbot.addWidget(panel)
+    spin = panel.engine_controls["block_size"]
+    assert isinstance(spin, QSpinBox)
+    with qtbot.waitSignal(panel.engineChanged, timeout=1000):
+        spin.stepBy(1)  # what an arrow click or the Up key does
+    assert panel.settings.block_size == spin.value() == 7
+    assert not spin.keyboardTracking()  # typed digits apply on Enter, not one by one
+
+
 def test_the_side_panels_are_never_squeezed_below_their_contents(qtbot) -> None:  # type: ignore[no-untyped-def]
     from PySide6.QtWidgets import QDockWidget
 

@@ -374,6 +374,27 @@ def test_eval_folder_of_middlebury_scenes(capsys, tmp_path: Path) -> None:  # ty
     assert "note: scene scene9 left out: ground truth" in stdout and "must match" in stdout
 
 
+def test_depth_of_a_dataset_folder_gives_each_scene_its_own_calibration(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The first scene's calib.txt gave every scene its baseline, and a scene without one depth in
+    metres (review)."""
+    baselines = {"scene5": 193.0, "scene7": 100.0, "scene9": None}  # mm, as calib.txt gives them
+    for name, baseline in baselines.items():
+        _scene(tmp_path / "data" / name, *_textured_pair(int(name[-1])))
+        if baseline is not None:
+            (tmp_path / "data" / name / "calib.txt").write_text(
+                "cam0=[500 0 120; 0 500 60; 0 0 1]\ncam1=[500 0 120; 0 500 60; 0 0 1]\ndoffs=0\n"
+                f"baseline={baseline}\nwidth=240\nheight=120\nndisp=32\n"
+            )
+    out = tmp_path / "out"
+    code, _, _ = run(
+        capsys, "depth", str(tmp_path / "data"), "--frames", "3", "--engine", "sgbm", "--out", str(out)
+    )
+    assert code == 0
+    found = [json.loads((out / f"{i:06d}" / "result.json").read_text()).get("calibration") for i in range(3)]
+    assert found[0]["baseline_m"] == pytest.approx(0.193) and found[1]["baseline_m"] == pytest.approx(0.1)
+    assert found[2] is None
+
+
 def _kitti_scene(root: Path, shift: int) -> None:
     """One KITTI 2015 frame (image_2, image_3, disp_occ_0) of a ``shift`` px textured pair."""
     from app.engine.formats import write_kitti_png

@@ -596,3 +596,27 @@ def test_results_are_never_written_into_a_recording(
     assert run(capsys, "depth", str(rec), "--frames", "1", "--engine", "sgbm", "--out", str(out))[0] == 0
     code, stdout, _ = run(capsys, "depth", str(rec), "--frames", "2", "--engine", "sgbm", "--out", str(out))
     assert code == 0 and f"note: this replaced the results of 1 frame(s) of an earlier run in {out}" in stdout
+
+
+def test_a_dataset_whose_scenes_have_their_own_calibrations_is_said(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """session.json keeps one calibration, the first scene's: played back, every scene got it
+    unsaid (review)."""
+    import cv2
+
+    rng = np.random.default_rng(0)
+    for name, baseline in (("a", 193.0), ("b", 100.0), ("c", None)):
+        scene = tmp_path / "data" / name
+        scene.mkdir(parents=True)
+        for image in ("im0.png", "im1.png"):
+            cv2.imwrite(str(scene / image), rng.integers(0, 255, (40, 60, 3), dtype=np.uint8))
+        if baseline is not None:
+            (scene / "calib.txt").write_text(
+                "cam0=[50 0 30; 0 50 20; 0 0 1]\ncam1=[50 0 30; 0 50 20; 0 0 1]\ndoffs=0\n"
+                f"baseline={baseline}\nwidth=60\nheight=40\nndisp=16\n"
+            )
+    code, out, _ = run(capsys, "record", str(tmp_path / "data"), str(tmp_path / "rec"))
+    assert code == 0 and "note: 2 frames of" in out and "record such scenes one by one" in out
+    code, out, _ = run(capsys, "record", str(tmp_path / "data" / "a"), str(tmp_path / "rec_a"))
+    assert code == 0 and "calibration than" not in out  # one scene: nothing to say

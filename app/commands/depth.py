@@ -197,8 +197,8 @@ def run_source(args: argparse.Namespace) -> int:
         if first is None:
             raise UserError(f"{source.describe()} gave no frames; check the source")
         calib_notes: list[str] = []  # every frame's result keeps them; printed once
-        calibration, rig = _calibration(args.calib, first.left, args.calib2, calib_notes)
-        calibration = calibration or first.calibration  # --calib wins over the source's own
+        given, rig = _calibration(args.calib, first.left, args.calib2, calib_notes)
+        calibration = given or first.calibration  # --calib wins over the source's own
         rectify = _rectifier(rig)
         if args.swap_views:
             rectify = _swapped(rectify)
@@ -216,6 +216,11 @@ def run_source(args: argparse.Namespace) -> int:
             # the source's own frame number (a damaged frame skipped leaves its number unused); a
             # live camera's frames are counted as written
             index = len(numbers) if source.live else source.frame_number
+            if given is None and pair.calibration is not calibration:
+                # each scene of a dataset folder has its own calib.txt (or none): the first one's
+                # gave every scene its baseline and depth in metres (review)
+                calibration = pair.calibration
+                request = depth_request(args, calibration)
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
             lines = format_summary(result, calibration, unit, cli_words).splitlines()

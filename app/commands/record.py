@@ -91,6 +91,12 @@ def _record(args: argparse.Namespace) -> int:
                 print(f"note: {note}")
         if live and live[0].dropped:
             print(f"note: {dropped_note(live[0], source.describe())}")
+        if recorder.other_calibrations:  # played back, every frame would get the first one's
+            print(
+                f"note: {plural(recorder.other_calibrations, 'frame')} of {source.describe()} carry another "
+                "calibration than the first frame's (each scene its own calib.txt, or none), and a "
+                "recording keeps one for all its frames: record such scenes one by one"
+            )
     print(f"wrote {plural(recorder.frames_written, 'frame')} to {args.dir}")
     return code
 

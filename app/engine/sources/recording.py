@@ -116,6 +116,10 @@ def signals_held() -> Iterator[None]:
                 os.kill(os.getpid(), held[0])
 
 
+_UNSEEN = object()  # no frame written yet
+_GIVEN = object()  # the recording's calibration was given: the frames' own are not compared
+
+
 class Recorder:
     """Writes pairs as a recording; safe to call ``write`` from a worker thread."""
 
@@ -147,6 +151,10 @@ class Recorder:
             self._clock_offset = 0.0
             self._interval = DEFAULT_INTERVAL_S
             self._calibration = calibration  # else the first frame's, written when it arrives
+            # frames whose own calibration is not the first frame's (a dataset's scenes each with
+            # their own calib.txt, or none): the recording keeps one for all, which is said
+            self.other_calibrations = 0
+            self._first_own: object = _UNSEEN if calibration is None else _GIVEN
             self._meta: dict[str, Any] = {"format": FORMAT, "version": 1, "source": source}
             self._meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
             with write_failures(self.folder):
@@ -191,6 +199,10 @@ class Recorder:
             if self._calibration is None and pair.calibration is not None:
                 self._calibration = pair.calibration
                 self._write_session()
+            if self._first_own is _UNSEEN:
+                self._first_own = pair.calibration
+            elif self._first_own is not _GIVEN and pair.calibration != self._first_own:
+                self.other_calibrations += 1
             line = f"{name} {self._stamp(float(pair.timestamp))!r}\n"
             size = len(line) + sum(path.stat().st_size for path in files)
             with signals_held():  # a Ctrl-C between the index line and the count lost count of a frame

@@ -395,6 +395,26 @@ def test_depth_of_a_dataset_folder_gives_each_scene_its_own_calibration(capsys, 
     assert found[2] is None
 
 
+def test_eval_scales_a_calibration_made_at_another_size_with_its_ndisp(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A 240 x 120 scene with the calib.txt of its 480 x 240 original: the intrinsics were halved,
+    unsaid, and the search kept the full size's ndisp (review)."""
+    _scene(tmp_path / "half", *_textured_pair(5))
+    (tmp_path / "half" / "calib.txt").write_text(
+        "cam0=[1000 0 240; 0 1000 120; 0 0 1]\ncam1=[1000 0 240; 0 1000 120; 0 0 1]\ndoffs=0\n"
+        "baseline=100\nwidth=480\nheight=240\nndisp=64\n"
+    )
+    code, stdout, _ = run(
+        capsys, "eval", str(tmp_path / "half"), "--engines", "sgbm", "--json", str(tmp_path / "e.json")
+    )
+    assert (
+        code == 0
+        and "is for 480x240; scaled its intrinsics by 0.5 to the 240x120 frames, and its ndisp to 32 px"
+        in stdout
+    )
+    row = json.loads((tmp_path / "e.json").read_text())[0]
+    assert row["max_disparity"] == 32  # the scaled ndisp (64 before)
+
+
 def _kitti_scene(root: Path, shift: int) -> None:
     """One KITTI 2015 frame (image_2, image_3, disp_occ_0) of a ``shift`` px textured pair."""
     from app.engine.formats import write_kitti_png

@@ -80,8 +80,9 @@ def evaluate_scenes(
     rows: list[EvalRow] = []
     failed: list[UserError] = []
     for scene in scenes:
+        read: list[str] = []  # what reading the scene noticed (a calibration made for another size)
         try:
-            pair, meta = scene.load()
+            pair, meta = scene.load(read)
             if pair.gt_disparity is None:
                 recorded = scene.left.parent.parent / "disparity"  # a recording's frame: its own file
                 raise UserError(
@@ -111,7 +112,7 @@ def evaluate_scenes(
             metrics = evaluate(result.disparity, pair.gt_disparity)
             searched = int(result.searched[1]) if result.searched is not None else request.max_disparity
             total = result.timings.get("total", np.nan)
-            notes = tuple(result.notes)
+            notes = (*read, *result.notes)
             if capped:
                 notes = (
                     f"searched 0-{reach} px, this model's reach; the scene's range is 0-{top} px",

@@ -9,6 +9,7 @@ Folders of pairs: ``left/`` and ``right/`` subfolders, or files named ``*left*``
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -54,9 +55,14 @@ class Scene:
         cal = meta.calibration if meta else None
         if meta is not None and meta.width and meta.height:
             frame = (left.shape[1], left.shape[0])
-            cal, _, _ = fit_to_frames(
+            cal, _, scaled = fit_to_frames(
                 meta.calibration, None, (meta.width, meta.height), frame, str(self.calib)
             )
+            if scaled:  # its ndisp is in the calibrated images' pixels too (it stayed at full size: review)
+                ndisp = math.ceil(meta.ndisp * frame[0] / meta.width) if meta.ndisp else meta.ndisp
+                meta = MiddleburyCalib(cal, frame[0], frame[1], ndisp)
+                if notes is not None:
+                    notes.append(scaled + (f", and its ndisp to {ndisp} px" if ndisp else ""))
         return StereoPair(left, right, 0.0, cal, gt), meta
 
 

@@ -450,6 +450,14 @@ def test_eval_of_a_kitti_download_root_with_8bit_maps(capsys, tmp_path: Path) ->
     assert code == 0 and "000000_10/sgbm" in stdout and float(valid_line.split()[2]) < 0.5
 
 
+def test_eval_refuses_a_ground_truth_wider_than_the_image(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """KITTI's x256 map read with --gt-scale 4 gave a truth of ~1000 px in a 240 px image, and
+    figures of 100 % bad, exit 0 (review)."""
+    _kitti_scene(tmp_path, 7)
+    msg = _bad(capsys, "eval", str(tmp_path), "--engines", "sgbm", "--gt-scale", "4")
+    assert "reaches 448 px of disparity, more than the images' 240 px width: check --gt-scale" in msg
+
+
 def test_eval_reads_an_8bit_ground_truth_given_its_scale(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     left, right, gt = _textured_pair(7)
     for name, image in (("l.png", left), ("r.png", right)):

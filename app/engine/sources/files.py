@@ -52,6 +52,22 @@ class Scene:
                 f"ground truth {self.gt} is {gt.shape[1]}x{gt.shape[0]}, images are "
                 f"{left.shape[1]}x{left.shape[0]}; they must match"
             )
+        if (
+            self.gt is not None
+            and gt is not None
+            and np.isfinite(gt).any()
+            and np.nanmax(gt) >= left.shape[1]
+        ):
+            # a wrong --gt-scale read KITTI's x256 map as 1080 px in a 370 px image, scored unsaid
+            how = (
+                "check --gt-scale (KITTI's 16-bit PNGs hold disparity x 256)"
+                if self.gt.suffix.lower() == ".png"
+                else "is it this pair's disparity map?"
+            )
+            raise UserError(
+                f"ground truth {self.gt} reaches {np.nanmax(gt):.0f} px of disparity, more than the "
+                f"images' {left.shape[1]} px width: {how}"
+            )
         cal = meta.calibration if meta else None
         if meta is not None and meta.width and meta.height:
             frame = (left.shape[1], left.shape[0])

@@ -53,6 +53,9 @@ def _record(args: argparse.Namespace) -> int:
     with open_source(args.source, on_event=report) as source:
         recorder = Recorder(args.dir, overwrite=args.overwrite, source=source.describe())
         print(f"recording from {source.describe()} into {args.dir}")  # "recording recording rec" read oddly
+        for note in getattr(source, "opening_notes", ()):  # a folder's images paired by time, or skipped
+            print(f"note: {note}")
+            said.add(note)
         live: list[QueuedWriter] = []  # a camera's writer, for its counts (also after Ctrl-C)
         try:
             if source.live and hasattr(source, "add_capture_listener"):  # every frame, not the newest

@@ -9,6 +9,7 @@ Folders of pairs: ``left/`` and ``right/`` subfolders, or files named ``*left*``
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -226,12 +227,21 @@ def pair_folder_scenes(folder: Path, notes: list[str] | None = None) -> list[Sce
         for p in lefts:  # also accept left/a_left_1.png with right/a_right_1.png (L/a_L.png, R/a_R.png)
             if not partner[p].is_file():
                 partner[p] = right_dir / _swap_side(p.name, old, new)
-        if lefts and len(lefts) == len(rights) and not any(partner[p].is_file() for p in lefts):
-            partner = dict(zip(lefts, rights, strict=True))  # both sorted by name (natural order)
-            notes.append(
+        if lefts and rights and not any(partner[p].is_file() for p in lefts):
+            shared = (
                 f"{left_dir.name}/ and {right_dir.name}/ share no file name ({lefts[0].name}, "
-                f"{rights[0].name}): their {len(lefts)} images are paired in name order"
+                f"{rights[0].name})"
             )
+            by_time = _paired_by_time(lefts, rights)
+            if by_time is not None:
+                partner.update(by_time)
+                notes.append(
+                    f"{shared}: their images are paired by the times in their names, each with the "
+                    f"other camera's nearest within half a frame ({len(by_time)} pairs)"
+                )
+            elif len(lefts) == len(rights):
+                partner = dict(zip(lefts, rights, strict=True))  # both sorted by name (natural order)
+                notes.append(f"{shared}: their {len(lefts)} images are paired in name order")
     else:
         files = _images(folder)
         lefts = [p for p in files if "left" in p.name.lower()]
@@ -246,6 +256,48 @@ def pair_folder_scenes(folder: Path, notes: list[str] | None = None) -> list[Sce
     paired = [p for p in lefts if partner[p].is_file()]  # each partner looked up once
     _check_matched(folder, lefts, rights, partner, paired, notes)
     return [Scene(p.stem, p, partner[p]) for p in paired]
+
+
+_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+_SECONDS_PER_UNIT = ((1e17, 1e-9), (1e14, 1e-6), (1e11, 1e-3))  # ns, us, ms since 1970 (2001 on)
+
+
+def name_times(paths: Sequence[Path], start: int | None = None) -> list[float] | None:
+    """The times in the files' names, in seconds since ``start`` (in the names' unit; default the
+    first name's): the last number of each stem, a ROS or EuRoC export's nanoseconds since 1970,
+    or micro- or milliseconds. None when a name has none, or they do not grow in name order (a
+    frame counter, 0001, is no time)."""
+    values: list[int] = []
+    for path in paths:
+        match = _LAST_NUMBER.search(path.stem)
+        values.append(int(match.group(1)) if match else 0)
+    if not values or any(b <= a for a, b in itertools.pairwise(values)):
+        return None
+    scale = next((unit for floor, unit in _SECONDS_PER_UNIT if values[0] >= floor), None)
+    if scale is None:
+        return None
+    origin = values[0] if start is None else start
+    return [(value - origin) * scale for value in values]  # in integers first: exact to the ns
+
+
+def _paired_by_time(lefts: list[Path], rights: list[Path]) -> dict[Path, Path] | None:
+    """Each left image with the right one whose name's time is nearest, when that is within half
+    the left camera's median frame interval and the left one is its nearest too; None when the
+    names hold no times. A camera that dropped a frame leaves its partner unpaired."""
+    first = _LAST_NUMBER.search(lefts[0].stem)
+    origin = int(first.group(1)) if first else None
+    left_times, right_times = name_times(lefts, origin), name_times(rights, origin)
+    if left_times is None or right_times is None:
+        return None
+    lt, rt = np.array(left_times), np.array(right_times)
+    tolerance = 0.5 * float(np.median(np.diff(lt))) if len(lt) > 1 else float("inf")
+    nearest_right = np.abs(lt[:, None] - rt[None, :]).argmin(axis=1)
+    nearest_left = np.abs(rt[:, None] - lt[None, :]).argmin(axis=1)
+    return {
+        left: rights[j]
+        for i, (left, j) in enumerate(zip(lefts, nearest_right, strict=True))
+        if nearest_left[j] == i and abs(lt[i] - rt[j]) <= tolerance
+    }
 
 
 def _camera_folders(folder: Path) -> tuple[tuple[Path, Path], tuple[str, str]] | None:
@@ -283,7 +335,7 @@ def _check_matched(
     if paired:
         notes.append(f"{len(unmatched)} image(s) without a partner skipped: {unmatched[0]}{more}")
         return
-    raise UserError(f"unmatched images in {folder}: {unmatched[0]}{more}; every left image needs a right one")
+    raise UserError(f"unmatched images in {folder}: {unmatched[0]}{more}; every image needs its partner")
 
 
 def _inside(folder: Path, path: Path) -> str:

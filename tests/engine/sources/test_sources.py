@@ -202,6 +202,28 @@ def test_camera_folders_that_share_no_name_pair_in_name_order(tmp_path: Path) ->
         open_source(str(tmp_path))
 
 
+def test_camera_folders_stamped_in_nanoseconds_pair_by_time_and_keep_their_times(tmp_path: Path) -> None:
+    """A ROS export whose right camera dropped a frame was refused outright ("unmatched images"),
+    and a recording of it read the times 0, 1, 2 s where the names said 33 ms apart (review)."""
+    start, frame = 1_700_000_000_000_000_000, 33_333_333
+    for side, offset in (("left", 0), ("right", 12_000)):
+        (tmp_path / side).mkdir()
+        for i in range(4):
+            if side == "right" and i == 1:
+                continue  # dropped
+            write_color_png(
+                tmp_path / side / f"frame_{start + i * frame + offset}.png", image(i + (100 if offset else 0))
+            )
+    with open_source(str(tmp_path)) as source:
+        pairs = list(source)
+    assert [(int(p.left[0, 0, 0]), int(p.right[0, 0, 0])) for p in pairs] == [(0, 100), (2, 102), (3, 103)]
+    assert [p.timestamp for p in pairs] == pytest.approx([0.0, 2 * frame * 1e-9, 3 * frame * 1e-9], abs=1e-12)
+    with open_source(str(tmp_path)) as source:
+        first = source.read()
+        assert first is not None and "paired by the times in their names" in " ".join(source.notes)
+        assert "left/frame_1700000000033333333.png (no right/" in " ".join(source.notes)
+
+
 def test_empty_folder_says_what_it_expected(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no stereo pairs"):
         open_source(str(tmp_path))

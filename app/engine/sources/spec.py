@@ -123,6 +123,9 @@ def _folder(path: Path) -> StereoSource:
         try:
             scenes = pair_folder_scenes(path, notes)
         except UserError as exc:
+            euroc = path / "mav0"  # EuRoC's download, NAME/mav0/cam0/data: opened as KITTI's root is
+            if euroc.is_dir() and _split_folders(path) == ["mav0"]:
+                return _folder(euroc)
             inner = _split_folders(path)
             if not inner:
                 raise
@@ -136,16 +139,18 @@ def _folder(path: Path) -> StereoSource:
 
 
 SPLIT_FOLDERS = ("training", "testing", "train", "test", "val", "validation")  # a dataset's root
+INNER_FOLDERS = ("mav0",)  # EuRoC's download unpacks to NAME/mav0/cam0/data
 
 
 def _split_folders(path: Path) -> list[str]:
-    """The splits of a dataset's root (KITTI's training/ and testing/) that hold a source's pairs."""
+    """The folders a level down that hold a source's pairs: the splits of a dataset's root (KITTI's
+    training/ and testing/), EuRoC's mav0/."""
     found = []
-    for name in SPLIT_FOLDERS:
+    for name in (*SPLIT_FOLDERS, *INNER_FOLDERS):
         sub = path / name
         if sub.is_dir():
             try:
-                find_scenes(sub)
+                find_scenes(sub) if name in SPLIT_FOLDERS else pair_folder_scenes(sub)
             except UserError:
                 continue
             found.append(name)

@@ -100,6 +100,16 @@ def test_a_kitti_root_opens_its_training_split(tmp_path: Path) -> None:
     assert len(read_all(str(tmp_path))) == 1
 
 
+def test_a_euroc_download_opens_its_mav0_folder(tmp_path: Path) -> None:
+    """`depth euroc` (NAME/mav0/cam0/data, as the download unpacks) said it found no cam0/ cam1/
+    (review)."""
+    for cam in ("cam0", "cam1"):
+        (tmp_path / "mav0" / cam / "data").mkdir(parents=True)
+        write_color_png(tmp_path / "mav0" / cam / "data" / "1403636579763555584.png", image(40))
+    with open_source(str(tmp_path)) as source:
+        assert source.frame_count == 1 and str(tmp_path / "mav0") in source.describe()
+
+
 def test_sceneflow_layout_in_natural_order(tmp_path: Path) -> None:
     for sub in ("left", "right", "disparity"):
         (tmp_path / sub).mkdir()

@@ -36,6 +36,10 @@ from app.ui.log_slider import LogSlider
 from app.ui.range_slider import RangeSlider
 from app.ui.settings import FLOW_VIEWS, Settings
 
+# of an answer over the budget: the engine has now measured this frame's costs
+NEXT_FITS = "costs now measured: the next answer fits better"
+ANSWERING_AGAIN = "costs now measured: answering again"
+
 DEBOUNCE_MS = 150
 SWAP_LABEL = "Swap left and right images"
 
@@ -532,9 +536,13 @@ class ControlsPanel(QWidget):
             min_confidence=s.min_confidence,
         )
 
-    def show_choice(self, result: DepthResult, frame: dict[str, float] | None = None) -> None:
-        """What the engine chose under the budget, and what it took; ``frame``: the frame's stage
-        timings (SGBM beside it is said apart: a 340 ms budgeted answer read as the 625 ms frame's)."""
+    def show_choice(
+        self, result: DepthResult, frame: dict[str, float] | None = None, over: str = NEXT_FITS
+    ) -> bool:
+        """What the engine chose under the budget, and what it took, and whether that was over the
+        budget (``over``: what is said of that); ``frame``: the frame's stage timings (SGBM beside
+        it is said apart: a 340 ms budgeted answer read as the 625 ms frame's)."""
+        over_budget = False
         took = result.timings.get("total", 0.0)
         if result.choice:
             planes = int(result.choice.get("planes", len(result.planes)))
@@ -544,8 +552,9 @@ class ControlsPanel(QWidget):
             text = f"chose {plural(planes, noun)}{every}, took {took:.0f} ms"
             # the budget this answer was planned for: the slider may have moved on since
             budget = float(result.choice.get("budget_ms", self.settings.budget_ms))
-            if self.settings.budget_on and took > OVER_BUDGET * budget:
-                text += f", over the {budget:g} ms budget (costs now measured: the next answer fits better)"
+            over_budget = self.settings.budget_on and took > OVER_BUDGET * budget
+            if over_budget:
+                text += f", over the {budget:g} ms budget" + (f" ({over})" if over else "")
         elif result.engine == "sgbm":  # a matcher over every disparity: no planes to count
             text = f"took {took:.0f} ms"
         else:
@@ -559,6 +568,7 @@ class ControlsPanel(QWidget):
         # the greyed number beside "auto" is not what was swept: say what was
         reach = "auto" if result.searched is None else f"auto: {result.searched[1]:g} px"
         self.max_disparity_auto.setText(reach)
+        return over_budget
 
     def show_refused(self) -> None:
         """The engine refused these settings (a budget below its fastest answer): the choice of the

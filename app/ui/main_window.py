@@ -48,13 +48,13 @@ from app.engine.session import (
     left_first,
     plural,
 )
-from app.engine.types import Calibration, FrameResult, Mode, StereoPair
+from app.engine.types import Calibration, DepthResult, FrameResult, Mode, StereoPair
 from app.ui import key_guard, wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
 from app.ui.cloud_view import CloudView
 from app.ui.controller import SessionController
-from app.ui.controls import SWAP_LABEL, ControlsPanel
+from app.ui.controls import ANSWERING_AGAIN, NEXT_FITS, SWAP_LABEL, ControlsPanel
 from app.ui.folders import FolderMemory
 from app.ui.latency import LatencyPlot
 from app.ui.measure_panel import MeasurePanel
@@ -223,6 +223,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.rec_badge)
         self.statusBar().addPermanentWidget(self.engine_label)
         self._hover_at: tuple[str, int, int] | None = None  # pane, x, y of the last hover
+        self._budget_retried = False  # a held frame's answer over the budget was answered again
         self._rec_timer = QTimer(self, interval=1000)
         self._rec_timer.timeout.connect(self._update_rec_badge)
         self.depth_view.set_colormap(self.settings.colormap)
@@ -397,6 +398,7 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         c = self.controls
         c.requestChanged.connect(self.controller.request_changed)
+        c.requestChanged.connect(self._new_budget_try)
         c.engineChanged.connect(self.apply_engine)
         c.compareChanged.connect(self._apply_compare)
         c.swapChanged.connect(self._apply_swap)
@@ -818,7 +820,7 @@ class MainWindow(QMainWindow):
             self.flow_view.clear_image()
         self._flow_drawn = shown.flow_rgb is not None
         self._flow_title(self._flow_drawn, shown.flow_scale)
-        self.controls.show_choice(depth, result.timings)
+        self._show_choice(depth, result.timings)
         self._warn_if_swapped(result)
         set_aside = self.session.take_set_aside()
         if set_aside is not None:  # a rig of another camera's frame size, kept from the last source
@@ -1162,9 +1164,25 @@ class MainWindow(QMainWindow):
             self._place_notices()
         return super().eventFilter(watched, event)
 
+    def _show_choice(self, depth: DepthResult, timings: dict[str, float]) -> None:
+        """The budget's choice under the controls. A held frame (an image pair, a paused source) has
+        no next answer to fit the budget better ("the next answer fits better" never came: review):
+        it is answered once again with the costs the first answer measured."""
+        still = self.controller.holds_still()
+        retry = still and not self._budget_retried
+        over = ANSWERING_AGAIN if retry else "" if still else NEXT_FITS
+        if self.controls.show_choice(depth, timings, over) and retry:
+            self._budget_retried = True
+            QTimer.singleShot(0, self.controller.refresh)
+
+    def _new_budget_try(self) -> None:
+        """New settings: a held frame's answer over the budget may be answered again once more."""
+        self._budget_retried = False
+
     def _place_notices(self) -> None:
-        """The notice bar across the top of the tabs below the images (under their tab bar, which
-        stays reachable), as tall as its wrapped text."""
+        """The notice bar across the bottom of the tabs below the images, as tall as its wrapped
+        text: their tab bar and the first lines of each tab (the 3D view's Max depth slider, the
+        Errors tab's bad-2 and EPE) stay in view (the bar hid them from under the tab bar: review)."""
         central = self.centralWidget()
         if central is None:
             return
@@ -1173,8 +1191,9 @@ class MainWindow(QMainWindow):
         height = self.notices.sizeHint().height()
         if layout is not None and layout.hasHeightForWidth():  # the wrapped text's own height
             height = layout.totalHeightForWidth(width)
-        below = self.extra.mapTo(central, self.extra.rect().topLeft()).y() + self.extra.tabBar().height()
-        self.notices.setGeometry(2, below, width, height)
+        bottom = self.extra.mapTo(central, self.extra.rect().bottomLeft()).y()
+        top = self.extra.mapTo(central, self.extra.rect().topLeft()).y() + self.extra.tabBar().height()
+        self.notices.setGeometry(2, max(top, bottom + 1 - height), width, height)
         self.notices.raise_()
 
     def _keep_images_room(self) -> None:

@@ -15,7 +15,7 @@ from PySide6.QtCore import QTimer
 from app.engine.depth.engines import EngineOptions
 from app.engine.errors import UserError
 from app.engine.session import Session
-from app.engine.types import Mode, Spacing
+from app.engine.types import DepthRequest, DepthResult, Mode, Spacing
 from app.ui.main_window import MainWindow
 from app.ui.render import render
 from app.ui.settings import Settings, load_settings
@@ -549,6 +549,35 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     # SGBM side by side is said apart: the frame took more than the budgeted answer (review)
     panel.show_choice(result, {"depth_total": 190.0, "sgbm": 285.0})
     assert panel.budget_label.text().endswith("; SGBM beside it 285 ms more")
+
+
+class _OverBudgetEngine(RecordingEngine):
+    """Answers every budget 2.5 times over, the first frame's costs being unknown to it."""
+
+    def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+        result = super().compute(left, right, request)
+        if request.budget_ms is not None:
+            result.choice = {"planes": 3.0, "budget_ms": request.budget_ms}
+            result.timings = {**result.timings, "total": 2.5 * request.budget_ms}
+        return result
+
+
+def test_a_held_frame_over_the_budget_is_answered_again_once(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """On an image pair "over the 200 ms budget (costs now measured: the next answer fits better)"
+    promised an answer that never came: a held frame has no next one (review)."""
+    engine = _OverBudgetEngine()
+    window = _window(qtbot, lambda spec: FakeSource(1), engine)
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    qtbot.waitUntil(window.controller.holds_still, timeout=5000)
+    before = len(engine.requests)
+    window.controls.mode.setCurrentText("continuous")
+    window.controls.budget_on.setChecked(True)
+    qtbot.waitUntil(lambda: len(engine.requests) >= before + 2, timeout=5000)  # the answer, and once again
+    qtbot.wait(300)
+    assert len(engine.requests) == before + 2
+    text = window.controls.budget_label.text()
+    assert "over the 200 ms budget" in text and "next answer" not in text and "again" not in text
 
 
 def _bi3d_window(qtbot):  # type: ignore[no-untyped-def]

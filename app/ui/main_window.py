@@ -224,6 +224,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.engine_label)
         self._hover_at: tuple[str, int, int] | None = None  # pane, x, y of the last hover
         self._budget_retried = False  # a held frame's answer over the budget was answered again
+        self._timed: FrameResult | None = None  # the last result whose timings the latency plot has
         self._rec_timer = QTimer(self, interval=1000)
         self._rec_timer.timeout.connect(self._update_rec_badge)
         self.depth_view.set_colormap(self.settings.colormap)
@@ -668,6 +669,8 @@ class MainWindow(QMainWindow):
         last = self.controller.last
         if on and last is not None and last.pair.gt_disparity is not None:  # errors to see
             self.extra.setCurrentWidget(self.compare_tab)
+        if last is not None:  # the answer shown moves to its side of the comparison at once
+            self.show_result(last)  # ("depth of the new source: computing…" stood in both: review)
         self.controller.refresh()
 
     def _show_lines(self, segments: np.ndarray | None) -> None:
@@ -810,9 +813,13 @@ class MainWindow(QMainWindow):
                 f"{preview}sgbm {result.baseline.mode.value} · the colours of the pane beside"
             )
             self.baseline_view.show_rgb(shown.baseline_rgb, shown.depth_levels)
-        elif self.top.currentIndex() == 1:  # SGBM is the main engine: no second answer (not the last one's)
+        elif self.top.currentIndex() == 1:  # no second answer (not the last one's)
             self.baseline_view.clear_image()
-            self.baseline_view.set_title("SGBM is the main engine: choose bi3d (Engine) to compare the two")
+            self.baseline_view.set_title(
+                "SGBM is the main engine: choose bi3d (Engine) to compare the two"
+                if depth.engine == "sgbm"
+                else "sgbm: computing…"  # compare just ticked: this answer was made without it
+            )
         self._show_errors(shown)
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
@@ -842,7 +849,9 @@ class MainWindow(QMainWindow):
             self._ended = False
             self._show_paused(False)
         self.cloud_view.set_result(result)
-        self.latency.add(result.timings, still=self.controller.holds_still())
+        if result is not self._timed:  # a redraw (a colour map, compare) is no new frame to time
+            self._timed = result
+            self.latency.add(result.timings, still=self.controller.holds_still())
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)
         self.calibration.frame_shown(result)
@@ -862,7 +871,11 @@ class MainWindow(QMainWindow):
                 pane.set_title("no ground truth for this source")
                 pane.clear_image()  # not the last source's errors
             else:  # the main engine's errors on the left; this pane waits for SGBM's
-                pane.set_title('SGBM\'s errors: tick "SGBM side by side" (Engine) to compare')
+                pane.set_title(
+                    "SGBM's errors: computing…"
+                    if self.settings.compare
+                    else 'SGBM\'s errors: tick "SGBM side by side" (Engine) to compare'
+                )
                 pane.clear_image()
 
     def show_error(self, message: str) -> None:

@@ -551,6 +551,27 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     assert panel.budget_label.text().endswith("; SGBM beside it 285 ms more")
 
 
+def test_ticking_compare_moves_the_answer_shown_beside_an_sgbm_pane_computing(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Both panes read "depth of the new source: computing…" for a second, and the Errors tab
+    "tick SGBM side by side" with it ticked; a redraw added the held frame's timings again to the
+    latency plot (review)."""
+    from app.ui.main_window import NEW_SOURCE_DEPTH
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    frames = len(window.latency.arrivals)
+    window.controls.compare.setChecked(True)  # the redraw is at once, before SGBM's answer
+    assert window.compare_main.title.full_text != NEW_SOURCE_DEPTH
+    assert window.baseline_view.title.full_text == "sgbm: computing…"
+    assert len(window.latency.arrivals) == frames  # a redraw is no new frame
+    _wait_result(qtbot, window)  # the answer with SGBM beside it
+    frames = len(window.latency.arrivals)
+    window.controls.colormap.setCurrentText("magma")
+    qtbot.wait(300)
+    assert len(window.latency.arrivals) == frames
+
+
 class _OverBudgetEngine(RecordingEngine):
     """Answers every budget 2.5 times over, the first frame's costs being unknown to it."""
 

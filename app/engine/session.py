@@ -468,7 +468,7 @@ class Session:
     @staticmethod
     def region_stats(result: FrameResult, x0: int, y0: int, x1: int, y1: int) -> measure.RegionStats:
         """Fill rate, mean distance and plane-fit RMS of a rectangle of the frame's depth."""
-        pointcloud.require_metric(result, "a region's figures")
+        pointcloud.require_metric(result, "measuring a region")
         return measure.region_stats(result.depth.disparity, result.calibration, x0, y0, x1, y1)
 
     @staticmethod

@@ -17,7 +17,8 @@ TOOLS = ("off", "distance", "region")
 HINTS = {
     "off": "choose a tool",
     "distance": "click two pixels of the depth view",
-    "region": "drag or resize the rectangle on the depth view",
+    "region": "drag on the depth view to draw a rectangle; drag it or its corner to change it "
+    "(the middle button pans)",
 }
 
 
@@ -48,9 +49,11 @@ class MeasurePanel(QWidget):
         self.roi = pg.RectROI((20, 20), (60, 40), pen=pg.mkPen("#ffeb3b", width=2))
         self.roi.sigRegionChangeFinished.connect(self._measure_region)
         self._roi_placed = False  # the rectangle was put where the pane looks for this source
+        self._drawn_from: tuple[float, float] | None = None  # where a drag drawing the rectangle began
         pane.box.addItem(self.marks)
         pane.box.addItem(self.line)
         pane.clicked.connect(self._clicked)
+        pane.box.draw_drag = self._draw
 
     def set_pane(self, pane: DepthPane) -> None:
         """Measure on ``pane`` from now on (the main engine's pane of the compare view, or the
@@ -59,6 +62,7 @@ class MeasurePanel(QWidget):
             return
         old = self.pane
         old.clicked.disconnect(self._clicked)
+        old.box.draw_drag = None
         for item in (self.marks, self.line, self.roi):
             if item in old.box.addedItems:
                 old.box.removeItem(item)
@@ -68,6 +72,7 @@ class MeasurePanel(QWidget):
         if self.tool.currentText() == "region":
             pane.box.addItem(self.roi)
         pane.clicked.connect(self._clicked)
+        pane.box.draw_drag = self._draw
 
     # ---- inputs ---------------------------------------------------------------------------
     def set_result(self, result: FrameResult) -> None:
@@ -130,6 +135,31 @@ class MeasurePanel(QWidget):
         self.roi.setPos((round(centre_x - width / 2), round(centre_y - height / 2)), finish=False)
         self.roi.setSize((width, height), finish=False)
         self._roi_placed = True
+
+    def _draw(self, event: object) -> bool:
+        """A left drag on the depth view draws the rectangle from where it began, in image pixels
+        (it panned the image, and the rectangle stood where it was put: review); True when taken."""
+        if self.tool.currentText() != "region" or self.result is None:
+            return False
+        box = self.pane.box
+        h, w = self.result.depth.disparity.shape[:2]
+        here = box.mapSceneToView(event.scenePos())  # type: ignore[attr-defined]
+        if event.isStart():  # type: ignore[attr-defined]
+            start = box.mapSceneToView(event.buttonDownScenePos())  # type: ignore[attr-defined]
+            self._drawn_from = (start.x(), start.y())
+        if self._drawn_from is None:
+            return False
+        (ax, ay), (bx, by) = self._drawn_from, (here.x(), here.y())
+        x0, x1 = (min(max(round(v), 0), w) for v in sorted((ax, bx)))
+        y0, y1 = (min(max(round(v), 0), h) for v in sorted((ay, by)))
+        finish = bool(event.isFinish())  # type: ignore[attr-defined]
+        self.roi.setPos((x0, y0), finish=False)
+        self.roi.setSize((max(1, x1 - x0), max(1, y1 - y0)), finish=False)
+        self._roi_placed = True
+        if finish:
+            self._drawn_from = None
+            self._measure_region()
+        return True
 
     def _clicked(self, x: int, y: int) -> None:
         if self.tool.currentText() != "distance":

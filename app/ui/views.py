@@ -126,6 +126,23 @@ def link_views(panes: list[ImagePane]) -> None:
         pane.box.sigRangeChangedManually.connect(lambda *_, pane=pane: follow(pane))
 
 
+class DrawingBox(pg.ViewBox):
+    """A view box whose left-button drags a tool may take (the Measure dock draws its rectangle
+    with them); the others pan, as in any view box."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        # called with each left drag event; True: the tool took it (no pan)
+        self.draw_drag: Callable[[object], bool] | None = None
+
+    def mouseDragEvent(self, ev: object, axis: int | None = None) -> None:
+        button = ev.button()  # type: ignore[attr-defined]
+        if self.draw_drag is not None and button == Qt.MouseButton.LeftButton and self.draw_drag(ev):
+            ev.accept()  # type: ignore[attr-defined]
+            return
+        super().mouseDragEvent(ev, axis)
+
+
 class ImagePane(pg.GraphicsLayoutWidget):
     """An RGB image with an optional tint overlay and line overlay (matches, epipolar lines)."""
 
@@ -137,7 +154,8 @@ class ImagePane(pg.GraphicsLayoutWidget):
         self.setMinimumSize(200, 150)
         self.title = _Title(title)
         self.addItem(self.title, row=0, col=0)
-        self.box = self.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMenu=False)
+        self.box = DrawingBox(lockAspect=True, invertY=True, enableMenu=False)
+        self.addItem(self.box, row=1, col=0)
         self.box.setDefaultPadding(0.0)  # fitted: the image's edges touch the pane's
         self.image = pg.ImageItem()
         self.overlay = pg.ImageItem()

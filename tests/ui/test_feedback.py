@@ -365,6 +365,50 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     assert at_change == [([], measure_panel.HINTS["distance"])]
 
 
+def test_a_drag_on_the_depth_view_draws_the_measured_rectangle(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Dragging across the bike panned the image, and the rectangle stayed where it was put
+    (review): a left drag in region mode draws it; in other modes it pans."""
+    from PySide6.QtCore import QPointF, Qt
+
+    from app.engine.types import Calibration
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    panel, box = window.measure, window.depth_view.box
+
+    class Drag:  # pyqtgraph's MouseDragEvent, as far as the tool reads it
+        def __init__(self, start: tuple[float, float], end: tuple[float, float], stage: str) -> None:
+            self.start, self.end, self.stage = start, end, stage
+
+        def button(self):  # type: ignore[no-untyped-def]
+            return Qt.MouseButton.LeftButton
+
+        def buttonDownScenePos(self):  # type: ignore[no-untyped-def]
+            return box.mapViewToScene(QPointF(*self.start))
+
+        def scenePos(self):  # type: ignore[no-untyped-def]
+            return box.mapViewToScene(QPointF(*self.end))
+
+        def isStart(self) -> bool:
+            return self.stage == "start"
+
+        def isFinish(self) -> bool:
+            return self.stage == "finish"
+
+        def accept(self) -> None:
+            pass
+
+    assert box.draw_drag is not None and not box.draw_drag(Drag((5, 5), (20, 20), "start"))  # tool off: pans
+    panel.tool.setCurrentText("region")
+    for stage, end in (("start", (12.0, 9.0)), ("move", (30.0, 20.0)), ("finish", (50.0, 40.0))):
+        box.mouseDragEvent(Drag((10.0, 8.0), end, stage))
+    (x, y), (w, h) = panel.roi.pos(), panel.roi.size()
+    assert (x, y, w, h) == (10, 8, 40, 32)
+    assert "fill rate 100.0 %" in panel.figures.text()
+
+
 def test_the_3d_view_builds_from_depth_and_calibration(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from app.engine.types import Calibration
     from app.ui import cloud_view

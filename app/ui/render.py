@@ -53,8 +53,11 @@ NEARER_RGB = (205, 205, 205)  # selective depth: nearer than the range
 FARTHER_RGB = (120, 120, 120)  # selective depth: farther than the range
 
 
-def _unknown_grey(rgb: np.ndarray, values: np.ndarray) -> np.ndarray:
-    rgb[~np.isfinite(values)] = UNKNOWN_RGB
+UNKNOWN_ON_GREY_RGB = (150, 40, 170)  # the grey colour map's unknown: its own dark grey was a far pixel's
+
+
+def _unknown_grey(rgb: np.ndarray, values: np.ndarray, colormap: str = "") -> np.ndarray:
+    rgb[~np.isfinite(values)] = UNKNOWN_ON_GREY_RGB if colormap == "gray" else UNKNOWN_RGB
     return rgb
 
 
@@ -118,13 +121,14 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
                 else ""
             )
         elif depth.range_state is not None:  # one grey for both sides read alike (review)
-            title += " · grey: light nearer, mid farther than the range, dark unknown"
+            unknown = "purple" if spec.colormap == "gray" else "dark"
+            title += f" · grey: light nearer, mid farther than the range, {unknown} unknown"
         elif not np.isfinite(shown).all():  # the grey has no place on the colour bar: say what it is
-            title += " · grey: unknown"
+            title += " · purple: unknown" if spec.colormap == "gray" else " · grey: unknown"
         tint = depth.range_state == 1 if depth.range_state is not None else None
     if Session.unrectified_note(result) is not None:  # the error said so, the pane did not (review)
         title = f"{UNRECTIFIED_TITLE} · {title}"
-    rgb = _outside_greys(_unknown_grey(colorize(shown, *levels, spec.colormap), shown), depth)
+    rgb = _outside_greys(_unknown_grey(colorize(shown, *levels, spec.colormap), shown, spec.colormap), depth)
     out = Rendered(spec, rgb, levels, title, tint)
     if result.baseline is not None:
         base = result.baseline
@@ -132,7 +136,9 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         shown_base = base.probabilities[0] if binary else base.disparity
         out.baseline_rgb = _outside_greys(
             _unknown_grey(
-                colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap), shown_base
+                colorize(shown_base, *((0.0, 1.0) if binary else levels), spec.colormap),
+                shown_base,
+                spec.colormap,
             ),
             base,
         )

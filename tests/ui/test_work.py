@@ -153,7 +153,7 @@ def test_readout_gives_metres_when_calibrated(qtbot, demo_dir: Path) -> None:  #
 
 def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     from app.engine.types import DepthRequest, FrameResult, Mode
-    from app.ui.render import DisplaySpec, render
+    from app.ui.render import UNKNOWN_ON_GREY_RGB, DisplaySpec, render
     from tests.engine.fake_results import empty_result
 
     image = np.zeros((8, 8, 3), np.uint8)
@@ -162,6 +162,10 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
     assert render(frame, DisplaySpec()).depth_title == "bi3d continuous · disparity in px"
     depth.disparity[2:4, 2:4] = np.nan  # masked: unknown, drawn grey
     assert render(frame, DisplaySpec()).depth_title.endswith("· grey: unknown")
+    # the grey colour map's far end is a dark grey too: its unknown pixels are purple (review)
+    grey = render(frame, DisplaySpec(colormap="gray"))
+    assert grey.depth_title.endswith("· purple: unknown")
+    assert tuple(grey.depth_rgb[2, 2]) == UNKNOWN_ON_GREY_RGB
     # selective: nearer and farther than the range in greys of their own (one grey read alike)
     from app.ui import render as render_module
 

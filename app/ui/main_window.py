@@ -344,6 +344,17 @@ class MainWindow(QMainWindow):
         self.fit_action.setToolTip("show every image whole again after zooming or panning")
         self.fit_action.triggered.connect(self.fit_images)
         self.view_menu.addAction(self.fit_action)
+        # the 3D view got 130 px of height at 1366 x 768, and nothing said the line above the tabs
+        # drags (review): the tabs below the images take three quarters of the height and back
+        self.large_tabs_action = QAction("Large tabs below the images", self, shortcut=QKeySequence("T"))
+        self.large_tabs_action.setCheckable(True)
+        self.large_tabs_action.setToolTip("the Right, Errors, Flow and 3D tabs take most of the height")
+        self.large_tabs_action.toggled.connect(self._large_tabs)
+        self.view_menu.addAction(self.large_tabs_action)
+        self.full_screen_action = QAction("Full screen", self, shortcut=QKeySequence("F11"))
+        self.full_screen_action.setCheckable(True)
+        self.full_screen_action.toggled.connect(lambda on: self.showFullScreen() if on else self.showNormal())
+        self.view_menu.addAction(self.full_screen_action)
         self.view_menu.addSeparator()
         for action in (*(d.toggleViewAction() for d in self.docks), playback.toggleViewAction()):
             self.view_menu.addAction(action)
@@ -355,6 +366,19 @@ class MainWindow(QMainWindow):
         )
         self.reset_action.triggered.connect(self.reset_settings)
         self.view_menu.addAction(self.reset_action)
+
+    def _large_tabs(self, on: bool) -> None:
+        """The tabs below the images take three quarters of the split (``on``), or the sizes they
+        had before."""
+        sizes = self.central_split.sizes()
+        total = sum(sizes)
+        if on:
+            self._split_before = sizes
+            self.central_split.setSizes([total // 4, total - total // 4])
+        else:
+            before = getattr(self, "_split_before", None) or [total - total // 3, total // 3]
+            self.central_split.setSizes(before)
+        self._place_notices()
 
     def fit_images(self) -> None:
         """Every image pane shows its whole image again (View > Fit images, F)."""
@@ -1215,7 +1239,7 @@ class MainWindow(QMainWindow):
         x 80 px beside a larger right image and a full-height latency plot: review). Taller
         windows keep the sizes the user dragged."""
         height = self.height()
-        if height >= COMPACT_HEIGHT:
+        if height >= COMPACT_HEIGHT or self.large_tabs_action.isChecked():  # asked for: kept
             return
         sizes = self.central_split.sizes()
         total = sum(sizes)

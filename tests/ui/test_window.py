@@ -572,6 +572,21 @@ def test_ticking_compare_moves_the_answer_shown_beside_an_sgbm_pane_computing(qt
     assert len(window.latency.arrivals) == frames
 
 
+def test_the_tabs_below_the_images_can_be_made_large_and_back(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The 3D view had 130 px of height at 1366 x 768 and no way to enlarge it that anything
+    pointed to (review): View > Large tabs below the images (T) gives them three quarters."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.resize(1366, 768)
+    qtbot.wait(50)
+    before = window.central_split.sizes()
+    window.large_tabs_action.trigger()
+    images, tabs = window.central_split.sizes()
+    assert tabs >= 0.7 * (images + tabs)
+    window.large_tabs_action.trigger()
+    assert window.central_split.sizes() == before
+    assert window.full_screen_action.shortcut().toString() == "F11"
+
+
 class _OverBudgetEngine(RecordingEngine):
     """Answers every budget 2.5 times over, the first frame's costs being unknown to it."""
 

@@ -59,7 +59,7 @@ NO_CALIBRATION = "none: depth in pixels only"
 SOURCE_CALIBRATION = "from the source"
 SELF_RECTIFICATION = "self-rectification"
 POSE_REFIT = ", pose re-fitted"  # a rig's name after Self-rectify re-fitted its pose (its intrinsics kept)
-UNKNOWN_BASELINE = "unknown (depths in baselines)"
+UNKNOWN_BASELINE = "not given"  # "Baseline: unknown" beside a loaded 193 mm rig read as a contradiction
 
 
 def match_segments(report: EpipolarReport, gain: float = LINE_GAIN) -> np.ndarray:
@@ -222,11 +222,11 @@ class CalibrationPanel(QWidget):
         self.self_baseline = QDoubleSpinBox(decimals=4, minimum=0.0, maximum=5.0, value=0.0, suffix=" m")
         self.self_baseline.setSpecialValueText(UNKNOWN_BASELINE)
         self.self_baseline.setToolTip(
-            "the distance between the cameras' centres, measured: depth in metres (unknown: a loaded "
-            "rig's baseline is kept, else depths are in baselines)"
+            "for Self-rectify: the distance between the cameras' centres, measured, gives depth in "
+            "metres (not given: a loaded rig's baseline is kept, else depths are in baselines)"
         )
         baseline = QFormLayout()
-        baseline.addRow("Baseline", self.self_baseline)
+        baseline.addRow("Measured baseline", self.self_baseline)  # an input of self-rectification
         v.addWidget(add)
         v.addLayout(baseline)
         for w in (self.self_button, self.self_status):

@@ -435,7 +435,7 @@ def test_self_rectify_with_a_good_rig_agrees_with_the_check(qtbot, monkeypatch, 
     window = _window(qtbot, holder)
     _show(qtbot, window, holder, _sample_pair())
     panel = window.calibration
-    assert panel.self_baseline.text() == "unknown (depths in baselines)"
+    assert panel.self_baseline.text() == "not given"
     with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
         panel.load(sample_rig)
     loaded = panel.rig
@@ -456,7 +456,7 @@ def test_self_rectify_with_a_good_rig_agrees_with_the_check(qtbot, monkeypatch, 
     )
     assert panel.rig is loaded and not saves and "before" not in text
     panel.clear()
-    assert panel.self_baseline.text() == "unknown (depths in baselines)"
+    assert panel.self_baseline.text() == "not given"
 
 
 def test_a_pose_re_fit_keeps_the_rig_s_name_and_its_intrinsics_count_as_measured(  # type: ignore[no-untyped-def]

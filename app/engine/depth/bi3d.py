@@ -356,7 +356,7 @@ class Bi3DEngine:
                 elif (
                     request.mode is Mode.CONTINUOUS and request.max_disparity >= ceiling
                 ):  # auto, no room left
-                    remedy = ceiling_remedy(self.model.max_disparity)
+                    remedy = ceiling_remedy(self.model.max_disparity, ceiling, left.shape[1])
                     reach = None if found is None else found.estimate
                     result.notes.extend(ceiling_note(result.disparity, request.max_disparity, remedy, reach))
         # the probe of a new size is reported apart: the cost model learns the frame's own time

@@ -229,9 +229,13 @@ def ceiling_note(disparity: np.ndarray, top: float, remedy: str, estimate: float
     ]
 
 
-def ceiling_remedy(model_top: int | None) -> str:
+def ceiling_remedy(model_top: int | None, top: float | None = None, width: int | None = None) -> str:
     """What to do about a scene nearer than an auto range's ceiling: a Bi3D model reaching
-    ``model_top`` px cannot sweep further; SGBM searches up to the image's width."""
+    ``model_top`` px cannot sweep further; SGBM searches up to the image's width. A ceiling
+    ``top`` set by the images' ``width`` leaves nothing to do (a 20 px pair was told to halve
+    its images, under the 16 px they must have)."""
+    if top is not None and width is not None and top >= widest_search(width):
+        return f"the images are only {width} px wide, so no search reaches further in them"
     if model_top is None:
         return f"set {setting('max_disparity')} above it (SGBM searches up to the image width)"
     return (

@@ -180,7 +180,7 @@ class SGBMEngine:
             result.searched = (0.0, float(request.max_disparity))
             result.notes.insert(0, found.note)
             if request.mode is Mode.CONTINUOUS and request.max_disparity >= ceiling:  # no room left
-                remedy = ceiling_remedy(None)
+                remedy = ceiling_remedy(None, ceiling, left.shape[1])
                 result.notes.extend(
                     ceiling_note(result.disparity, request.max_disparity, remedy, found.estimate)
                 )

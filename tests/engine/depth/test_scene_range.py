@@ -181,3 +181,14 @@ def test_sgbm_under_a_maximum_short_of_the_scene_says_so() -> None:
     )
     enough = SGBMEngine().compute(left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=64))
     assert not any("the scene reaches" in n for n in enough.notes)
+
+
+def test_a_ceiling_set_by_the_images_width_asks_for_nothing_impossible() -> None:
+    """A 20 x 20 pair whose answers piled at 16 px was told to give the images at half size or
+    smaller, below the 16 px an image must have (review)."""
+    from app.engine.depth.scene_range import ceiling_remedy
+
+    assert "half size" in ceiling_remedy(192, 192.0, 741)  # the model's reach: smaller images help
+    narrow = ceiling_remedy(192, 16.0, 20)
+    assert "half size" not in narrow and "only 20 px wide" in narrow
+    assert "SGBM searches up to" not in ceiling_remedy(None, 16.0, 20)

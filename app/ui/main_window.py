@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -122,6 +123,8 @@ MIN_WINDOW = (800, 500)  # smaller, the panes overlapped and the controls were c
 
 PLAY_AGAIN = "Play starts it again"  # the end's news: taken back when Play does
 
+SLOWER_THAN_REAL = 0.9  # playback below this share of the source's own speed is said on the seek bar
+PLAYED_FOR_SPEED = 4  # frames in a row before the speed is said
 NEW_SOURCE_DEPTH = "depth of the new source: computing…"
 
 
@@ -225,6 +228,8 @@ class MainWindow(QMainWindow):
         self._hover_at: tuple[str, int, int] | None = None  # pane, x, y of the last hover
         self._budget_retried = False  # a held frame's answer over the budget was answered again
         self._timed: FrameResult | None = None  # the last result whose timings the latency plot has
+        # (frame, wall clock, source time) of the last frames played in a row: the playback's speed
+        self._played: deque[tuple[int, float, float]] = deque(maxlen=10)
         self._rec_timer = QTimer(self, interval=1000)
         self._rec_timer.timeout.connect(self._update_rec_badge)
         self.depth_view.set_colormap(self.settings.colormap)
@@ -618,7 +623,27 @@ class MainWindow(QMainWindow):
             source = self.session.source
             # time into the source: a recording's clock (a camera's, or a restarted one) starts anywhere
             stamp = source.timestamp_of(index) - source.timestamp_of(0)  # type: ignore[union-attr]
-            self.seek_label.setText(f" frame {index + 1} / {count} · {stamp:.2f} s ")
+            speed = self._playback_speed(index)
+            slower = f" · {speed:.2g}x real time" if speed is not None and speed < SLOWER_THAN_REAL else ""
+            self.seek_label.setText(f" frame {index + 1} / {count} · {stamp:.2f} s{slower} ")
+
+    def _playback_speed(self, index: int) -> float | None:
+        """Seconds of the source played per second over the last frames shown in a row, or None
+        (held, too few yet, or a source whose frames carry no times). A video played at the depth's
+        pace ran at a third of its speed, unsaid (review)."""
+        source, marks = self.session.source, self._played
+        if source is None or not getattr(source, "has_times", False) or self.controller.holds_still():
+            marks.clear()
+            return None
+        if marks and index != marks[-1][0]:
+            if index != marks[-1][0] + 1:  # a seek or a skipped frame: start afresh
+                marks.clear()
+        if not marks or marks[-1][0] != index:
+            marks.append((index, time.monotonic(), source.timestamp_of(index)))  # type: ignore[attr-defined]
+        if len(marks) < PLAYED_FOR_SPEED:
+            return None
+        (_, wall0, stamp0), (_, wall1, stamp1) = marks[0], marks[-1]
+        return (stamp1 - stamp0) / (wall1 - wall0) if wall1 > wall0 else None
 
     def _update_position(self) -> None:
         number, count, _ = self.session.position()

@@ -1105,6 +1105,29 @@ def test_a_notice_does_not_move_the_images(qtbot) -> None:  # type: ignore[no-un
     assert window.notices.isVisible() and bar.height() >= window.notices.text.fontMetrics().lineSpacing() * 2
 
 
+def test_playback_slower_than_real_time_is_said_on_the_seek_bar(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A video played at the depth's pace ran at a third of its speed, and nothing said so (review)."""
+    import time as clock
+
+    from app.engine.sources.recording import Recorder
+    from app.engine.types import StereoPair
+
+    class Slow(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            clock.sleep(0.1)  # 10 frames a second of a 30 fps recording
+            return super().compute(left, right, request)
+
+    image = np.random.default_rng(0).integers(0, 255, (60, 80, 3), dtype=np.uint8)
+    with Recorder(tmp_path / "rec") as recorder:
+        for i in range(30):
+            recorder.write(StereoPair(image, np.roll(image, -4, axis=1), i / 30))
+    window = _window(qtbot, None, Slow())
+    window.open_spec(str(tmp_path / "rec"))
+    qtbot.waitUntil(lambda: "real time" in window.seek_label.text(), timeout=10_000)
+    speed = float(window.seek_label.text().split(" · ")[-1].split("x")[0])
+    assert 0.1 < speed < 0.6
+
+
 def test_step_while_a_file_plays_pauses_it(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Step (or Right) while a recording played did nothing, and playback went on (review)."""
     folder = pairs_folder(tmp_path / "pairs", count=40)

@@ -715,6 +715,8 @@ def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibrati
     names = [a.text() for a in view.actions() if not a.isSeparator()]
     assert names == [
         "Fit images",
+        "Large tabs below the images",
+        "Full screen",
         "Controls",
         "Calibration",
         "Measure",

@@ -127,6 +127,12 @@ class StereoSource(ABC):
         """The timestamp (s) of frame ``index``, for a seek bar's label."""
         return float(index)
 
+    @property
+    def has_times(self) -> bool:
+        """Whether ``timestamp_of`` gives times the frames were taken at (a video's, a recording's),
+        not frame numbers (a folder of pairs): only then is playback slower than real time."""
+        return False
+
     def open(self) -> None:
         """Acquire files or devices (once); a closed source stays closed: open a new one."""
         if not self._opened and not self._closed:

@@ -394,6 +394,10 @@ class SceneSource(StereoSource):
     def timestamp_of(self, index: int) -> float:
         return self._timestamps[index] if self._timestamps is not None else float(index)
 
+    @property
+    def has_times(self) -> bool:
+        return self._timestamps is not None
+
     def _load(self, index: int, notes: list[str]) -> StereoPair:
         """Scene ``index``'s pair; ground truth that cannot be read is left out with a note (the
         images are what depth needs), images that cannot be read are a ``UserError``."""

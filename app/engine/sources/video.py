@@ -90,6 +90,10 @@ class VideoSource(StereoSource):
     def timestamp_of(self, index: int) -> float:
         return index / self._fps
 
+    @property
+    def has_times(self) -> bool:
+        return True
+
     def describe(self) -> str:
         if len(self.paths) == 2:
             return f"videos {self.paths[0].name} + {self.paths[1].name}"

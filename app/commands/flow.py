@@ -146,6 +146,7 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
             "a folder of pairs, synthetic, camera:N)"
         )
     latencies: list[float] = []
+    spans: list[tuple[int, int]] = []  # the frame numbers each flow went from and to (the source's)
     movie = _FlowMovie(Path(args.out) / "flow.avi", args.max_magnitude) if args.out else None
     interrupted = False
     with contextlib.closing(frames):
@@ -154,11 +155,13 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
             raise UserError(f"{what} has no readable frame; check the source")
         if movie is not None:
             movie.fps = meta.get("fps", movie.fps)
+        read = 0  # frames read after the first: their numbers where the source gives none (a video)
         try:
             while args.max_frames is None or len(latencies) < args.max_frames:
                 current = next(frames, None)
                 if current is None:
                     break
+                read += 1
                 if current[1] is not None and previous[1] is not None and current[1] != previous[1] + 1:
                     # a damaged frame was skipped: no flow across the gap (it was computed unsaid)
                     print(
@@ -169,7 +172,9 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
                     continue
                 result = backend.compute(previous[0], current[0])
                 latencies.append(result.timings["total"])
-                print(f"frame {len(latencies)}: {latencies[-1]:.1f} ms")
+                to = current[1] if current[1] is not None else read
+                spans.append((previous[1] if previous[1] is not None else read - 1, to))
+                print(f"frames {spans[-1][0]}-{to}: {latencies[-1]:.1f} ms")
                 if movie is not None:
                     movie.add(result.flow)
                 previous = current
@@ -190,7 +195,11 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
     if args.out:
         out = Path(args.out)
         make_folder(out)
-        rows = ["frame,latency_ms", *(f"{i + 1},{ms:.3f}" for i, ms in enumerate(latencies))]
+        # numbered by the source's frames (1..N had hidden a skipped frame: review)
+        rows = [
+            "from_frame,to_frame,latency_ms",
+            *(f"{a},{b},{ms:.3f}" for (a, b), ms in zip(spans, latencies, strict=True)),
+        ]
         atomic_write(out / "latency.csv", ("\n".join(rows) + "\n").encode())
         wrote = [str(out / "latency.csv"), str(_record(out, backend, args))]
         if movie is not None and movie.written:

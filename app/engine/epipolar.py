@@ -22,6 +22,7 @@ RATIO = 0.8  # Lowe's ratio test: best match clearly better than the second best
 RANSAC_PX = 1.5  # distance to the epipolar line that counts as an inlier of F
 PLANAR_FRACTION = 0.6  # F inliers one homography explains, above which the scene counts as flat
 SWAP_PX, SWAP_SHARE = 1.0, 0.6  # matches this far on the wrong side, more than this share of them
+SWAP_ROWS_PX = 8.0  # beyond this vertical RMS the side of the matches says nothing of the order
 _HALF = 7  # refinement patch is 15 x 15 px
 _SEARCH = 3  # px around the descriptor match
 _MIN_NCC = 0.9

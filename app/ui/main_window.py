@@ -850,10 +850,10 @@ class MainWindow(QMainWindow):
         selective = depth.range_state is not None and depth.mode is not Mode.BINARY
         self.left_view.set_title("Left · red: nearer than the range" if selective else "Left")
         self.depth_view.set_title(shown.depth_title)
-        self.depth_view.show_rgb(shown.depth_rgb, shown.depth_levels)
+        self.depth_view.show_rgb(shown.depth_rgb, shown.depth_levels, shown.answered)
         if self.top.currentIndex() == 1:  # comparing: the main engine again, beside SGBM
             self.compare_main.set_title(shown.depth_title)
-            self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels)
+            self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels, shown.answered)
         if shown.baseline_rgb is not None and result.baseline is not None:
             # what it shows (it said "SGBM" alone, also beside a quick preview's banded answer)
             first = shown.depth_title.split(" · ")[0]
@@ -963,9 +963,10 @@ class MainWindow(QMainWindow):
         except UserError as exc:
             self.show_error(_output_folder_hint(exc.worded(vocabulary.window_words)))
             return
-        self.show_status(
-            f"snapshot saved in {folder} (depth_shown.png as on screen, the depth files, the pair, "
-            "result.json)"
+        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+        self.show_status(  # its size said: result.npz holds the planes' probabilities (45 MB: review)
+            f"snapshot saved in {folder}, {size:.1f} MB (depth_shown.png as on screen, the depth files "
+            "with result.npz, the pair, result.json)"
         )
 
     def toggle_recording(self, on: bool) -> None:

@@ -37,6 +37,7 @@ class Rendered:
     flow_scale: float | None = None  # px the colour wheel's rim stands for (said in the pane's title)
     errors: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (title, rgb) per engine
     histogram: tuple[np.ndarray, np.ndarray, str] | None = None  # counts, edges, unit (m or px)
+    answered: bool = True  # some pixel has a value: the colour bar means something
 
 
 def auto_levels(values: np.ndarray) -> tuple[float, float]:
@@ -129,7 +130,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     if Session.unrectified_note(result) is not None:  # the error said so, the pane did not (review)
         title = f"{UNRECTIFIED_TITLE} · {title}"
     rgb = _outside_greys(_unknown_grey(colorize(shown, *levels, spec.colormap), shown, spec.colormap), depth)
-    out = Rendered(spec, rgb, levels, title, tint)
+    out = Rendered(spec, rgb, levels, title, tint, answered=bool(np.isfinite(shown).any()))
     if result.baseline is not None:
         base = result.baseline
         binary = base.mode is Mode.BINARY

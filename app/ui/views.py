@@ -242,18 +242,26 @@ class DepthPane(ImagePane):
         self.cmap = "turbo"
         self.bar = pg.ColorBarItem(values=(0, 96), colorMap=_colormap(self.cmap), interactive=False, width=14)
         self.addItem(self.bar, row=1, col=1)
+        self.bar.setVisible(False)  # until there is an image whose colours it explains
         self.levels: tuple[float, float] = (0.0, 96.0)
 
     def set_colormap(self, name: str) -> None:
         self.cmap = name
         self.bar.setColorMap(_colormap(name))
 
-    def show_rgb(self, rgb: np.ndarray, levels: tuple[float, float]) -> None:
-        """Show an already colour-mapped image and the range its colour bar spans."""
+    def show_rgb(self, rgb: np.ndarray, levels: tuple[float, float], answered: bool = True) -> None:
+        """Show an already colour-mapped image and the range its colour bar spans; ``answered``
+        False (no pixel has a value) hides the bar, whose 0-1 would read as an answer."""
         if levels != self.levels:  # the bar's axis re-lays out and repaints on every set
             self.levels = levels
             self.bar.setLevels(levels)
+        self.bar.setVisible(answered)
         self.show_image(rgb)
+
+    def clear_image(self) -> None:
+        """No image, and no colour bar (an empty pane showed a 0-96 px bar: review)."""
+        super().clear_image()
+        self.bar.setVisible(False)
 
 
 def _colormap(name: str) -> pg.ColorMap:

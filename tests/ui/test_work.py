@@ -274,3 +274,29 @@ def test_the_window_title_names_a_pairs_folder_once() -> None:
     assert short_description("/a/l.png,/b/r.png") == "/a/l.png,/b/r.png"  # two folders: both said
     assert short_description("camera:0,1") == "camera:0,1"
     assert short_description("synthetic") == "synthetic"
+
+
+def test_the_colour_bar_shows_only_beside_an_answer(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """An empty pane, and an answer with no pixel kept, showed a 0-96 (or 0-1) px colour bar that
+    read as an answer (review)."""
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from app.ui.views import DepthPane
+    from tests.engine.fake_results import empty_result
+
+    pane = DepthPane("Depth")
+    qtbot.addWidget(pane)
+    assert not pane.bar.isVisible()
+    image = np.zeros((8, 8, 3), np.uint8)
+    depth = empty_result(image, "bi3d", Mode.CONTINUOUS)
+    frame = FrameResult(1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS), depth)
+    shown = render(frame, DisplaySpec())
+    pane.show_rgb(shown.depth_rgb, shown.depth_levels, shown.answered)
+    assert shown.answered and pane.bar.isVisible()
+    depth.disparity[:] = np.nan
+    shown = render(frame, DisplaySpec())
+    pane.show_rgb(shown.depth_rgb, shown.depth_levels, shown.answered)
+    assert not shown.answered and not pane.bar.isVisible()
+    pane.show_rgb(shown.depth_rgb, shown.depth_levels)
+    pane.clear_image()
+    assert not pane.bar.isVisible()

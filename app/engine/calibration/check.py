@@ -20,6 +20,7 @@ from app.engine.epipolar import (  # noqa: F401 (the check's matching, re-export
     DETECTORS,
     MAX_FEATURES,
     MIN_FEATURES,
+    SWAP_ROWS_PX,
     Misalignment,
     epipolar_inliers,
     match_features,
@@ -151,7 +152,9 @@ def check_epipolar(
             f"; {mismatched} of {len(pl) + mismatched} matches left out, rows apart from the others' "
             "(a repetitive pattern matched a period away)"
         )
-    if matches_swapped(pl, pr):  # depth.alignment's test, on these matches
+    # depth.alignment's test, on these matches; rows far apart (a tilt turns the columns too) say
+    # nothing of the order: the hand-held pair read "swapped" and its self-rectification was not
+    if rms <= SWAP_ROWS_PX and matches_swapped(pl, pr):
         reason += (
             "; the images look swapped (most matches sit further right in the right image): give the "
             "left camera's image first"

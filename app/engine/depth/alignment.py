@@ -44,6 +44,7 @@ import numpy as np
 
 from app.engine.depth.scene_range import CEILING_WORDS, checked_disparity
 from app.engine.epipolar import (
+    SWAP_ROWS_PX,
     Misalignment,
     epipolar_inliers,
     match_features,
@@ -74,7 +75,6 @@ DEFAULT_ALIGN = AlignConfig()
 # pair is not rectified (a raw camera pair, a tilted hand-held one, a pair rectified twice), so
 # no row of the right image holds a left pixel's match and the depth is noise
 UNRECTIFIED_PX = 2.0
-SWAP_ROWS_PX = 8.0  # beyond this vertical RMS the side of the matches says nothing of the order
 UNRECTIFIED_WORDS = "does not look rectified"
 SWAPPED_NOTE = (
     "the left and right images look swapped: most features sit further right in the right image than "

@@ -415,6 +415,26 @@ def test_eval_scales_a_calibration_made_at_another_size_with_its_ndisp(capsys, t
     assert row["max_disparity"] == 32  # the scaled ndisp (64 before)
 
 
+def test_a_video_split_the_wrong_way_is_not_told_to_raise_its_range(
+    capsys, demo_dir: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Beside "this depth is noise: open it as ...?layout=sbs" came "13 % of the answers read the
+    top of the range: set --max-disparity above it" (review)."""
+    left, right = (
+        cv2.resize(cv2.imread(str(demo_dir / name)), (370, 250), interpolation=cv2.INTER_AREA)
+        for name in ("im0.png", "im1.png")
+    )
+    video = tmp_path / "rig.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (740, 250))
+    if not writer.isOpened():
+        pytest.skip("this OpenCV cannot write MJPG")
+    writer.write(np.hstack([left, right]))
+    writer.release()
+    spec = f"video:{video}?layout=tb"
+    code, stdout, _ = run(capsys, "depth", spec, "--engine", "sgbm", "--out", str(tmp_path / "o"))
+    assert code == 0 and "this depth is noise" in stdout and "top of the range" not in stdout
+
+
 def _kitti_scene(root: Path, shift: int) -> None:
     """One KITTI 2015 frame (image_2, image_3, disp_occ_0) of a ``shift`` px textured pair."""
     from app.engine.formats import write_kitti_png

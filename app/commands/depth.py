@@ -170,6 +170,7 @@ def _inputs(left: str | Path | None, right: str | Path | None, calib: str | None
 def run_source(args: argparse.Namespace) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.depth.engines import build_engine
+    from app.engine.depth.scene_range import without_ceiling_notes
     from app.engine.outputs import (
         earlier_result,
         format_summary,
@@ -177,6 +178,7 @@ def run_source(args: argparse.Namespace) -> int:
         remove_stale_frames,
         write_result,
     )
+    from app.engine.sources.layout import MARK as LAYOUT_MARK
     from app.engine.sources.spec import is_source_spec, open_source
     from app.engine.sources.video import CUT_SHORT_WORDS
 
@@ -223,6 +225,8 @@ def run_source(args: argparse.Namespace) -> int:
                 request = depth_request(args, calibration)
             result = engine.compute(*rectify(pair.left, pair.right), request)
             result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
+            if any(LAYOUT_MARK in n for n in source.notes):  # split the wrong way: no range to raise
+                result.notes = without_ceiling_notes(result.notes)
             lines = format_summary(result, calibration, unit, cli_words).splitlines()
             print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
             said.update(line for line in lines if line.startswith("note: "))

@@ -27,6 +27,7 @@ from app.engine.calibration.rig import StereoRig
 from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_ADVICE, UNRECTIFIED_WORDS
 from app.engine.depth.bi3d import OVER_BUDGET
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
+from app.engine.depth.scene_range import without_ceiling_notes
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
 from app.engine.flow.base import PARAMETERS, FlowOptions, FlowParam
@@ -653,6 +654,8 @@ class Session:
         depth = engine.compute(left, right, request)
         source_notes = getattr(self.source, "notes", ())  # e.g. a video opened in the other layout
         depth.notes[:0] = [n for n in source_notes if n not in depth.notes]
+        if any(LAYOUT_MARK in n for n in source_notes):  # split the wrong way: no range to raise
+            depth.notes = without_ceiling_notes(depth.notes)
         for stage in ("features", "planes"):
             timings[stage] = depth.timings.get(stage, 0.0)
         timings["depth_total"] = depth.timings.get("total", 0.0)

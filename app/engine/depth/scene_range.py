@@ -208,6 +208,12 @@ AT_CEILING_SHARE = 0.05  # share of the answered pixels at an auto range's ceili
 CEILING_WORDS = "the top of the range"  # in both of ceiling_note's notes (an unrectified pair drops them)
 
 
+def without_ceiling_notes(notes: list[str]) -> list[str]:
+    """``notes`` less ``ceiling_note``'s: where the depth is noise (an unrectified pair, a stereo
+    video split the wrong way) raising the range is no advice."""
+    return [note for note in notes if CEILING_WORDS not in note]
+
+
 def ceiling_note(disparity: np.ndarray, top: float, remedy: str, estimate: float | None = None) -> list[str]:
     """``--max-disparity auto`` that reached its ceiling, ``top`` px, and found no room above: a
     note when the estimate (``SceneRange.estimate``, px) reaches past it, or when

@@ -69,7 +69,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     args.debug = debug
     try:
-        with terminate_as_interrupt(args.command != "gui"):  # the window closes itself on SIGTERM
+        with terminate_as_interrupt(args.command != "gui"), pipe_safe_stdout():
             return int(args.func(args))
     except DiskFailure as exc:  # the machine, not the command line
         print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
@@ -99,6 +99,46 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.debug:
             raise
         return _unexpected(args.command, exc)
+
+
+class _PipeSafe:
+    """Standard output that a reader closing early (``| head -1``) does not stop: the command goes
+    on with its output dropped. A BrokenPipeError out of a print had ended `calib chessboard` with
+    exit status 0 before it wrote its calibration (review)."""
+
+    def __init__(self, stream: object) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return int(self.stream.write(text))  # type: ignore[attr-defined]
+            except BrokenPipeError:
+                self.broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()  # type: ignore[attr-defined]
+            except BrokenPipeError:
+                self.broken = True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def pipe_safe_stdout() -> Iterator[None]:
+    """``sys.stdout`` as ``_PipeSafe`` while the block runs; a closed pipe leaves it on os.devnull
+    (the interpreter's last flush would fail on it again)."""
+    original, safe = sys.stdout, _PipeSafe(sys.stdout)
+    sys.stdout = safe
+    try:
+        yield
+    finally:
+        sys.stdout = open(os.devnull, "w") if safe.broken else original
 
 
 @contextlib.contextmanager

@@ -334,6 +334,23 @@ def test_python_dash_m_app_runs() -> None:
         assert command in proc.stdout
 
 
+def test_output_read_no_further_still_lets_the_command_finish(tmp_path: Path) -> None:
+    """`calib chessboard ... | head -1` exited 0 without writing its calibration: the print that met
+    the closed pipe ended the command (review)."""
+    out = tmp_path / "rec"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "record", "synthetic:48x64?frames=3&seed=1", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert (out / "timestamps.txt").read_text().count("\n") == 3 and "Traceback" not in err
+
+
 def _scene(root: Path, left: np.ndarray, right: np.ndarray, gt: np.ndarray) -> None:
     from app.engine.formats import write_pfm
 

@@ -49,6 +49,18 @@ def test_check_demo_pair(
     )
 
 
+def test_a_check_of_swapped_images_exits_1(
+    capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    """The swapped demo pair read "rectified", exit 0, where depth refuses it (review)."""
+    out = tmp_path / "check.json"
+    code, stdout, _ = run(capsys, "calib", "check", demo_pair[1], demo_pair[0], "--json", str(out))
+    assert code == 1 and "the images look swapped" in stdout
+    assert json.loads(out.read_text())["swapped"] is True
+    code, _, _ = run(capsys, "calib", "check", *demo_pair, "--json", str(out))
+    assert code == 0 and json.loads(out.read_text())["swapped"] is False
+
+
 def test_check_of_a_rotated_pair_is_bad_and_exits_1(
     capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -106,7 +106,9 @@ def run_check(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write(args.json, (json.dumps(figures, indent=2) + "\n").encode())
         print(f"wrote {args.json}")
-    return 1 if report.verdict == "not rectified" else 0  # scripts can gate on a rig out of calibration
+    # scripts can gate on a rig out of calibration, and on cameras the wrong way round (depth
+    # refuses such a pair: the check passed it, "rectified", exit 0: review)
+    return 1 if report.verdict == "not rectified" or report.swapped else 0
 
 
 def _board_figures(board: BoardReport, args: argparse.Namespace) -> dict[str, Any]:

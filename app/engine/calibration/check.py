@@ -64,6 +64,7 @@ class EpipolarReport:
     points_right: np.ndarray
     misalignment: Misalignment | None = None
     subpixel: bool = True
+    swapped: bool = False  # most matches at negative disparity: the left camera's image came second
 
     def reason_in(self, words: Wording) -> str:
         """``reason`` with the actions it advises worded for a front end (``app.vocabulary``)."""
@@ -84,6 +85,7 @@ class EpipolarReport:
         for key, value in values.items():
             out[key] = round(value, 4) if math.isfinite(value) else None
         out["reason"] = self.reason_in(words)
+        out["swapped"] = self.swapped
         return out
 
 
@@ -154,14 +156,15 @@ def check_epipolar(
         )
     # depth.alignment's test, on these matches; rows far apart (a tilt turns the columns too) say
     # nothing of the order: the hand-held pair read "swapped" and its self-rectification was not
-    if rms <= SWAP_ROWS_PX and matches_swapped(pl, pr):
+    swapped = rms <= SWAP_ROWS_PX and matches_swapped(pl, pr)
+    if swapped:
         reason += (
             "; the images look swapped (most matches sit further right in the right image): give the "
             "left camera's image first"
         )
     p95 = float(np.percentile(np.abs(dy), 95))
     return EpipolarReport(
-        float(dy.mean()), rms, p95, len(pl), verdict, reason, pl, pr, misalignment, subpixel
+        float(dy.mean()), rms, p95, len(pl), verdict, reason, pl, pr, misalignment, subpixel, swapped
     )
 
 

@@ -117,8 +117,16 @@ def _board_figures(board: BoardReport, args: argparse.Namespace) -> dict[str, An
     from app.engine.calibration.files import baseline_field
 
     print(f"chessboard: epipolar rms {board.epipolar_rms_px:.3f} px over {board.corners} corners")
-    figures = {
-        "epipolar_rms_px": round(board.epipolar_rms_px, 4),
+    figures: dict[str, Any] = {"epipolar_rms_px": round(board.epipolar_rms_px, 4)}
+    if board.misalignment is not None:
+        print(f"chessboard corners' misalignment: {board.misalignment}")
+        m = board.misalignment
+        figures.update(
+            board_shift_px=round(m.shift_px, 4),
+            board_roll_deg=round(m.roll_deg, 4),
+            board_scale_percent=round(m.scale_percent, 4),
+        )
+    figures |= {
         "square_m": board.square_m,
         "square_measured_m": board.square_measured_m,
         "square_error_percent": board.square_error_percent,
@@ -144,7 +152,14 @@ def _board_figures(board: BoardReport, args: argparse.Namespace) -> dict[str, An
             f"{abs(board.square_error_percent):.1f} % too {'near' if ratio < 1 else 'far'} (its baseline is "
             f"off by as much); if they are {measured:.1f} mm, give --square {measured / 1000:.4f}"
         )
-    for factor, unit in ((1000.0, "millimetres"), (100.0, "centimetres"), (0.001, "kilometres")):
+    slips = ((1000.0, "millimetres"), (100.0, "centimetres"), (0.001, "kilometres"))
+    if not 0.5 < ratio < 2.0 and not any(0.8 * f < ratio < 1.25 * f for f, _ in slips):
+        # ten times off read "+900.69 %" under a "rectified" verdict, with nothing said (review)
+        print(
+            f"note: the board measures {ratio:.3g} x the square given: --square is not this board's, "
+            f"or {args.calib} was calibrated with another square size (its baseline is as far off)"
+        )
+    for factor, unit in slips:
         if 0.8 * factor < ratio < 1.25 * factor:  # a unit slip, not a poor calibration
             print(
                 f"note: the board measures {ratio:.0f} x the square given: the calibration's baseline "

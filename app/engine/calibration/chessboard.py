@@ -33,11 +33,13 @@ def natural_key(name: str) -> list[int | str]:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
-def find_stereo_pairs(folder: str | Path) -> list[tuple[Path, Path]]:
+def find_stereo_pairs(folder: str | Path, notes: list[str] | None = None) -> list[tuple[Path, Path]]:
     """(left, right) image paths in ``folder``: files named *left*/*right*, or left/ and right/.
 
-    Files pair up when their names match once 'left'/'right' is removed; any file without
-    a partner is an error, so that a missing frame cannot shift the pairing.
+    Files pair up when their names match once 'left'/'right' is removed, so a missing frame
+    cannot shift the pairing: a file without its partner is left out, said in ``notes`` (one
+    missing image stopped the whole calibration: review), and an error without ``notes`` or
+    when no pair is left.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -62,14 +64,17 @@ def find_stereo_pairs(folder: str | Path) -> list[tuple[Path, Path]]:
         for mine, other, side in ((left, right, "right"), (right, left, "left"))
         for k in sorted(set(mine) - set(other), key=natural_key)
     ]
+    pairs = [(left[k], right[k]) for k in sorted(set(left) & set(right), key=natural_key)]
     if unpaired:  # every one named at once, not the first of them per run
         listed = ", ".join(f"{path.name} (no {side})" for path, side in unpaired[:6])
         more = f" and {len(unpaired) - 6} more" if len(unpaired) > 6 else ""
-        raise UserError(
-            f"{len(unpaired)} image(s) in {folder} have no partner to pair with: {listed}{more}; "
-            "add the missing images or remove these files"
-        )
-    return [(left[k], right[k]) for k in sorted(left, key=natural_key)]
+        if notes is None or not pairs:
+            raise UserError(
+                f"{len(unpaired)} image(s) in {folder} have no partner to pair with: {listed}{more}; "
+                "add the missing images or remove these files"
+            )
+        notes.append(f"{len(unpaired)} image(s) without a partner left out: {listed}{more}")
+    return pairs
 
 
 def board_points(pattern: tuple[int, int], square_m: float) -> np.ndarray:

@@ -88,7 +88,8 @@ def _detect_folder(
     pairs skipped for their image size). The image size is the one most pairs have: where the
     first pair was of another, the pairs are looked at again at that size (two small pairs first
     had the ten others skipped, and the run failed)."""
-    pairs = find_stereo_pairs(folder)
+    unpaired: list[str] = []  # images without a partner, left out
+    pairs = find_stereo_pairs(folder, unpaired)
     found = _detect_pairs(pairs, target, None, on_view)
     if found.sizes:
         common, count = found.sizes.most_common(1)[0]
@@ -108,7 +109,7 @@ def _detect_folder(
             f"a {target.describe()} was found in both images of {len(views.names)} of {len(pairs)} pairs "
             f"in {folder}{more}; need {MIN_VIEWS}; {hint}"
         )
-    return views, found.skipped, size, found.misfits
+    return views, found.skipped, size, [*unpaired, *found.misfits]
 
 
 @dataclass

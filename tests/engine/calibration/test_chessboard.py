@@ -168,6 +168,13 @@ def test_pairs_sort_naturally_and_unmatched_files_fail(tmp_path: Path) -> None:
         UserError, match=r"2 image\(s\).*img_left11.png \(no right\), img_right12.png \(no left\)"
     ):
         find_stereo_pairs(tmp_path)
+    # given somewhere to say it, they are left out and said (one missing image stopped the whole
+    # calibration: review); pairing by name, the others keep their partners
+    notes: list[str] = []
+    assert len(find_stereo_pairs(tmp_path, notes)) == 3
+    assert notes == [
+        "2 image(s) without a partner left out: img_left11.png (no right), img_right12.png (no left)"
+    ]
 
 
 def test_too_few_boards_is_a_user_error(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ def test_adapt_writes_a_model_that_loads_as_weights(capsys, footage: Path, tmp_p
     )
     assert code == 0, err
     assert "held-back frames, before -> after:" in stdout
+    # said once, with the training's whole time (a resumed run gave its own minutes as the whole)
+    assert stdout.count(f"wrote {out}") == 1 and "min of training; this run " in stdout
     assert "  dense bad-2 against ground truth (%, lower is better): " in stdout
     report = json.loads((tmp_path / "adapted.json").read_text())
     assert "dense_bad2" in report["report"]["after"]

@@ -72,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {describe(name, before, result.after.get(name, float('nan')))[0]}")
     if result.warning is not None:
         print(f"note: {result.warning}")
-    took = f"{result.steps} steps, {result.elapsed_s / 60:.1f} min"
+    # a resumed run's training began in an earlier run: its own minutes read as the whole (review)
+    trained = float(result.provenance.get("train_elapsed_s", result.elapsed_s))
+    resumed = ", resumed" if result.provenance.get("resumed") else ""
+    took = f"{result.steps} steps, {trained / 60:.1f} min of training{resumed}"
+    took += f"; this run {result.elapsed_s / 60:.1f} min"
     print(f"wrote {result.out} ({took}) and {result.report_path}")
     return 0
 
@@ -110,6 +114,8 @@ class _Bar:
     def show(self, stage: str, done: int, total: int, message: str) -> None:
         if not self.tty:
             now = time.monotonic()
+            if stage == "done":  # the command's own last line says what it wrote (it came twice)
+                return
             if stage != self.stage or now - self.logged >= self.LOG_EVERY_S:
                 print(f"adapt: {message}", flush=True)
                 self.logged = now

@@ -515,6 +515,10 @@ class MainWindow(QMainWindow):
         self.left_view.show_lines(None)
         self.left_view.show_tint(None)
         self.latency.reset()
+        self.controls.budget_label.setText(
+            ""
+        )  # "17 planes, took 98 ms; searched 0-48 px" was the last source's
+        self.engine_label.show_notes("", [])
         self.controls.set_calibration(None)
         self.calibration.note_source_calibration(None)
         self.calibration.reset_source()
@@ -964,10 +968,9 @@ class MainWindow(QMainWindow):
             self.show_error(_output_folder_hint(exc.worded(vocabulary.window_words)))
             return
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
-        self.show_status(  # its size said: result.npz holds the planes' probabilities (45 MB: review)
-            f"snapshot saved in {folder}, {size:.1f} MB (depth_shown.png as on screen, the depth files "
-            "with result.npz, the pair, result.json)"
-        )
+        # its size said (result.npz holds the planes' probabilities: 45 MB), and one line short
+        # enough for a small window (its list of files covered the 3D view at 1024 x 600: review)
+        self.show_status(f"snapshot saved in {folder}, {size:.1f} MB")
 
     def toggle_recording(self, on: bool) -> None:
         if not on:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.engine.session import Display, Session
+from app.engine.session import Display, Session, plural
 from app.engine.types import FLAT_NOTE, DepthResult, FrameResult, Mode
 
 colorize = Display.colorize
@@ -109,8 +109,9 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             # quantized" under Mode: continuous, with nothing saying why: review)
             cheapest = depth.choice.get("cheapest_ms")
             needs = f"; {result.request.mode.value} needs about {cheapest:.0f} ms" if cheapest else ""
+            levels_text = plural(len(depth.planes), "quantized level")  # "1 quantized levels" (review)
             title = (
-                f"budget {depth.choice.get('budget_ms', 0):g} ms: {len(depth.planes)} quantized levels"
+                f"budget {depth.choice.get('budget_ms', 0):g} ms: {levels_text}"
                 f"{needs} · {title}"
             )
         if not np.isfinite(shown).any():  # the colour bar's 0-1 and its depths would read as an answer

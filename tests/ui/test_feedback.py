@@ -54,7 +54,7 @@ def test_a_snapshot_says_where_it_went(qtbot, tmp_path: Path) -> None:  # type: 
     assert np.array_equal(saved, shown)
     assert window.notices.isVisible() and str(folders[0]) in window.notices.text.text()
     size = sum(p.stat().st_size for p in folders[0].rglob("*") if p.is_file()) / 1e6
-    assert f", {size:.1f} MB (" in window.notices.text.text()  # its result.npz was unsaid (review)
+    assert window.notices.text.text().endswith(f", {size:.1f} MB")  # its result.npz was unsaid (review)
 
 
 def test_errors_stay_until_dismissed_and_news_fades(qtbot) -> None:  # type: ignore[no-untyped-def]

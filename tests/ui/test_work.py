@@ -88,7 +88,7 @@ def test_snapshot_and_point_cloud(qtbot, demo_dir: Path, tmp_path: Path) -> None
     newest = max((tmp_path / "snapshots").iterdir())
     meta = json.loads((newest / "result.json").read_text())
     assert meta["source"] == window.settings.source and meta["view"]["colormap"] == window.settings.colormap
-    assert "the pair" in window.notices.text.text()
+    assert str(newest) in window.notices.text.text() and window.notices.text.text().endswith(" MB")
     _, count = window.session.export_point_cloud(last, tmp_path / "cloud.ply")
     assert count == int(np.isfinite(last.depth.disparity).sum())
     header = (tmp_path / "cloud.ply").read_bytes()[:600].decode("ascii", "replace")

@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         frames=args.frames,
         eval_frames=args.eval_frames,
         seed=args.seed,
+        calib=args.calib,
     )
     if args.threads:
         import torch
@@ -173,6 +174,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("source", help="rectified footage: a recording folder, a video, a folder of pairs")
     p.add_argument("--out", required=True, help="the adapted checkpoint to write (e.g. adapted.pt)")
     p.add_argument("--weights", help="the model to start from (default: the bundled one)")
+    p.add_argument(
+        "--calib",
+        help="the rig's calibration (OpenCV YAML/XML, Kalibr, ROS...): a raw rig's frames are rectified "
+        "before adapting",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an adapted checkpoint already at --out")
     p.add_argument(
         "--steps", type=whole("--steps", 1, 10**6), default=600, help="training steps (default 600)"

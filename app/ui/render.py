@@ -110,10 +110,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             cheapest = depth.choice.get("cheapest_ms")
             needs = f"; {result.request.mode.value} needs about {cheapest:.0f} ms" if cheapest else ""
             levels_text = plural(len(depth.planes), "quantized level")  # "1 quantized levels" (review)
-            title = (
-                f"budget {depth.choice.get('budget_ms', 0):g} ms: {levels_text}"
-                f"{needs} · {title}"
-            )
+            title = f"budget {depth.choice.get('budget_ms', 0):g} ms: {levels_text}{needs} · {title}"
         if not np.isfinite(shown).any():  # the colour bar's 0-1 and its depths would read as an answer
             title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (
                 ": the pair has no texture (flat)"  # lowering the threshold would not help

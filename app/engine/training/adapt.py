@@ -69,6 +69,7 @@ class AdaptConfig:
     warmup: int = 20
     save_every: int = 50
     seed: int = 0
+    calib: str | None = None  # the rig's calibration: a raw rig's frames are rectified first
 
     def __post_init__(self) -> None:
         for name in ("steps", "frames", "eval_frames", "batch", "planes", "save_every"):
@@ -89,7 +90,19 @@ class AdaptConfig:
 
     def fingerprint(self) -> dict[str, Any]:
         """What a resumed run must share with the run that left the partial checkpoint."""
-        keep = ("source", "weights", "frames", "batch", "planes", "lr", "warmup", "seed", "steps", "distill")
+        keep = (
+            "source",
+            "weights",
+            "frames",
+            "batch",
+            "planes",
+            "lr",
+            "warmup",
+            "seed",
+            "steps",
+            "distill",
+            "calib",
+        )
         return canonical_paths({k: getattr(self, k) for k in keep})
 
 
@@ -109,7 +122,7 @@ def canonical_paths(fingerprint: dict[str, Any]) -> dict[str, Any]:
     """A fingerprint with its source and weights as ``canonical_path`` gives them (a resume from
     another folder, or with the path typed another way, was refused as "other settings")."""
     out = dict(fingerprint)
-    for key in ("source", "weights"):
+    for key in ("source", "weights", "calib"):
         if isinstance(out.get(key), str):
             out[key] = canonical_path(out[key])
     return out
@@ -225,6 +238,7 @@ class Adapter:
                 self.model.max_disparity,
                 self.cancel,
                 lambda i, n: self._say("labelling", i, n, f"confident classical pixels: frame {i} of {n}"),
+                cfg.calib,
             )
         except Interrupted:
             self._stopped()

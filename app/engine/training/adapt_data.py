@@ -48,8 +48,11 @@ class Footage:
         return int(min(model_max, max(24, np.ceil(1.2 * top) + 6)))
 
 
-def read_frames(spec: str, count: int, cancel: threading.Event | None = None) -> tuple[list[StereoPair], str]:
-    """Up to ``count`` frames of the source ``spec`` (evenly spread when it can seek)."""
+def read_frames(
+    spec: str, count: int, cancel: threading.Event | None = None, calib: str | None = None
+) -> tuple[list[StereoPair], str]:
+    """Up to ``count`` frames of the source ``spec`` (evenly spread when it can seek), rectified
+    with the raw rig in ``calib`` when it holds one."""
     with open_source(spec) as source:
         what = source.describe()
         total = source.frame_count
@@ -78,7 +81,30 @@ def read_frames(spec: str, count: int, cancel: threading.Event | None = None) ->
         raise UserError(f"{what} has {w}x{h} frames; adaptation needs at least {MIN_SIDE} px a side")
     if any(p.left.shape != pairs[0].left.shape for p in pairs):
         raise UserError(f"{what} changes its frame size; adapt footage of one size")
+    if calib is not None:
+        pairs = rectified(pairs, calib)
     return pairs, what
+
+
+def rectified(pairs: list[StereoPair], calib: str) -> list[StereoPair]:
+    """``pairs`` rectified with the raw rig in the file ``calib`` (a raw camera's footage could not
+    be adapted to: adapt refused it as unrectified and took no calibration: review); a file of a
+    rectified pair (Middlebury's calib.txt) leaves them as they are."""
+    import dataclasses
+
+    from app.engine.calibration.files import load_for_frames
+    from app.engine.calibration.rig import Rectifier
+
+    h, w = pairs[0].left.shape[:2]
+    _, rig, _ = load_for_frames(calib, None, (w, h))
+    if rig is None:
+        return pairs
+    rectifier = Rectifier(rig)
+    out = []
+    for pair in pairs:
+        left, right = rectifier.rectify(pair.left, pair.right)
+        out.append(dataclasses.replace(pair, left=left, right=right))
+    return out
 
 
 def split(pairs: list[StereoPair]) -> tuple[list[StereoPair], list[StereoPair]]:
@@ -112,9 +138,11 @@ def prepare(
     model_max: int,
     cancel: threading.Event | None = None,
     on_label: Callable[[int, int], None] | None = None,
+    calib: str | None = None,
 ) -> Footage:
-    """Read, check (rectified?), split and label the footage."""
-    pairs, what = read_frames(spec, count, cancel)
+    """Read (rectified with ``calib``'s raw rig, when given), check (rectified?), split and label
+    the footage."""
+    pairs, what = read_frames(spec, count, cancel, calib)
     step = max(1, len(pairs) // 3)
     offset = check_rectified([(p.left, p.right) for p in pairs[::step][:3]], what)
     train, held = split(pairs)

@@ -80,7 +80,8 @@ def check_rectified(pairs: list[tuple[np.ndarray, np.ndarray]], what: str) -> fl
         raise UserError(
             f"{what} does not look rectified: matched features lie {offset:.1f} px apart vertically "
             f"(median; at most {MAX_VERTICAL_PX:g} px expected); check the rig with 'bi3d-studio calib "
-            "check LEFT RIGHT'; adapt learns from rectified footage only, so rectify it first "
-            "(adapt takes no calibration)"
+            "check LEFT RIGHT'; adapt learns from rectified footage only: give the rig's calibration "
+            "(--calib FILE) and its frames are rectified, or self-rectify with 'bi3d-studio calib "
+            "rectify' and give that file"
         )
     return offset

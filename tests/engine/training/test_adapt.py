@@ -256,3 +256,22 @@ def test_an_adapted_model_whose_depth_got_worse_is_said_to_be(tmp_path: Path) ->
     assert result(truth, {"pseudo_bad2": 0.02, "dense_bad2": 0.10}).warning is None
     assert "every figure is worse" in str(result({"photometric_l1": 4.0}, {"photometric_l1": 5.0}).warning)
     assert result({"pseudo_bad2": 0.05, "frames": 3.0}, {"pseudo_bad2": 0.01, "frames": 3.0}).warning is None
+
+
+def test_footage_of_a_raw_rig_is_rectified_with_its_calibration(tmp_path: Path) -> None:
+    """adapt refused a raw rig's footage as unrectified and took no calibration; nothing said how
+    to rectify it (review). --calib rectifies the frames as depth --calib does."""
+    from app.engine.calibration.files import write_opencv_yaml
+    from app.engine.calibration.rig import Rectifier
+    from app.engine.training.adapt_data import read_frames
+    from tests.engine.calibration.test_chessboard import SIZE, true_rig
+    from tests.folders import pairs_folder
+
+    rig = true_rig()
+    folder = pairs_folder(tmp_path / "raw", 2, size=(SIZE[1], SIZE[0]))
+    write_opencv_yaml(tmp_path / "rig.yaml", rig)
+    plain, _ = read_frames(str(folder), 2)
+    pairs, _ = read_frames(str(folder), 2, calib=str(tmp_path / "rig.yaml"))
+    expected = Rectifier(rig).rectify(plain[0].left, plain[0].right)
+    assert np.array_equal(pairs[0].left, expected[0]) and np.array_equal(pairs[0].right, expected[1])
+    assert not np.array_equal(pairs[0].right, plain[0].right)

@@ -413,7 +413,7 @@ class Bi3DEngine:
             # a dense frame seeds the plane answers' fixed part without its own stages
             plane_answer = request.mode in (Mode.BINARY, Mode.QUANTIZED)
             dense_only = 0.0 if plane_answer else sum(t.get(k, 0.0) for k in DENSE_STAGES)
-            self.costs.update(size, t["total"] - per_plane - dense_only, per_plane, n)
+            self.costs.update(size, t["total"] - per_plane - dense_only, per_plane, n, seed=not plane_answer)
             if request.mode in (Mode.BINARY, Mode.QUANTIZED):
                 return
         scaled = t["planes"] + t.get("refine", 0.0) + t.get("readout", 0.0)
@@ -685,7 +685,7 @@ class Bi3DEngine:
         self.backend.planes(feats, torch.tensor([0.0, 1.0]))
         self._sync()
         t2 = time.perf_counter()
-        self.costs.update(size, (t1 - t0) * 1000, (t2 - t1) * 1000, 2)
+        self.costs.update(size, (t1 - t0) * 1000, (t2 - t1) * 1000, 2, seed=True)
 
     def _probe_dense(
         self,

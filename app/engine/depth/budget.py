@@ -26,6 +26,10 @@ class StageCost:
     fixed_ms: float
     per_plane_ms: float
     samples: int = 1
+    # the smallest fixed part a plane answer was measured with (None: only seeds so far): the
+    # floor a budget is refused below (the average still held a new size's set-up, and said "one
+    # plane, about 118 ms" where one plane took 92: review)
+    fastest_fixed_ms: float | None = None
     # the coarse-to-fine search (None until measured): base of a searched frame, one per-pixel
     # pass, and the sub-pixel stage by kind ("colour", "grey") per shift it correlates (its
     # search widens with the plane step: ``subpixel.for_step``)
@@ -46,14 +50,20 @@ class CostModel:
     def known(self, size: tuple[int, int]) -> bool:
         return size in self.costs
 
-    def update(self, size: tuple[int, int], fixed_ms: float, planes_ms: float, planes: int) -> None:
+    def update(
+        self, size: tuple[int, int], fixed_ms: float, planes_ms: float, planes: int, seed: bool = False
+    ) -> None:
         """Record one frame: ``fixed_ms`` (features, refinement, readout) and the time
-        spent sweeping ``planes`` planes."""
+        spent sweeping ``planes`` planes; ``seed``: a probe's or a dense frame's figures, not a
+        plane answer's."""
         per_plane = planes_ms / max(planes, 1)
         old = self.costs.get(size)
+        fastest = None if seed else fixed_ms
         if old is None:
-            self.costs[size] = StageCost(fixed_ms, per_plane)
+            self.costs[size] = StageCost(fixed_ms, per_plane, fastest_fixed_ms=fastest)
             return
+        if fastest is not None:
+            old.fastest_fixed_ms = min(fastest, old.fastest_fixed_ms or fastest)
         a = self.smoothing
         old.fixed_ms = (1 - a) * old.fixed_ms + a * fixed_ms
         old.per_plane_ms = (1 - a) * old.per_plane_ms + a * per_plane
@@ -133,6 +143,12 @@ class CostModel:
     def predict_ms(self, size: tuple[int, int], planes: int) -> float:
         cost = self.costs[size]
         return cost.fixed_ms + planes * cost.per_plane_ms
+
+    def fastest_ms(self, size: tuple[int, int]) -> float:
+        """One plane at the smallest fixed part measured: what a budget is refused below."""
+        cost = self.costs[size]
+        fixed = cost.fixed_ms if cost.fastest_fixed_ms is None else min(cost.fixed_ms, cost.fastest_fixed_ms)
+        return fixed + cost.per_plane_ms
 
     def max_planes(self, size: tuple[int, int], budget_ms: float, limit: int) -> int:
         """Largest plane count in [1, limit] predicted to fit; 1 when nothing fits."""

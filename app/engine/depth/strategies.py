@@ -146,7 +146,7 @@ def choose(
 def refuse_below_one_plane(costs: CostModel, size: tuple[int, int], budget_ms: float) -> None:
     """A ``UserError`` when one plane is predicted to take longer than ``budget_ms`` on a measured
     frame size (after its first frame's probe alone, one plane runs to measure it), naming the minimum."""
-    minimum = costs.predict_ms(size, 1)
+    minimum = costs.fastest_ms(size)
     if minimum > budget_ms and costs.costs[size].samples >= 2:
         raise UserError(
             f"{setting('budget_ms')} {budget_ms:g} ms is below the fastest answer here "

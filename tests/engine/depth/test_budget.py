@@ -127,3 +127,16 @@ def test_max_planes_keeps_a_plane_that_fits_exactly() -> None:
     m.update(SIZE, fixed_ms=29, planes_ms=99, planes=5)
     assert m.predict_ms(SIZE, 5) <= 128
     assert m.max_planes(SIZE, 128, 64) == 5
+
+
+def test_a_budget_is_refused_below_the_fastest_plane_answer_measured() -> None:
+    """A new size's first frame (its set-up in it) stayed in the average: the window refused 100 ms
+    with "one plane, about 118 ms" where one plane then took 92 ms (review)."""
+    from app.engine.depth.budget import CostModel
+
+    costs = CostModel()
+    costs.update((480, 640), 90.0, 40.0, 4, seed=True)  # a dense frame's, set-up and all
+    costs.update((480, 640), 30.0, 40.0, 4)  # plane answers
+    costs.update((480, 640), 35.0, 40.0, 4)
+    assert costs.predict_ms((480, 640), 1) > 60.0  # the average, for choosing: still careful
+    assert costs.fastest_ms((480, 640)) == pytest.approx(30.0 + 10.0)  # the floor: as measured

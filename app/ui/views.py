@@ -59,13 +59,24 @@ class _Title(pg.LabelItem):
     def _elide(self) -> None:
         """Show as much of the title as fits: on a second line, broken between its " · " parts,
         when one is too narrow (the legend at its end, "grey: unknown", was cut at 1366 x 768), and
-        ending in "…" when two lines do not hold it all."""
+        with "…" in the last line's middle (its end if it is one part) when two lines do not hold
+        it all."""
         width = int(self.rect().width()) - 8  # the label's own margins
         if width <= 0 or self._eliding:
             return
         metrics = QFontMetrics(self.item.font())
         lines = title_lines(self._full, width, metrics.horizontalAdvance)
-        lines = [metrics.elidedText(line, Qt.TextElideMode.ElideRight, width) for line in lines]
+        # a last line of several parts keeps its end, where the legend is ("grey: unknown" was cut
+        # at 1024 x 600: review): the "…" goes in its middle
+        last = len(lines) - 1
+        lines = [
+            metrics.elidedText(
+                line,
+                Qt.TextElideMode.ElideMiddle if i == last and " · " in line else Qt.TextElideMode.ElideRight,
+                width,
+            )
+            for i, line in enumerate(lines)
+        ]
         shown = "<br>".join(html.escape(line, quote=False) for line in lines)
         self._eliding = True
         try:

@@ -518,6 +518,13 @@ def test_a_title_too_long_for_one_line_takes_a_second_between_its_parts(qtbot) -
     pane.set_title(title)
     qtbot.waitUntil(lambda: "<br>" in pane.title.text, timeout=5_000)
     assert pane.title.text.endswith("grey: unknown") and pane.title.toolTip() == ""  # all of it shown
+    # two lines too few: the "…" goes in the last line's middle, and the legend at its end stays
+    # ("· purple: unknown" was cut at 1024 x 600: review)
+    longer = "budget 125 ms: 1 quantized level; continuous needs about 290 ms · " + title
+    pane.resize(260, 300)
+    pane.set_title(longer)
+    qtbot.waitUntil(lambda: pane.title.toolTip() == longer, timeout=5_000)
+    assert pane.title.text.endswith("grey: unknown") and "…" in pane.title.text
 
 
 def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantized(qtbot) -> None:  # type: ignore[no-untyped-def]

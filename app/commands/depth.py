@@ -218,7 +218,7 @@ def run_source(args: argparse.Namespace) -> int:
             # the source's own frame number (a damaged frame skipped leaves its number unused); a
             # live camera's frames are counted as written
             index = len(numbers) if source.live else source.frame_number
-            if given is None and pair.calibration is not calibration:
+            if given is None and pair.calibration != calibration:
                 # each scene of a dataset folder has its own calib.txt (or none): the first one's
                 # gave every scene its baseline and depth in metres (review)
                 calibration = pair.calibration

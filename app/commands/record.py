@@ -43,11 +43,12 @@ def _record(args: argparse.Namespace) -> int:
     said: set[str] = set()
 
     def report(event: SourceEvent) -> None:  # a camera lost and found again, said as it happens
+        if event.kind == "ended":
+            return
+        said.add(event.message)
         if event.kind == "skipped":  # a damaged frame of many: a note, not an error's prefix (review)
-            said.add(event.message)
             print(f"note: {event.message}")
-        elif event.kind != "ended":
-            said.add(event.message)
+        else:
             print(f"bi3d-studio record: {event.message}", file=sys.stderr)
 
     from app.engine.sources.spec import open_source

@@ -227,6 +227,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.engine_label)
         self._hover_at: tuple[str, int, int] | None = None  # pane, x, y of the last hover
         self._budget_retried = False  # a held frame's answer over the budget was answered again
+        self._split_before: list[int] | None = None  # the split's sizes before Large tabs
         self._timed: FrameResult | None = None  # the last result whose timings the latency plot has
         # (frame, wall clock, source time) of the last frames played in a row: the playback's speed
         self._played: deque[tuple[int, float, float]] = deque(maxlen=10)
@@ -381,7 +382,7 @@ class MainWindow(QMainWindow):
             self._split_before = sizes
             self.central_split.setSizes([total // 4, total - total // 4])
         else:
-            before = getattr(self, "_split_before", None) or [total - total // 3, total // 3]
+            before = self._split_before or [total - total // 3, total // 3]
             self.central_split.setSizes(before)
         self._place_notices()
 
@@ -515,9 +516,8 @@ class MainWindow(QMainWindow):
         self.left_view.show_lines(None)
         self.left_view.show_tint(None)
         self.latency.reset()
-        self.controls.budget_label.setText(
-            ""
-        )  # "17 planes, took 98 ms; searched 0-48 px" was the last source's
+        # "17 planes, took 98 ms; searched 0-48 px" and its notes were the last source's
+        self.controls.budget_label.setText("")
         self.engine_label.show_notes("", [])
         self.controls.set_calibration(None)
         self.calibration.note_source_calibration(None)
@@ -639,9 +639,8 @@ class MainWindow(QMainWindow):
         if source is None or not getattr(source, "has_times", False) or self.controller.holds_still():
             marks.clear()
             return None
-        if marks and index != marks[-1][0]:
-            if index != marks[-1][0] + 1:  # a seek or a skipped frame: start afresh
-                marks.clear()
+        if marks and index not in (marks[-1][0], marks[-1][0] + 1):  # a seek, a skipped frame: afresh
+            marks.clear()
         if not marks or marks[-1][0] != index:
             marks.append((index, time.monotonic(), source.timestamp_of(index)))  # type: ignore[attr-defined]
         if len(marks) < PLAYED_FOR_SPEED:

@@ -97,11 +97,13 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     # what a narrow pane must not cut first: which engine and mode, then what the colours are
     if depth.mode is Mode.BINARY:
         shown, levels = depth.probabilities[0], (0.0, 1.0)
+        answered = bool(np.isfinite(shown).any())
         nearer = f"P(disparity > {depth.planes[0]:g} px){_plane_depth(result)}"
         title = f"{depth.engine} binary · {nearer} · nearer: red on the left image"
         tint = depth.mask
     else:
         shown = depth.disparity
+        answered = bool(np.isfinite(shown).any())
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
         title = f"{depth.engine} {depth.mode.value} · disparity in px{_depth_span(result, levels)}"
         if depth.choice.get("quantized") and result.request.mode is not depth.mode:
@@ -111,7 +113,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             needs = f"; {result.request.mode.value} needs about {cheapest:.0f} ms" if cheapest else ""
             levels_text = plural(len(depth.planes), "quantized level")  # "1 quantized levels" (review)
             title = f"budget {depth.choice.get('budget_ms', 0):g} ms: {levels_text}{needs} · {title}"
-        if not np.isfinite(shown).any():  # the colour bar's 0-1 and its depths would read as an answer
+        if not answered:  # the colour bar's 0-1 and its depths would read as an answer
             title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (
                 ": the pair has no texture (flat)"  # lowering the threshold would not help
                 if any(note.startswith(FLAT_NOTE) for note in depth.notes)
@@ -128,7 +130,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     if Session.unrectified_note(result) is not None:  # the error said so, the pane did not (review)
         title = f"{UNRECTIFIED_TITLE} · {title}"
     rgb = _outside_greys(_unknown_grey(colorize(shown, *levels, spec.colormap), shown, spec.colormap), depth)
-    out = Rendered(spec, rgb, levels, title, tint, answered=bool(np.isfinite(shown).any()))
+    out = Rendered(spec, rgb, levels, title, tint, answered=answered)
     if result.baseline is not None:
         base = result.baseline
         binary = base.mode is Mode.BINARY

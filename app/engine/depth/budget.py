@@ -63,7 +63,8 @@ class CostModel:
             self.costs[size] = StageCost(fixed_ms, per_plane, fastest_fixed_ms=fastest)
             return
         if fastest is not None:
-            old.fastest_fixed_ms = min(fastest, old.fastest_fixed_ms or fastest)
+            known = old.fastest_fixed_ms
+            old.fastest_fixed_ms = fastest if known is None else min(fastest, known)
         a = self.smoothing
         old.fixed_ms = (1 - a) * old.fixed_ms + a * fixed_ms
         old.per_plane_ms = (1 - a) * old.per_plane_ms + a * per_plane

@@ -267,10 +267,7 @@ def name_times(paths: Sequence[Path], start: int | None = None) -> list[float] |
     first name's): the last number of each stem, a ROS or EuRoC export's nanoseconds since 1970,
     or micro- or milliseconds. None when a name has none, or they do not grow in name order (a
     frame counter, 0001, is no time)."""
-    values: list[int] = []
-    for path in paths:
-        match = _LAST_NUMBER.search(path.stem)
-        values.append(int(match.group(1)) if match else 0)
+    values = [_name_number(path) for path in paths]
     if not values or any(b <= a for a, b in itertools.pairwise(values)):
         return None
     scale = next((unit for floor, unit in _SECONDS_PER_UNIT if values[0] >= floor), None)
@@ -280,12 +277,17 @@ def name_times(paths: Sequence[Path], start: int | None = None) -> list[float] |
     return [(value - origin) * scale for value in values]  # in integers first: exact to the ns
 
 
+def _name_number(path: Path) -> int:
+    """The last number in a file's stem (0 without one)."""
+    match = _LAST_NUMBER.search(path.stem)
+    return int(match.group(1)) if match else 0
+
+
 def _paired_by_time(lefts: list[Path], rights: list[Path]) -> dict[Path, Path] | None:
     """Each left image with the right one whose name's time is nearest, when that is within half
     the left camera's median frame interval and the left one is its nearest too; None when the
     names hold no times. A camera that dropped a frame leaves its partner unpaired."""
-    first = _LAST_NUMBER.search(lefts[0].stem)
-    origin = int(first.group(1)) if first else None
+    origin = _name_number(lefts[0])
     left_times, right_times = name_times(lefts, origin), name_times(rights, origin)
     if left_times is None or right_times is None:
         return None

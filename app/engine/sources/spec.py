@@ -123,10 +123,9 @@ def _folder(path: Path) -> StereoSource:
         try:
             scenes = pair_folder_scenes(path, notes)
         except UserError as exc:
-            euroc = path / "mav0"  # EuRoC's download, NAME/mav0/cam0/data: opened as KITTI's root is
-            if euroc.is_dir() and _split_folders(path) == ["mav0"]:
-                return _folder(euroc)
             inner = _split_folders(path)
+            if inner == ["mav0"]:  # EuRoC's download, NAME/mav0/cam0/data: opened as KITTI's root is
+                return _folder(path / "mav0")
             if not inner:
                 raise
             names = " or ".join(str(path / name) for name in inner)

@@ -622,3 +622,75 @@ def test_a_dataset_whose_scenes_have_their_own_calibrations_is_said(
     assert code == 0 and "note: 2 frames of" in out and "record such scenes one by one" in out
     code, out, _ = run(capsys, "record", str(tmp_path / "data" / "a"), str(tmp_path / "rec_a"))
     assert code == 0 and "calibration than" not in out  # one scene: nothing to say
+
+
+def test_a_raw_rig_is_recorded_raw_with_its_rig_and_plays_rectified(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """record took no calibration, and the window recorded a raw rig's frames with the rectified
+    geometry alone: played back anywhere else they were matched unrectified (review)."""
+    from app.engine.calibration.files import write_opencv_yaml
+    from app.engine.calibration.rig import Rectifier
+    from tests.engine.calibration.test_chessboard import SIZE, true_rig
+
+    rig = true_rig()
+    raw = pairs_folder(tmp_path / "raw", 2, size=(SIZE[1], SIZE[0]))
+    write_opencv_yaml(tmp_path / "rig.yml", rig)
+    rec = tmp_path / "rec"
+    code, out, _ = run(capsys, "record", str(raw), str(rec), "--calib", str(tmp_path / "rig.yml"))
+    assert code == 0 and "wrote 2 frames" in out
+    assert (rec / "rig.yml").is_file() and json.loads((rec / "session.json").read_text())["rig"] == "rig.yml"
+    rectifier = Rectifier(rig)
+    with open_source(str(raw)) as plain, open_source(str(rec)) as played:
+        assert played.rectifies_frames  # type: ignore[attr-defined]
+        for a, b in zip(plain, played, strict=True):
+            expected = rectifier.rectify(a.left, a.right)
+            np.testing.assert_array_equal(b.left, expected[0])
+            np.testing.assert_array_equal(b.right, expected[1])
+            assert b.calibration is not None
+            assert b.calibration.focal_px == pytest.approx(rectifier.calibration.focal_px)
+            assert b.calibration.baseline_m == pytest.approx(rectifier.calibration.baseline_m)
+    # the raw frames themselves are what is kept
+    with open_source(str(raw)) as plain:
+        first = next(iter(plain))
+    import cv2
+
+    kept = cv2.cvtColor(cv2.imread(str(rec / "left" / "000000.png")), cv2.COLOR_BGR2RGB)
+    np.testing.assert_array_equal(kept, first.left)
+    # rectified once: a rig given again is refused, not applied twice
+    assert "leave out --calib" in bad(capsys, "depth", str(rec), "--calib", str(tmp_path / "rig.yml"))
+    # an index rebuilt from the frames keeps the rig (it is found by its file)
+    (rec / "timestamps.txt").unlink()
+    assert run(capsys, "record", "--reindex", str(rec))[0] == 0
+    with open_source(str(rec)) as played:
+        assert played.rectifies_frames  # type: ignore[attr-defined]
+    # replaced by a recording without a rig: the old rig goes with the old frames
+    code, out, _ = run(capsys, "record", SYNTH, str(rec), "--frames", "1", "--overwrite")
+    assert code == 0 and not (rec / "rig.yml").exists()
+
+
+def test_a_rig_of_another_size_is_refused_before_anything_is_recorded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from app.engine.calibration.files import write_opencv_yaml
+    from tests.engine.calibration.test_chessboard import true_rig
+
+    write_opencv_yaml(tmp_path / "rig.yml", true_rig())
+    message = bad(capsys, "record", SYNTH, str(tmp_path / "rec"), "--calib", str(tmp_path / "rig.yml"))
+    assert "the calibration is for 640x480 frames but the source's are 80x48" in message
+    assert not (tmp_path / "rec").exists()
+    assert "give --calib too" in bad(capsys, "record", SYNTH, str(tmp_path / "r2"), "--calib2", "x.yml")
+
+
+def test_a_rectified_pairs_calibration_is_kept_as_the_recordings(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "calib.txt").write_text(
+        "cam0=[50 0 40; 0 50 24; 0 0 1]\ncam1=[50 0 40; 0 50 24; 0 0 1]\ndoffs=0\n"
+        "baseline=120\nwidth=80\nheight=48\nndisp=16\n"
+    )
+    code, _, _ = run(capsys, "record", SYNTH, str(tmp_path / "rec"), "--calib", str(tmp_path / "calib.txt"))
+    assert code == 0 and not (tmp_path / "rec" / "rig.yml").exists()
+    with open_source(str(tmp_path / "rec")) as played:
+        pair = next(iter(played))
+    assert pair.calibration is not None and pair.calibration.baseline_m == pytest.approx(0.12)

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"engine: {engine.name} ({word_settings(reason, cli_words)})")
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
-    print(format_summary(result, calibration, _depth_unit(args.calib), cli_words))
+    print(format_summary(result, calibration, _depth_unit(calibration), cli_words))
     extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, args.calib)}
     replaced = earlier_result(Path(args.out))
     written = write_result(Path(args.out), result, request, extra, not args.no_probabilities)
@@ -127,11 +127,10 @@ def _swapped(rectify: Rectify) -> Rectify:
     return swap
 
 
-def _depth_unit(path: str | None) -> str:
-    """'baselines' where --calib's baseline is 'calib rectify''s placeholder, else 'm'."""
-    from app.engine.calibration.files import baseline_unknown
-
-    return "baselines" if path and baseline_unknown(path) else "m"
+def _depth_unit(calibration: Calibration | None) -> str:
+    """'baselines' where the baseline is a placeholder ('calib rectify' without one, given with
+    --calib or kept in a recording), else 'm'."""
+    return calibration.depth_unit if calibration is not None else "m"
 
 
 def _calibration(
@@ -200,6 +199,11 @@ def run_source(args: argparse.Namespace) -> int:
             raise UserError(f"{source.describe()} gave no frames; check the source")
         calib_notes: list[str] = []  # every frame's result keeps them; printed once
         given, rig = _calibration(args.calib, first.left, args.calib2, calib_notes)
+        if rig is not None and getattr(source, "rectifies_frames", False):
+            raise UserError(
+                f"{args.left} keeps its raw rig's calibration (rig.yml) and is rectified with it as it "
+                "plays; leave out --calib"
+            )
         calibration = given or first.calibration  # --calib wins over the source's own
         rectify = _rectifier(rig)
         if args.swap_views:
@@ -207,7 +211,6 @@ def run_source(args: argparse.Namespace) -> int:
         else:  # as a pair given the wrong way round is: its depth would be noise
             views = rectify(first.left, first.right)
             refuse_swapped(f"{source.describe()}: the left view", "the right view", *views)
-        unit = _depth_unit(args.calib)  # read once, not with every frame
         request = depth_request(args, calibration)
         engine, reason = build_engine(engine_options(args), "binary")
         print(f"engine: {engine.name} ({word_settings(reason, cli_words)}); source: {source.describe()}")
@@ -227,7 +230,7 @@ def run_source(args: argparse.Namespace) -> int:
             result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
             if any(LAYOUT_MARK in n for n in source.notes):  # split the wrong way: no range to raise
                 result.notes = without_ceiling_notes(result.notes)
-            lines = format_summary(result, calibration, unit, cli_words).splitlines()
+            lines = format_summary(result, calibration, _depth_unit(calibration), cli_words).splitlines()
             print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
             said.update(line for line in lines if line.startswith("note: "))
             out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 from app.commands.arguments import real, whole
 
 if TYPE_CHECKING:
+    from app.engine.calibration.rig import StereoRig
     from app.engine.sources.base import StereoSource
     from app.engine.sources.recording import Pace
+    from app.engine.types import Calibration
 
 
 EXIT_FAILURE = 1  # as ``app.cli``'s: a failure while running (a full disk), not a usage error
@@ -54,8 +56,18 @@ def _record(args: argparse.Namespace) -> int:
     from app.engine.sources.spec import open_source
 
     code = 0
+    calibration, rig, calib_note = _calibration(args)
     with open_source(args.source, on_event=report) as source:
-        recorder = Recorder(args.dir, overwrite=args.overwrite, source=source.describe())
+        if rig is not None and getattr(source, "rectifies_frames", False):
+            raise UserError(
+                f"{args.source} keeps its raw rig's calibration (rig.yml) and plays rectified; "
+                "leave out --calib"
+            )
+        recorder = Recorder(
+            args.dir, calibration, overwrite=args.overwrite, source=source.describe(), rig=rig
+        )
+        if calib_note:
+            print(f"note: {calib_note}")
         print(f"recording from {source.describe()} into {args.dir}")  # "recording recording rec" read oddly
         for note in getattr(source, "opening_notes", ()):  # a folder's images paired by time, or skipped
             print(f"note: {note}")
@@ -108,6 +120,22 @@ def _record(args: argparse.Namespace) -> int:
     return code
 
 
+def _calibration(args: argparse.Namespace) -> tuple[Calibration | None, StereoRig | None, str | None]:
+    """--calib (and --calib2): the rectified geometry, the raw rig (kept as the recording's
+    rig.yml, its frames rectified with it as they play) and what loading it noticed."""
+    from app.engine.errors import UserError
+
+    if not args.calib:
+        if args.calib2:
+            raise UserError("--calib2 is the second file of a calibration: give --calib too")
+        return None, None, None
+    from app.engine.calibration.files import baseline_note, load_calibration, projection_note
+
+    calibration, rig = load_calibration(args.calib, args.calib2)
+    notes = (baseline_note(calibration, args.calib), projection_note(rig, args.calib))
+    return calibration, rig, "; ".join(n for n in notes if n) or None
+
+
 def _pace(source: StereoSource) -> Pace | None:
     """A synthetic scene is recorded at the rate it announces, as a camera would be (written as
     fast as the disk took it, "@ 10 fps" filled gigabytes a minute); files go as fast as they
@@ -121,7 +149,7 @@ def _pace(source: StereoSource) -> Pace | None:
 def _reindex(args: argparse.Namespace) -> int:
     from app.engine.sources.recording_index import rebuild_index
 
-    if args.dir is not None:
+    if args.dir is not None or args.calib or args.calib2:
         args.usage_error("--reindex takes the recording's folder alone: record --reindex DIR")
     if not args.source.strip():
         args.usage_error("DIR is empty; give the recording's folder: record --reindex DIR")
@@ -186,6 +214,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="stop after S seconds of source time",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a recording already in DIR")
+    p.add_argument(
+        "--calib",
+        help="the rig's calibration, kept with the recording for depth in metres: a raw rig's "
+        "(OpenCV YAML/XML, Kalibr, ROS camera_info with --calib2) keeps the frames raw and plays "
+        "them rectified; a rectified pair's (Middlebury calib.txt, stereodemo JSON) as it is",
+    )
+    p.add_argument("--calib2", help="the right camera's ROS camera_info, or OpenCV's extrinsics.yml")
     p.add_argument(
         "--reindex",
         action="store_true",

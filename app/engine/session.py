@@ -492,6 +492,7 @@ class Session:
             snapshots.new_folder(self.output_root, "recordings"),
             self.calibration,
             source=describe() if callable(describe) else "",  # session.json says what was recorded
+            rig=self._recorded_rig(shown),
         )
         hook = getattr(self.source, "add_capture_listener", None)
         self._recorder_on_capture = hook is not None
@@ -506,6 +507,18 @@ class Session:
         elif shown is not None:
             self._record(recorder, shown)
         return recorder
+
+    def _recorded_rig(self, shown: StereoPair | None) -> StereoRig | None:
+        """The raw rig the source's frames are rectified with here, kept with a recording of them
+        (raw frames and the rectified geometry alone played back unrectified: review); None when
+        frames of another size set it aside, or the source rectifies its own."""
+        rig = getattr(self.rectifier, "rig", None)
+        if rig is None or getattr(self.source, "rectifies_frames", False):
+            return None
+        frame = shown if shown is not None else self._grabbed[0]
+        if frame is not None and frame.left.shape[:2] != rig.image_size[::-1]:
+            return None
+        return rig
 
     def _record_captured(self, pair: StereoPair) -> None:
         writer, recorder = self._writer, self.recorder
@@ -638,6 +651,9 @@ class Session:
         raw = pair
         t0 = time.perf_counter()
         left, right = pair.left, pair.right
+        if rectifier is not None and getattr(self.source, "rectifies_frames", False):
+            # a raw rig's recording, rectified with its own rig as it is read: not twice
+            rectifier, calibration = None, pair.calibration
         if rectifier is not None and (size := getattr(rectifier, "image_size", None)) is not None:
             if size != (left.shape[1], left.shape[0]):  # a loaded rig and another source's frames
                 self._set_aside_calibration(size, left.shape, own=pair.calibration is not None)

@@ -148,3 +148,47 @@ def test_flow_is_between_neighbouring_frames_only_and_a_held_frame_keeps_its_own
     assert next_frame().flow is None and len(flow.pairs) == 3  # 3 -> 1 is no motion of the scene
     next_frame()
     assert flow.pairs[-1] == (1, 2)
+
+
+def test_a_raw_rig_recorded_in_the_window_keeps_its_rig_and_is_rectified_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The window recorded a loaded rig's raw frames with only the rectified geometry: played
+    back without the rig, they were matched unrectified (review)."""
+    from app.engine.calibration.rig import Rectifier
+    from app.engine.sources.spec import open_source
+    from tests.engine.calibration.test_chessboard import SIZE, true_rig
+    from tests.folders import pairs_folder
+
+    rig = true_rig()
+    rectifier = Rectifier(rig)
+    raw_folder = pairs_folder(tmp_path / "raw", 2, size=(SIZE[1], SIZE[0]))
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _TimedEngine()  # type: ignore[assignment]
+    session.output_root = tmp_path / "out"
+    session.set_calibration(rectifier.calibration, rectifier)
+    session.set_source(open_source(str(raw_folder)))
+    raw, _ = session.grab()
+    assert raw is not None
+    recorder = session.start_recording(shown=raw)
+    session.grab()
+    session.stop_recording()
+    assert recorder.frames_written == 2 and (recorder.folder / "rig.yml").is_file()
+    # played back with the rig still loaded: rectified by the recording, not a second time
+    session.set_source(open_source(str(recorder.folder)))
+    played, _ = session.grab()
+    assert played is not None
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    frame = session.process(played, request)
+    expected = rectifier.rectify(raw.left, raw.right)
+    np.testing.assert_array_equal(frame.pair.left, expected[0])
+    assert (
+        frame.calibration is not None
+        and abs(frame.calibration.focal_px - rectifier.calibration.focal_px) < 1e-6
+    )
+    # a rig loaded for frames of another size is not kept with them
+    session.set_calibration(rectifier.calibration, rectifier)
+    session.set_source(open_source("synthetic:48x80?frames=2&seed=2"))
+    session.grab()
+    other = session.start_recording()
+    session.grab()
+    session.stop_recording()
+    assert not (other.folder / "rig.yml").exists()

@@ -12,7 +12,7 @@ import dataclasses
 import itertools
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -365,9 +365,13 @@ class SceneSource(StereoSource):
         description: str,
         timestamps: Sequence[float] | None = None,
         calibration: Calibration | None = None,
+        rectify: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> None:
+        """``rectify``: raw frames -> rectified ones (a recording of a raw rig, with its rig), each
+        frame's then carrying ``calibration``."""
         super().__init__()
         self.scenes = list(scenes)
+        self._rectify = rectify
         self._description = description
         self._timestamps = list(timestamps) if timestamps is not None else None
         self._calibration = calibration
@@ -405,13 +409,23 @@ class SceneSource(StereoSource):
         images are what depth needs), images that cannot be read are a ``UserError``."""
         scene = self.scenes[index]
         try:
-            return scene.load(notes)[0]
+            pair = scene.load(notes)[0]
         except UserError as exc:
             if scene.gt is None:
                 raise
             pair = dataclasses.replace(scene, gt=None).load(notes)[0]  # the images alone
             notes.append(f"frame {index} ({scene.name}) played without its ground truth: {exc}")
+        if self._rectify is None:
             return pair
+        left, right = self._rectify(pair.left, pair.right)
+        # ground truth of raw frames would not match the rectified ones
+        calibration = self._calibration
+        return dataclasses.replace(pair, left=left, right=right, calibration=calibration, gt_disparity=None)
+
+    @property
+    def rectifies_frames(self) -> bool:
+        """Whether its frames are rectified here (a raw rig's recording): not to be rectified again."""
+        return self._rectify is not None
 
     def _next(self) -> Frame | None:
         index = self.frame_number + 1

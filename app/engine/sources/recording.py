@@ -7,6 +7,8 @@ Layout::
     DIR/left/000000.png         lossless RGB
     DIR/right/000000.png
     DIR/disparity/000000.pfm    ground truth, when the source has it (synthetic, datasets)
+    DIR/rig.yml                 a raw rig's calibration (OpenCV YAML), when the frames are raw:
+                                playback rectifies them with it
 
 Crash safety: every file is written under a temporary name and renamed into place, and a
 frame's timestamp line is appended (in one write) only after its files are in place. The
@@ -35,7 +37,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from app.engine.errors import DiskFailure, UserError
 from app.engine.fileio import make_folder
@@ -45,6 +47,7 @@ from app.engine.sources.files import Scene, SceneSource
 from app.engine.sources.recording_index import (
     FORMAT,
     LOCK,
+    RIG,
     SESSION,
     TIMESTAMPS,
     acquire_writer,
@@ -62,6 +65,11 @@ from app.engine.sources.recording_index import (
 )
 from app.engine.types import Calibration, StereoPair
 from app.engine.validation import POSITIVE, number
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from app.engine.calibration.rig import StereoRig
 
 DEFAULT_INTERVAL_S = 0.1  # the step of a restarted clock before two frames have shown the real one
 QUEUE_BYTES = (
@@ -130,8 +138,14 @@ class Recorder:
         *,
         overwrite: bool = False,
         source: str = "",
+        rig: StereoRig | None = None,
     ) -> None:
+        """``calibration``: the frames' rectified geometry (else the first frame's own). ``rig``:
+        the raw rig the frames come from, unrectified (a rig loaded in the window, ``record
+        --calib``): kept as ``rig.yml`` beside them, and playback rectifies with it, so the raw
+        frames are kept and still play as a rectified pair in metres anywhere."""
         self.folder = Path(folder)
+        self._rig = rig
         self._lock = threading.Lock()
         self._closed = False
         self.restored = False  # ``discard`` put back the recording --overwrite was replacing
@@ -172,6 +186,8 @@ class Recorder:
             if self._closed:
                 raise UserError(f"the recording in {self.folder} is closed; start a new one")
             index = self.frames_written
+            if self._rig is not None:  # every frame: a camera may change its size midway
+                self._check_rig(pair)
             with write_failures(self.folder):
                 self._write_frame(f"{index:06d}", pair)
             if self.frames_written == 1:  # the recording --overwrite replaces is no longer needed
@@ -186,6 +202,8 @@ class Recorder:
         before = self.frames_written  # the count grows only once the frame is committed
         self._line_written = False
         try:
+            if self._rig is not None and before == 0:  # in place before a raw frame is committed
+                self._write_rig()
             # the two PNGs encode at once (OpenCV lets go of the GIL): half the time a pair on 2+ cores
             right = self._pool.submit(write_color_png, files[1], pair.right)
             try:
@@ -217,6 +235,26 @@ class Recorder:
                     with contextlib.suppress(OSError):
                         path.unlink(missing_ok=True)
             raise
+
+    def _check_rig(self, pair: StereoPair) -> None:
+        """Frames of another size than the rig's would play back refused by its rectification."""
+        assert self._rig is not None
+        w, h = self._rig.image_size
+        if pair.left.shape[:2] != (h, w):
+            raise UserError(
+                f"the calibration is for {w}x{h} frames but the source's are "
+                f"{pair.left.shape[1]}x{pair.left.shape[0]}; record at the calibrated size or recalibrate"
+            )
+
+    def _write_rig(self) -> None:
+        from app.engine.calibration.files import write_opencv_yaml
+
+        assert self._rig is not None
+        known = self._calibration is None or self._calibration.baseline_known
+        write_opencv_yaml(self.folder / RIG, self._rig, baseline_known=known)
+        self._meta["rig"] = RIG
+        self._meta["frames"] = f"raw: rectified with {RIG} as they are played"
+        self._write_session()
 
     def _stamp(self, timestamp: float) -> float:
         """``timestamp`` on the recording's own clock, which only grows (module docstring)."""
@@ -261,8 +299,8 @@ class Recorder:
         self.close()
         if self.restored:
             return
-        (self.folder / TIMESTAMPS).unlink(missing_ok=True)
-        (self.folder / SESSION).unlink(missing_ok=True)
+        for name in (TIMESTAMPS, SESSION, RIG):
+            (self.folder / name).unlink(missing_ok=True)
         for sub in ("left", "right", "disparity"):
             shutil.rmtree(self.folder / sub, ignore_errors=True)
         if self._made_folder:
@@ -362,10 +400,30 @@ def open_recording(folder: Path) -> SceneSource:
             )
         )
     calibration = _calibration(meta, folder)
+    rectify = None
+    if (folder / RIG).is_file():  # raw frames of a rig: rectified as they are read
+        calibration, rectify = _rig(folder / RIG)
     description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
-    source = SceneSource(scenes, description, [stamp for _, stamp in frames], calibration)
+    source = SceneSource(scenes, description, [stamp for _, stamp in frames], calibration, rectify)
     source.opening_notes.extend(index_notes(folder, frames))
     return source
+
+
+def _rig(path: Path) -> tuple[Calibration, Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]]:
+    """A recording's rig file -> the rectified geometry and the frames' rectification."""
+    from app.engine.calibration.files import load_calibration
+    from app.engine.calibration.rig import Rectifier
+
+    try:
+        calibration, rig = load_calibration(path)
+    except UserError as exc:
+        raise UserError(
+            f"{path} (the rig its raw frames are rectified with) cannot be read: {exc}; restore it, "
+            "or move it away to play the frames unrectified"
+        ) from exc
+    if rig is None:
+        raise UserError(f"{path} holds no raw rig (K1, D1, K2, D2, R, T); restore it or move it away")
+    return calibration, Rectifier(rig).rectify
 
 
 def index_notes(folder: Path, frames: list[tuple[int, float]]) -> list[str]:

@@ -25,6 +25,7 @@ from app.engine.fileio import atomic_write
 FORMAT = "bi3d-studio recording"
 SESSION = "session.json"
 TIMESTAMPS = "timestamps.txt"
+RIG = "rig.yml"  # a raw rig's calibration: its frames are raw, rectified with it as they are played
 LOCK = ".recording.lock"
 SUBFOLDERS = ("left", "right", "disparity")
 REPLACED = ".replaced"  # a recording --overwrite replaces, kept until the new one has a frame
@@ -62,7 +63,7 @@ def set_aside(folder: Path) -> None:
     aside = folder / REPLACED
     shutil.rmtree(aside, ignore_errors=True)
     aside.mkdir()
-    for name in (TIMESTAMPS, SESSION, *SUBFOLDERS):
+    for name in (TIMESTAMPS, SESSION, RIG, *SUBFOLDERS):
         if (folder / name).exists():
             os.replace(folder / name, aside / name)
 
@@ -85,11 +86,11 @@ def restore_set_aside(folder: Path) -> bool:
     if committed:
         drop_set_aside(folder)
         return False
-    for name in (TIMESTAMPS, SESSION):
+    for name in (TIMESTAMPS, SESSION, RIG):
         (folder / name).unlink(missing_ok=True)
     for name in SUBFOLDERS:
         shutil.rmtree(folder / name, ignore_errors=True)
-    for name in (TIMESTAMPS, SESSION, *SUBFOLDERS):
+    for name in (TIMESTAMPS, SESSION, RIG, *SUBFOLDERS):
         if (aside / name).exists():
             os.replace(aside / name, folder / name)
     shutil.rmtree(aside, ignore_errors=True)

@@ -814,3 +814,71 @@ def test_a_calibrations_warning_is_kept_in_result_json(capsys, demo_dir: Path, t
     )
     assert code == 0 and "the baseline reads 0.193001 mm, shorter than a stereo rig's" in stdout
     assert "multiply it by 1000 (193.001)" in stdout
+
+
+def test_a_scenes_pair_reads_its_calib_txt_and_writes_depth_in_metres(
+    capsys, demo_dir: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """depth im0.png im1.png gave pixels where depth DIR and the window gave metres for the same
+    images, and no output held a depth per pixel (review)."""
+    from app.engine.calibration.files import load_calibration
+
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    out = tmp_path / "o"
+    code, stdout, _ = run(capsys, "depth", *pair, "--engine", "sgbm", "--out", str(out))
+    assert code == 0 and "median depth" in stdout and "the scene's own (--calib FILE gives another)" in stdout
+    meta = json.loads((out / "result.json").read_text())
+    assert meta["calibration"]["doffs"] == pytest.approx(31.086)
+    arrays = np.load(out / "result.npz")
+    cal, _ = load_calibration(demo_dir / "calib.txt")
+    np.testing.assert_allclose(arrays["depth"], cal.depth_m(arrays["disparity"]), equal_nan=True)
+    assert np.nanmedian(arrays["depth"]) == pytest.approx(meta["calibration"]["depth_m"]["median"], rel=0.01)
+    # images outside a scene folder: pixels, as before
+    other = tmp_path / "pair"
+    other.mkdir()
+    for name in ("im0.png", "im1.png"):
+        (other / f"x_{name}").write_bytes((demo_dir / name).read_bytes())
+    code, stdout, _ = run(
+        capsys,
+        "depth",
+        str(other / "x_im0.png"),
+        str(other / "x_im1.png"),
+        "--engine",
+        "sgbm",
+        "--out",
+        str(tmp_path / "p"),
+    )
+    assert (
+        code == 0
+        and "median depth" not in stdout
+        and "depth" not in np.load(tmp_path / "p" / "result.npz").files
+    )
+
+
+def test_a_raw_rigs_output_keeps_the_rectified_left_image_it_is_in(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A raw rig's rectification moved the disparity's pixels unsaid, and the image they are in
+    was not written (review)."""
+    from app.engine.calibration.files import write_opencv_yaml
+    from app.engine.calibration.rig import Rectifier
+    from tests.engine.calibration.test_chessboard import SIZE, true_rig
+    from tests.folders import pairs_folder
+
+    rig = true_rig()
+    folder = pairs_folder(tmp_path / "raw", 1, size=(SIZE[1], SIZE[0]))
+    write_opencv_yaml(tmp_path / "rig.yml", rig)
+    left, right = sorted((folder / "left").iterdir())[0], sorted((folder / "right").iterdir())[0]
+    out = tmp_path / "o"
+    code, stdout, _ = run(
+        capsys, "depth", str(left), str(right), "--engine", "sgbm", "--max-disparity", "32",
+        "--calib", str(tmp_path / "rig.yml"), "--out", str(out),
+    )  # fmt: skip
+    assert code == 0 and "the disparity is in the rectified left image's pixels (left_rectified.png" in stdout
+    raw = cv2.cvtColor(cv2.imread(str(left)), cv2.COLOR_BGR2RGB)
+    expected = Rectifier(rig).rectify(raw, cv2.cvtColor(cv2.imread(str(right)), cv2.COLOR_BGR2RGB))[0]
+    kept = cv2.cvtColor(cv2.imread(str(out / "left_rectified.png")), cv2.COLOR_BGR2RGB)
+    np.testing.assert_array_equal(kept, expected)
+    # the next result in the folder without a rig: the old rectified image goes with its set
+    code, _, _ = run(
+        capsys, "depth", str(left), str(right), "--engine", "sgbm", "--max-disparity", "32", "--out", str(out)
+    )
+    assert code == 0 and not (out / "left_rectified.png").exists()

@@ -440,3 +440,23 @@ def test_a_large_result_npz_is_said_and_its_probabilities_can_be_left_out(
     code, stdout, _ = run(capsys, "depth", *tiny, *SGBM, "--out", str(out), "--no-probabilities")
     assert code == 0 and "--no-probabilities leaves" not in stdout
     assert "probabilities" not in np.load(out / "result.npz").files
+
+
+def test_a_run_over_many_frames_says_what_it_will_take_of_the_disk(capsys, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """depth SOURCE --frames N wrote 45 MB a frame (a 500-frame recording: 22 GB) and said only
+    the first frame's result.npz size, if over 100 MB (review)."""
+    import collections
+
+    from app.commands import depth
+    from tests.folders import pairs_folder
+
+    folder = pairs_folder(tmp_path / "pairs", 3, size=(48, 64))
+    monkeypatch.setattr(depth, "LARGE_RUN_BYTES", 1)
+    code, stdout, _ = run(capsys, "depth", str(folder), "--frames", "9", *SGBM, "--out", str(tmp_path / "o"))
+    assert code == 0 and "note: the 3 frames take about" in stdout  # the source's 3, not the 9 asked
+    assert stdout.count("frames take about") == 1
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(depth.shutil, "disk_usage", lambda _path: usage(10**9, 10**9, 100))
+    code, stdout, _ = run(capsys, "depth", str(folder), "--frames", "3", *SGBM, "--out", str(tmp_path / "p"))
+    assert code == 0 and "but the disk has 0 MB free: it fills near frame 1" in stdout
+    assert "--no-probabilities leaves the probabilities out" in stdout

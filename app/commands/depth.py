@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
             f"{args.left} and {args.right} hold the same image, so every pixel would read 0 px "
             "(infinitely far): give the two cameras' images"
         )
-    calibration, rig = _calibration(args.calib, left, args.calib2, notes)
+    calib = args.calib or _scene_calib(args.left, args.right, args.calib2, notes)
+    calibration, rig = _calibration(calib, left, args.calib2, notes)
     request = depth_request(args, calibration)
     left, right = _rectifier(rig)(left, right)
     if args.swap_views:
@@ -68,9 +70,10 @@ def run(args: argparse.Namespace) -> int:
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
     print(format_summary(result, calibration, _depth_unit(calibration), cli_words))
-    extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, args.calib)}
+    extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, calib)}
     replaced = earlier_result(Path(args.out))
-    written = write_result(Path(args.out), result, request, extra, not args.no_probabilities)
+    shown = left if rig is not None else None  # the disparity's pixels are the rectified image's
+    written = write_result(Path(args.out), result, request, extra, not args.no_probabilities, shown)
     print("wrote " + ", ".join(str(p) for p in written))
     say_large_npz(Path(args.out), args.no_probabilities)
     if replaced:  # said: two runs into ./out replaced each other unsaid (review)
@@ -79,17 +82,49 @@ def run(args: argparse.Namespace) -> int:
 
 
 LARGE_NPZ_BYTES = 100 << 20  # a result.npz this large is said, with how to leave the probabilities out
+LARGE_RUN_BYTES = 1 << 30  # frames to come that together take this much: said after the first
 
 
-def say_large_npz(out: Path, left_out: bool) -> None:
+def say_large_npz(out: Path, left_out: bool, frames: int | None = 1) -> None:
     """A note when result.npz is large: a continuous answer's plane probabilities made 376 MB of a
-    1.4 MP pair's result, unsaid (review)."""
+    1.4 MP pair's result, unsaid (review). ``frames``: how many a run writes like ``out`` (None:
+    no end known, a camera); a run whose frames take a gigabyte or more, or more than the disk
+    has free, is said after its first frame (a 500-frame recording took 22 GB, unsaid)."""
     size = (out / "result.npz").stat().st_size
+    parts = []
     if size >= LARGE_NPZ_BYTES and not left_out:
-        print(
-            f"note: {out / 'result.npz'} is {size / 2**20:.0f} MB, most of it the planes' probabilities; "
-            "--no-probabilities leaves them out"
-        )
+        parts.append(f"{out / 'result.npz'} is {size / 2**20:.0f} MB, most of it the planes' probabilities")
+    if frames != 1:
+        each = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
+        free = shutil.disk_usage(out).free
+        if frames is None:
+            parts.append(f"each frame's results take about {_size(each)}; the disk has {_size(free)} free")
+        elif each * (frames - 1) > free:
+            fits = 1 + free // max(each, 1)
+            parts.append(
+                f"the {frames} frames take about {_size(each * frames)} at {_size(each)} a frame, but the "
+                f"disk has {_size(free)} free: it fills near frame {fits}"
+            )
+        elif each * frames >= LARGE_RUN_BYTES:
+            parts.append(f"the {frames} frames take about {_size(each * frames)} ({_size(each)} a frame)")
+    if parts and not left_out:
+        said = size >= LARGE_NPZ_BYTES
+        parts.append(f"--no-probabilities leaves {'them' if said else 'the probabilities'} out")
+    if parts:
+        print(f"note: {'; '.join(parts)}")
+
+
+def _frames_to_write(asked: int | None, source: Any) -> int | None:
+    """How many frames a run writes: 1 without --frames, else --frames or the source's count if
+    fewer; None for a live source asked for more than one (its end is not known)."""
+    if not asked:
+        return 1
+    count = None if source.live else source.frame_count
+    return min(asked, count) if count is not None else (asked if not source.live else None)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.1f} GB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MB"
 
 
 Rectify = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -127,6 +162,18 @@ def _swapped(rectify: Rectify) -> Rectify:
     return swap
 
 
+def _scene_calib(left: str, right: str, second: str | None, notes: list[str]) -> str | None:
+    """A Middlebury scene's calib.txt beside its im0/im1 pair, as the window and ``depth DIR`` read
+    it (the pair form gave pixels where they gave metres for the same images: review)."""
+    from app.engine.sources.files import image_pair_scene
+
+    scene = image_pair_scene(Path(left), Path(right))
+    if second or scene.calib is None:
+        return None
+    notes.append(f"calibration: {scene.calib}, the scene's own (--calib FILE gives another)")
+    return str(scene.calib)
+
+
 def _depth_unit(calibration: Calibration | None) -> str:
     """'baselines' where the baseline is a placeholder ('calib rectify' without one, given with
     --calib or kept in a recording), else 'm'."""
@@ -148,6 +195,12 @@ def _calibration(
     calibration, rig, note = load_for_frames(path, second, (frame.shape[1], frame.shape[0]))
     if note:
         notes.append(note)
+    if rig is not None:  # the output's pixels moved unsaid, and the image they are in was not kept (review)
+        notes.append(
+            f"rectified with {path}'s rig: the disparity is in the rectified left image's pixels "
+            f"(left_rectified.png: f {calibration.focal_px:.1f} px, principal point "
+            f"{calibration.cx:.1f}, {calibration.cy:.1f}), not the input's"
+        )
     return calibration, rig
 
 
@@ -226,7 +279,8 @@ def run_source(args: argparse.Namespace) -> int:
                 # gave every scene its baseline and depth in metres (review)
                 calibration = pair.calibration
                 request = depth_request(args, calibration)
-            result = engine.compute(*rectify(pair.left, pair.right), request)
+            views = rectify(pair.left, pair.right)
+            result = engine.compute(*views, request)
             result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
             if any(LAYOUT_MARK in n for n in source.notes):  # split the wrong way: no range to raise
                 result.notes = without_ceiling_notes(result.notes)
@@ -241,9 +295,10 @@ def run_source(args: argparse.Namespace) -> int:
                 extra["inputs"] = _inputs(left, right, args.calib)
             replaced = earlier_result(out)
             overwritten += bool(args.frames and replaced)
-            write_result(out, result, request, extra, not args.no_probabilities)
+            shown = views[0] if rig is not None else None  # the image the disparity is in
+            write_result(out, result, request, extra, not args.no_probabilities, shown)
             if not numbers:  # said once, of the first frame
-                say_large_npz(out, args.no_probabilities)
+                say_large_npz(out, args.no_probabilities, _frames_to_write(args.frames, source))
             if replaced and not args.frames:
                 print(f"note: this replaced the earlier result in {args.out}")
             numbers.append(index)

@@ -36,6 +36,7 @@ from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
 
 OUTPUT_NAMES = (
     *("result.npz", "disparity.pfm", "disparity.png", "disparity_color.png", "mask.png", "result.json"),
+    RECTIFIED_LEFT := "left_rectified.png",
 )
 _STAGING = ".result."  # prefix of the folder a set is written into before it is moved in
 
@@ -46,8 +47,11 @@ def write_result(
     request: DepthRequest,
     extra: dict[str, Any],
     probabilities: bool = True,
+    rectified_left: np.ndarray | None = None,
 ) -> list[Path]:
     """Write the output set into ``out_dir`` as a whole, or leave what was there untouched.
+    ``rectified_left``: the left image as a raw rig's rectification made it, whose pixels the
+    disparity is in (not the input image's), written as ``left_rectified.png``.
 
     The files are written into a staging folder first; only when all of them are complete
     are they moved in (a rename each, which needs no space), ``result.json`` last, and files
@@ -60,7 +64,7 @@ def write_result(
     staging = _staging_folder(out_dir)
     try:
         try:
-            names = _write_set(staging, result, request, extra, probabilities)
+            names = _write_set(staging, result, request, extra, probabilities, rectified_left)
         except UserError as exc:  # named as the file it was to become, not the hidden staging one
             raise type(exc)(str(exc).replace(str(staging), str(out_dir))) from None
         if not out_dir.exists():
@@ -205,14 +209,21 @@ def _write_set(
     request: DepthRequest,
     extra: dict[str, Any],
     probabilities: bool = True,
+    rectified_left: np.ndarray | None = None,
 ) -> list[str]:
     """``probabilities``: False leaves the planes' probabilities out of result.npz (a continuous
     answer's are most of it: 376 MB at 1282 x 1110)."""
     arrays = result.arrays()
     if not probabilities:
         del arrays["probabilities"]
+    if request.calibration is not None and result.mask is None:
+        # metres per pixel: every user had to redo f * B / (d + doffs) from result.json (review)
+        arrays["depth"] = request.calibration.depth_m(result.disparity)
     atomic_write(folder / "result.npz", npz_bytes(arrays))
     written = ["result.npz"]
+    if rectified_left is not None:
+        write_color_png(folder / RECTIFIED_LEFT, rectified_left)
+        written.append(RECTIFIED_LEFT)
     colour_range = None
     if result.mask is None:  # a binary answer has no disparity: all-black pictures of NaN would mislead
         write_pfm(folder / "disparity.pfm", result.disparity)

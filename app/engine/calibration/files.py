@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ class MiddleburyCalib:
     width: int | None
     height: int | None
     ndisp: int | None
+    note: str | None = None  # a doffs taken from cam1, or one that disagrees with it
 
 
 def read_middlebury_calib(path: str | Path) -> MiddleburyCalib:
@@ -68,20 +70,17 @@ def read_middlebury_calib(path: str | Path) -> MiddleburyCalib:
                 "cam0=[f 0 cx; 0 f cy; 0 0 1] and baseline=mm"
             ) from None
 
-    match = _MATRIX.search(fields.get("cam0", ""))
-    try:
-        cam0 = [float(v) for v in match.group(1).replace(";", " ").split()] if match else []
-    except ValueError:
-        cam0 = []
-    if len(cam0) != 9:
+    cam0 = _matrix(fields.get("cam0", ""))
+    if cam0 is None:
         state = "missing" if "cam0" not in fields else "malformed"
         raise UserError(f"{path}: field 'cam0' is {state}; write it as cam0=[f 0 cx; 0 f cy; 0 0 1]")
+    doffs, note = _doffs(fields, cam0, number, path)
     calibration = Calibration(
         focal_px=cam0[0],
         baseline_m=number("baseline") / 1000.0,
         cx=cam0[2],
         cy=cam0[5],
-        doffs=number("doffs", 0.0),
+        doffs=doffs,
     )
 
     def opt_int(key: str) -> int | None:
@@ -96,7 +95,51 @@ def read_middlebury_calib(path: str | Path) -> MiddleburyCalib:
         return round(value)
 
     check_values(calibration, str(path), "cam0", "baseline", "mm")
-    return MiddleburyCalib(calibration, opt_int("width"), opt_int("height"), opt_int("ndisp"))
+    return MiddleburyCalib(calibration, opt_int("width"), opt_int("height"), opt_int("ndisp"), note)
+
+
+DOFFS_AGREE_PX = 0.5  # doffs is cam1's cx - cam0's cx (Middlebury's definition); beyond this, said
+
+
+def _matrix(text: str) -> list[float] | None:
+    """``[f 0 cx; 0 f cy; 0 0 1]`` -> its 9 numbers, or None."""
+    match = _MATRIX.search(text)
+    try:
+        values = [float(v) for v in match.group(1).replace(";", " ").split()] if match else []
+    except ValueError:
+        return None
+    return values if len(values) == 9 else None
+
+
+def _doffs(
+    fields: dict[str, str], cam0: list[float], number: Callable[..., float], path: Path
+) -> tuple[float, str | None]:
+    """The x difference of the principal points, and a note: a file without a doffs line read as
+    0 put every depth ~1.8x too far on the demo, unsaid; one that disagrees with its cam1 too."""
+    cam1 = _matrix(fields.get("cam1", ""))
+    from_cams = None if cam1 is None else cam1[2] - cam0[2]
+    if "doffs" not in fields:
+        if from_cams is None:
+            return 0.0, None
+        return from_cams, (
+            f"{path} has no doffs line: taken as cam1's cx - cam0's cx = {from_cams:g} px (Middlebury's "
+            "definition)"
+        )
+    doffs = number("doffs")
+    if from_cams is not None and abs(doffs - from_cams) > DOFFS_AGREE_PX:
+        return doffs, (
+            f"{path}'s doffs={doffs:g} px disagrees with its cameras' principal points (cam1's cx - "
+            f"cam0's cx = {from_cams:g} px): depths follow doffs; check the file"
+        )
+    return doffs, None
+
+
+def middlebury_note(path: str | Path) -> str | None:
+    """What reading a calib.txt noticed about its doffs (``read_middlebury_calib``), or None."""
+    try:
+        return read_middlebury_calib(path).note
+    except UserError:
+        return None
 
 
 # --- stereodemo JSON --------------------------------------------------------------------------
@@ -391,7 +434,9 @@ def load_for_frames(
     calibration, rig, size = _load(Path(path), Path(second) if second else None, frame_size)
     calibration, rig, note = fit_to_frames(calibration, rig, size, frame_size, str(path))
     units = baseline_note(calibration, str(path))
-    return calibration, rig, "; ".join(n for n in (note, units, projection_note(rig, str(path))) if n) or None
+    doffs = middlebury_note(path) if _file_kind(Path(path))[0] == "middlebury" else None
+    notes = (doffs, note, units, projection_note(rig, str(path)))
+    return calibration, rig, "; ".join(n for n in notes if n) or None
 
 
 def projection_note(rig: StereoRig | None, where: str) -> str | None:

@@ -47,6 +47,8 @@ class Scene:
         reading the images noticed goes to ``notes`` when given (``read_pair_rgb``)."""
         left, right = read_pair_rgb(self.left, self.right, notes)
         meta = read_middlebury_calib(self.calib) if self.calib else None
+        if meta is not None and meta.note and notes is not None:
+            notes.append(meta.note)
         gt = read_disparity(self.gt, self.gt_scale) if self.gt else None
         if gt is not None and gt.shape != left.shape[:2]:
             raise UserError(
@@ -70,16 +72,18 @@ class Scene:
                 f"images' {left.shape[1]} px width: {how}"
             )
         cal = meta.calibration if meta else None
-        if meta is not None and meta.width and meta.height:
+        if meta is not None:
             frame = (left.shape[1], left.shape[0])
-            cal, _, scaled = fit_to_frames(
-                meta.calibration, None, (meta.width, meta.height), frame, str(self.calib)
-            )
-            if scaled:  # its ndisp is in the calibrated images' pixels too (it stayed at full size: review)
-                ndisp = math.ceil(meta.ndisp * frame[0] / meta.width) if meta.ndisp else meta.ndisp
+            size = (meta.width, meta.height) if meta.width and meta.height else None
+            # without a size, a note when the principal point is far off these frames' centre (a
+            # file of another size: the window used it silently, as depth --calib did not: review)
+            cal, _, said = fit_to_frames(meta.calibration, None, size, frame, str(self.calib))
+            if said and size is not None:  # rescaled: its ndisp is in the calibrated images' pixels too
+                ndisp = math.ceil(meta.ndisp * frame[0] / size[0]) if meta.ndisp else meta.ndisp
                 meta = MiddleburyCalib(cal, frame[0], frame[1], ndisp)
-                if notes is not None:
-                    notes.append(scaled + (f", and its ndisp to {ndisp} px" if ndisp else ""))
+                said += f", and its ndisp to {ndisp} px" if ndisp else ""
+            if said and notes is not None:
+                notes.append(said)
         return StereoPair(left, right, 0.0, cal, gt), meta
 
 

@@ -407,3 +407,52 @@ def test_a_rig_file_whose_t_and_p2_disagree_is_said(tmp_path: Path) -> None:
     write_opencv_yaml(edited, dataclasses.replace(rig, T=rig.T * 2))
     note = load_for_frames(edited, None, size)[2]
     assert note is not None and "its T gives a" in note and "depths follow P2" in note
+
+
+def test_a_missing_or_disagreeing_doffs_is_said(demo_dir: Path, tmp_path: Path) -> None:
+    """A calib.txt without its doffs line read doffs as 0: every depth of the demo ~1.8x too far,
+    unsaid (review). It is cam1's cx - cam0's cx, which the file still says."""
+    from app.engine.calibration.files import load_for_frames
+
+    text = (demo_dir / "calib.txt").read_text()
+    assert read_middlebury_calib(demo_dir / "calib.txt").note is None
+    no_doffs = tmp_path / "a" / "calib.txt"
+    no_doffs.parent.mkdir()
+    no_doffs.write_text("\n".join(line for line in text.splitlines() if not line.startswith("doffs")))
+    meta = read_middlebury_calib(no_doffs)
+    assert meta.calibration.doffs == pytest.approx(342.279 - 311.193, abs=1e-3)
+    assert meta.note is not None and "no doffs line: taken as cam1's cx - cam0's cx = 31.086 px" in meta.note
+    wrong = tmp_path / "b" / "calib.txt"
+    wrong.parent.mkdir()
+    wrong.write_text(text.replace("doffs=31.086", "doffs=-31.086"))
+    meta = read_middlebury_calib(wrong)
+    assert meta.calibration.doffs == pytest.approx(-31.086) and "disagrees" in str(meta.note)
+    _, _, note = load_for_frames(wrong, None, (741, 497))
+    assert note is not None and "disagrees with its cameras' principal points" in note
+    alone = tmp_path / "c" / "calib.txt"  # no cam1 to tell: 0 as before, unsaid
+    alone.parent.mkdir()
+    alone.write_text("cam0=[50 0 30; 0 50 20; 0 0 1]\nbaseline=100\n")
+    assert read_middlebury_calib(alone).calibration.doffs == 0 and read_middlebury_calib(alone).note is None
+
+
+def test_a_scene_calibration_without_a_size_far_off_the_frames_centre_is_said(
+    demo_dir: Path, tmp_path: Path
+) -> None:
+    """The window used a size-less calib.txt of the full-size scene on half-size images unsaid;
+    depth --calib said its principal point lay far off the centre (review)."""
+    import cv2
+
+    from app.engine.sources.files import image_pair_scene
+
+    scene = tmp_path / "half"
+    scene.mkdir()
+    for name in ("im0.png", "im1.png"):
+        image = cv2.imread(str(demo_dir / name))
+        cv2.imwrite(str(scene / name), cv2.resize(image, (image.shape[1] // 2, image.shape[0] // 2)))
+    text = (demo_dir / "calib.txt").read_text()
+    (scene / "calib.txt").write_text(
+        "\n".join(line for line in text.splitlines() if not line.startswith(("width", "height")))
+    )
+    notes: list[str] = []
+    image_pair_scene(scene / "im0.png", scene / "im1.png").load(notes)
+    assert any("far from" in n for n in notes), notes

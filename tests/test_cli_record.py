@@ -499,6 +499,11 @@ def test_a_full_disk_while_recording_exits_1_not_the_usage_code(
     (line,) = err.strip().splitlines()
     assert code == 1 and line.startswith("bi3d-studio record: error: cannot write ")
     assert "No space left on device" in line and "keeps the 2 frames recorded before it" in line
+    # on the first frame (a file-size limit): the folder goes, and that is said (review)
+    monkeypatch.setattr(recording.Recorder, "_commit", lambda self, line: commit(self, "000002"))
+    code, _, err = run(capsys, "record", SYNTH, str(tmp_path / "first"))
+    (line,) = err.strip().splitlines()
+    assert code == 1 and line.endswith("; nothing was recorded") and not (tmp_path / "first").exists()
 
 
 def test_recording_into_another_recording_or_nowhere_is_one_line(
@@ -694,3 +699,34 @@ def test_a_rectified_pairs_calibration_is_kept_as_the_recordings(
     with open_source(str(tmp_path / "rec")) as played:
         pair = next(iter(played))
     assert pair.calibration is not None and pair.calibration.baseline_m == pytest.approx(0.12)
+
+
+def test_a_recording_says_how_far_it_has_come_as_it_runs(tmp_path: Path) -> None:
+    """record said nothing for ten minutes while it wrote 15 GB (review): a progress line on a
+    terminal each second, a line every half minute into a log."""
+    import io
+
+    from app.commands.record import Progress
+    from app.engine.sources.recording import Recorder
+
+    class _Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    with Recorder(tmp_path / "rec") as recorder:
+        terminal = _Terminal()
+        progress = Progress(recorder, terminal)
+        assert progress.every == 1.0
+        progress.say()
+        progress.say()
+        assert (
+            terminal.getvalue().count("\r") == 2
+            and "recording: 0 frames · 0.0 MB · 0:00" in terminal.getvalue()
+        )
+        progress.stop()  # not started: stops cleanly, and blanks its line for what follows
+        assert terminal.getvalue().endswith("\r")
+        log = io.StringIO()
+        logged = Progress(recorder, log)
+        assert logged.every == Progress.LOG_EVERY_S
+        logged.say()
+        assert log.getvalue() == "recording: 0 frames · 0.0 MB · 0:00\n"

@@ -90,7 +90,11 @@ def say_large_npz(out: Path, left_out: bool, frames: int | None = 1) -> None:
     1.4 MP pair's result, unsaid (review). ``frames``: how many a run writes like ``out`` (None:
     no end known, a camera); a run whose frames take a gigabyte or more, or more than the disk
     has free, is said after its first frame (a 500-frame recording took 22 GB, unsaid)."""
+    import zipfile
+
     size = (out / "result.npz").stat().st_size
+    with zipfile.ZipFile(out / "result.npz") as archive:  # SGBM's over a range are left out
+        left_out = left_out or "probabilities.npy" not in archive.namelist()
     parts = []
     if size >= LARGE_NPZ_BYTES and not left_out:
         parts.append(f"{out / 'result.npz'} is {size / 2**20:.0f} MB, most of it the planes' probabilities")

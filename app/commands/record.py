@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from app.commands.arguments import real, whole
 
 if TYPE_CHECKING:
     from app.engine.calibration.rig import StereoRig
     from app.engine.sources.base import StereoSource
-    from app.engine.sources.recording import Pace
+    from app.engine.sources.recording import Pace, Recorder
     from app.engine.types import Calibration
 
 
@@ -43,11 +46,14 @@ def _record(args: argparse.Namespace) -> int:
     from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, record, record_live
 
     said: set[str] = set()
+    shown: list[Progress] = []  # the progress line, cleared before a message is printed under it
 
     def report(event: SourceEvent) -> None:  # a camera lost and found again, said as it happens
         if event.kind == "ended":
             return
         said.add(event.message)
+        for line in shown:
+            line.clear()
         if event.kind == "skipped":  # a damaged frame of many: a note, not an error's prefix (review)
             print(f"note: {event.message}")
         else:
@@ -73,11 +79,17 @@ def _record(args: argparse.Namespace) -> int:
             print(f"note: {note}")
             said.add(note)
         live: list[QueuedWriter] = []  # a camera's writer, for its counts (also after Ctrl-C)
+        progress = Progress(recorder)
+        shown.append(progress)
+        progress.start()
         try:
-            if source.live and hasattr(source, "add_capture_listener"):  # every frame, not the newest
-                record_live(source, recorder, args.frames, args.seconds, started=live.append)
-            else:
-                record(source, recorder, args.frames, args.seconds, _pace(source))
+            try:
+                if source.live and hasattr(source, "add_capture_listener"):  # every frame, not the newest
+                    record_live(source, recorder, args.frames, args.seconds, started=live.append)
+                else:
+                    record(source, recorder, args.frames, args.seconds, _pace(source))
+            finally:  # before anything else is said
+                progress.stop()
             if not recorder.frames_written:  # every frame skipped as damaged: no empty recording
                 raise UserError(
                     f"no frame of {source.describe()} could be read (each is named above): nothing recorded"
@@ -98,6 +110,8 @@ def _record(args: argparse.Namespace) -> int:
                 raise type(exc)(f"{exc}; {args.dir} keeps the {kept} recorded before it") from exc
             if recorder.restored:
                 raise type(exc)(f"{exc}; {args.dir} keeps the recording it held before") from exc
+            if "nothing recorded" not in str(exc):  # the folder went unsaid (a file-size limit: review)
+                raise type(exc)(f"{exc}; nothing was recorded") from exc
             raise
         except BaseException:
             recorder.discard()
@@ -118,6 +132,61 @@ def _record(args: argparse.Namespace) -> int:
             )
     print(f"wrote {plural(recorder.frames_written, 'frame')} to {args.dir}")
     return code
+
+
+class Progress(threading.Thread):
+    """What a recording holds so far, on stderr as it runs: frames, size, time, rate and when the
+    disk fills (it said nothing for ten minutes while writing 15 GB: review). On a terminal one
+    line rewritten each second; into a file or pipe, a line every ``LOG_EVERY_S``."""
+
+    LOG_EVERY_S = 30.0
+
+    def __init__(self, recorder: Recorder, stream: TextIO | None = None) -> None:
+        super().__init__(name="bi3d-record-progress", daemon=True)
+        self.recorder = recorder
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = 1.0 if self.tty else self.LOG_EVERY_S
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()  # the thread's line and the main thread's clearing of it
+        self._started_at = time.monotonic()
+        self._width = 0
+
+    def run(self) -> None:
+        while not self._stopped.wait(self.every):
+            self.say()
+
+    def say(self) -> None:
+        from app.engine.sources.recording import progress_text
+
+        recorder = self.recorder
+        try:
+            free: int | None = shutil.disk_usage(recorder.folder).free
+        except OSError:
+            free = None
+        seconds = time.monotonic() - self._started_at
+        text = f"recording: {progress_text(recorder.frames_written, recorder.bytes_written, seconds, free)}"
+        with self._lock:
+            if self.tty:  # over the last one, blanking what it was longer by
+                self.stream.write("\r" + text.ljust(self._width))
+                self._width = len(text)
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def clear(self) -> None:
+        """Blank a terminal's progress line (a message goes there; the next tick draws it again)."""
+        with self._lock:
+            if self.tty and self._width:
+                self.stream.write("\r" + " " * self._width + "\r")
+                self.stream.flush()
+                self._width = 0
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self.is_alive():
+            self.join()
+        self.clear()  # what follows says how it ended
 
 
 def _calibration(args: argparse.Namespace) -> tuple[Calibration | None, StereoRig | None, str | None]:

@@ -203,6 +203,12 @@ def mask_levels(result: DepthResult) -> np.ndarray:
     return levels
 
 
+def derived_probabilities(result: DepthResult) -> bool:
+    """Whether the answer's plane probabilities say nothing its disparity does not: SGBM's over a
+    range are 0 or 1 (disparity > plane), 44 MB of a recording's 2.4 MB frame (review)."""
+    return result.engine == "sgbm" and result.mode in (Mode.CONTINUOUS, Mode.SELECTIVE)
+
+
 def _write_set(
     folder: Path,
     result: DepthResult,
@@ -214,7 +220,7 @@ def _write_set(
     """``probabilities``: False leaves the planes' probabilities out of result.npz (a continuous
     answer's are most of it: 376 MB at 1282 x 1110)."""
     arrays = result.arrays()
-    if not probabilities:
+    if not probabilities or derived_probabilities(result):
         del arrays["probabilities"]
     if request.calibration is not None and result.mask is None:
         # metres per pixel: every user had to redo f * B / (d + doffs) from result.json (review)

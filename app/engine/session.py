@@ -40,7 +40,7 @@ from app.engine.sources.base import plural
 from app.engine.sources.files import left_first
 from app.engine.sources.layout import MARK as LAYOUT_MARK
 from app.engine.sources.layout import NOT_STEREO_MARK
-from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note
+from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, progress_text
 from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
@@ -63,6 +63,7 @@ __all__ = [
     "dropped_note",
     "left_first",
     "plural",
+    "progress_text",
 ]
 
 LIVE_QUEUE_BYTES = 256 << 20  # a camera recording's frames waiting for the disk (about 1.5 s of 720p stereo)

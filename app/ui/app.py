@@ -98,6 +98,8 @@ def run_gui(
     if calibration:
         window.calibration.load(Path(calibration), Path(calibration2) if calibration2 else None)
     window.show()
+    # a timed close has nobody to answer "stop the recording?": it stops it, as Quit would
+    window.confirm_close_while_recording = not (screenshot or quit_after is not None)
     shot = {"taken": False}
     if screenshot:
 

@@ -10,6 +10,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QEvent, QObject, QProcess, QSettings, QSignalBlocker, Qt, QTimer
@@ -50,6 +51,9 @@ from app.engine.session import (
     plural,
 )
 from app.engine.types import Calibration, DepthResult, FrameResult, Mode, StereoPair
+
+if TYPE_CHECKING:
+    from app.engine.sources.recording import Recorder
 from app.ui import key_guard, wheel_guard, work
 from app.ui.adapt_runner import AdaptRunner
 from app.ui.calibration_panel import CalibrationPanel
@@ -144,6 +148,9 @@ class MainWindow(QMainWindow):
         self.folders = FolderMemory(settings)  # where every file dialog of the window starts
         self.settings_path = settings_path
         self._resetting = False  # View > Reset settings: closing keeps the defaults written
+        # closing while recording asks first (it closed at once, unsaid: review); off for timed
+        # closes (gui --quit-after, --screenshot), which nobody is there to answer
+        self.confirm_close_while_recording = True
         self.confirm_reset: Callable[[], bool] = self._confirm_reset  # tests answer for the user
         self.restart: Callable[[], None] = self._restart
         self._open_source = open_source or session.open_source
@@ -1276,9 +1283,34 @@ class MainWindow(QMainWindow):
         if self.latency_dock.isVisible() and self.latency_dock.height() > height // 7:
             self.resizeDocks([self.latency_dock], [max(LATENCY_MIN_PX, height // 7)], Qt.Orientation.Vertical)
 
+    def ask_stop_recording(self, recorder: Recorder) -> bool:
+        """Whether to stop the recording under way and close (every frame so far is kept)."""
+        box = QMessageBox(self)
+        box.setWindowTitle("Recording")
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setText(
+            f"A recording is under way: {plural(recorder.frames_written, 'frame')} in {recorder.folder}.\n"
+            "Stop it and quit? Every frame recorded so far is kept."
+        )
+        stop = box.addButton("Stop recording and quit", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton("Keep recording", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(stop)
+        box.exec()
+        return box.clickedButton() is stop
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        recorder = self.session.recorder
+        if (
+            recorder is not None
+            and self.confirm_close_while_recording
+            and not self.ask_stop_recording(recorder)
+        ):
+            event.ignore()
+            return
         self.adapt_runner.shutdown()  # a running adaptation keeps its progress for a later run
         self.controller.shutdown()
+        if recorder is not None:  # stopped by the shutdown: said where a terminal may show it
+            print(f"recording stopped: {plural(recorder.frames_written, 'frame')} in {recorder.folder}")
         if self._resetting:  # the defaults just written stay
             super().closeEvent(event)
             return

@@ -13,6 +13,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics, QMouseEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
+from app.engine.session import progress_text
+
 INFO_MS = 6000
 COLOURS = {"info": ("#e3f2fd", "#0d47a1"), "error": ("#ffebee", "#b71c1c")}
 
@@ -93,14 +95,7 @@ class RecBadge(QLabel):
         """The counts so far; with ``free_bytes`` (the disk's), how long it lasts at this rate
         when that is under an hour (a camera at full rate fills gigabytes a minute)."""
         seconds = time.monotonic() - self._started
-        elapsed = int(seconds)
-        text = f"● REC {frames} frames · {size_bytes / 1e6:.1f} MB · {elapsed // 60}:{elapsed % 60:02d}"
-        rate = size_bytes / seconds if seconds >= 2 else 0.0
-        if rate > 0:
-            text += f" · {rate / 1e6:.0f} MB/s"
-            if free_bytes is not None and free_bytes / rate < 3600:
-                text += f" · disk full in {max(0, int(free_bytes / rate / 60))} min"
-        self.setText(text)
+        self.setText(f"● REC {progress_text(frames, size_bytes, seconds, free_bytes)}")
 
     def stop(self) -> None:
         self.hide()

@@ -300,3 +300,21 @@ def test_the_colour_bar_shows_only_beside_an_answer(qtbot) -> None:  # type: ign
     pane.show_rgb(shown.depth_rgb, shown.depth_levels)
     pane.clear_image()
     assert not pane.bar.isVisible()
+
+
+def test_closing_while_recording_asks_first_and_says_what_was_kept(
+    qtbot, demo_dir: Path, tmp_path, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """File > Quit while recording closed the window at once, with nothing said (review)."""
+    window = _window(qtbot, demo_dir)
+    window.session.output_root = tmp_path
+    recorder = window.session.start_recording(window.controller.last.pair)
+    asked: list[int] = []
+    monkeypatch.setattr(window, "ask_stop_recording", lambda r: asked.append(r.frames_written) or False)
+    window.close()
+    assert asked == [1] and window.isVisible() and window.session.recorder is recorder  # kept recording
+    monkeypatch.setattr(window, "ask_stop_recording", lambda r: True)
+    window.close()
+    assert not window.isVisible() and window.session.recorder is None
+    assert f"recording stopped: 1 frame in {recorder.folder}" in capsys.readouterr().out
+    assert len(list((recorder.folder / "left").iterdir())) == 1

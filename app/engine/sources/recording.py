@@ -363,8 +363,9 @@ def recording_around(folder: Path) -> Path | None:
     return None
 
 
-def read_timestamps(folder: Path) -> list[tuple[int, float]]:
-    """(index, timestamp) of every committed frame; an unfinished last line is ignored."""
+def read_timestamps(folder: Path, notes: list[str] | None = None) -> list[tuple[int, float]]:
+    """(index, timestamp) of every committed frame; an unfinished last line is ignored, and with
+    ``notes`` a damaged one is left out and said there (``parse_timestamps``)."""
     path = folder / TIMESTAMPS
     try:
         raw = path.read_bytes()
@@ -372,7 +373,7 @@ def read_timestamps(folder: Path) -> list[tuple[int, float]]:
         raise missing_index_error(folder, f"{path} is missing") from None
     except OSError as exc:
         raise UserError(f"cannot read {path} ({exc.strerror}); check its permissions") from None
-    return parse_timestamps(raw, path)
+    return parse_timestamps(raw, path, notes)
 
 
 def open_recording(folder: Path) -> SceneSource:
@@ -384,9 +385,12 @@ def open_recording(folder: Path) -> SceneSource:
     if meta is None:
         raise missing_index_error(folder, problem or f"{folder / SESSION} is missing")
     remove_leftovers(folder)  # temporary files of a recorder that was killed while writing
-    frames = read_timestamps(folder)
+    said: list[str] = []
+    frames = read_timestamps(folder, said)
     if not frames and frames_on_disk(folder):  # an emptied index: not "no frames", a rebuild away
-        raise missing_index_error(folder, f"{folder / TIMESTAMPS} lists no frame")
+        raise missing_index_error(
+            folder, f"{folder / TIMESTAMPS} lists no {'readable ' if said else ''}frame"
+        )
     scenes = []
     for index, _ in frames:
         name = f"{index:06d}"
@@ -405,7 +409,7 @@ def open_recording(folder: Path) -> SceneSource:
         calibration, rectify = _rig(folder / RIG)
     description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
     source = SceneSource(scenes, description, [stamp for _, stamp in frames], calibration, rectify)
-    source.opening_notes.extend(index_notes(folder, frames))
+    source.opening_notes.extend([*said, *index_notes(folder, frames)])
     return source
 
 
@@ -465,6 +469,20 @@ def _calibration(meta: dict[str, Any], folder: Path) -> Calibration | None:
     number(calibration.focal_px, f"calibration focal_px in {where}", POSITIVE, "px")
     number(abs(calibration.baseline_m), f"calibration baseline_m in {where}", POSITIVE, "m")
     return calibration
+
+
+def progress_text(frames: int, size_bytes: int, seconds: float, free_bytes: int | None = None) -> str:
+    """'N frames · X MB · m:ss', then the write rate and, with ``free_bytes`` (the disk's), how
+    long it lasts at that rate when that is under an hour (a camera at full rate fills gigabytes
+    a minute): the window's REC badge and ``record``'s progress line."""
+    elapsed = int(seconds)
+    text = f"{frames} frames · {size_bytes / 1e6:.1f} MB · {elapsed // 60}:{elapsed % 60:02d}"
+    rate = size_bytes / seconds if seconds >= 2 else 0.0
+    if rate > 0:
+        text += f" · {rate / 1e6:.0f} MB/s"
+        if free_bytes is not None and free_bytes / rate < 3600:
+            text += f" · disk full in {max(0, int(free_bytes / rate / 60))} min"
+    return text
 
 
 class Pace:

@@ -110,25 +110,37 @@ def _frame_name(stem: str) -> bool:
     return stem.isdigit() and stem == f"{int(stem):06d}"
 
 
-def parse_timestamps(raw: bytes, path: Path) -> list[tuple[int, float]]:
-    """(index, timestamp) per complete line; the piece after the last newline is unfinished."""
+def parse_timestamps(raw: bytes, path: Path, notes: list[str] | None = None) -> list[tuple[int, float]]:
+    """(index, timestamp) per complete line; the piece after the last newline is unfinished.
+    A damaged line, or one listing a frame again, is a ``UserError``; with ``notes``, it is left
+    out and said there, and the other frames play (one bad line refused the whole recording)."""
     frames = []
     seen: dict[int, int] = {}  # frame index -> the line that listed it
+    problems: list[str] = []
     for number, line in enumerate(raw.split(b"\n")[:-1], 1):
         try:
             index, stamp = line.decode("ascii").split()
-            frames.append((int(index), float(stamp)))
+            parsed = (int(index), float(stamp))
         except ValueError:  # includes bytes that are not ASCII
             shown = line[:40].decode("ascii", "backslashreplace")
-            raise UserError(
-                f"{path} line {number} is damaged ({shown!r}); {reindex_hint(path.parent)}"
-            ) from None
-        if int(index) in seen:  # a recorder lists each frame once: an edited or damaged index
-            raise UserError(
-                f"{path} line {number} lists frame {int(index)} again (line {seen[int(index)]} did; it "
-                f"would play twice); {reindex_hint(path.parent)}"
+            problems.append(f"line {number} is damaged ({shown!r})")
+            continue
+        frame = parsed[0]
+        if frame in seen:  # a recorder lists each frame once: an edited or damaged index
+            problems.append(
+                f"line {number} lists frame {frame} again (line {seen[frame]} did; it would play twice)"
             )
-        seen[int(index)] = number
+            continue
+        seen[frame] = number
+        frames.append(parsed)
+    if problems and notes is None:
+        raise UserError(f"{path} {problems[0]}; {reindex_hint(path.parent)}")
+    if problems and notes is not None:
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        notes.append(
+            f"{path} {problems[0]}{more}: left out, the other {len(frames)} frame(s) play; "
+            f"{reindex_hint(path.parent)}"
+        )
     return frames
 
 

@@ -4,6 +4,7 @@ frames on disk, leftovers of a killed recorder removed on the next open, overlap
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -31,7 +32,14 @@ def copy(recording: Path, tmp_path: Path) -> Path:
 def test_a_byte_that_is_not_ascii_in_the_timestamps_is_one_line(copy: Path) -> None:
     path = copy / "timestamps.txt"
     path.write_bytes(b"000000 0.0\n\xff00001 0.1\n")
-    with pytest.raises(UserError, match=r"line 2 is damaged.*record --reindex"):
+    source = open_recording(copy)  # the readable lines play; the damaged one is said
+    assert source.frame_count == 1
+    assert any(
+        re.search(r"line 2 is damaged.*left out, the other 1 frame\(s\) play.*record --reindex", n)
+        for n in source.opening_notes
+    )
+    path.write_bytes(b"\xff00000 0.0\n\xff00001 0.1\n")  # none readable: a rebuild away
+    with pytest.raises(UserError, match=r"lists no readable frame, while 4 frame pair\(s\) sit on disk"):
         open_recording(copy)
 
 

@@ -355,3 +355,38 @@ def test_flow_never_replaces_the_user_s_own_files(capsys, frames, tmp_path: Path
             capsys, "flow", str(frames[0]), str(frames[1]), "--backend", "dis", "--out", str(out)
         )
         assert code == 0 and json.loads((out / "flow.json").read_text())["backend"] == "dis"
+
+
+def test_flow_review_a_second_time(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A pair run after a video run in one folder left flow.json naming the pair beside the
+    video's latency.csv; flow_arrows.png's scale was said nowhere; an arrow step past the frame
+    drew no arrow; two videos were called unreadable images; --probe ignored inputs (review)."""
+    video = tmp_path / "clip.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10, (128, 96))
+    if not writer.isOpened():
+        pytest.skip("this OpenCV cannot write MJPG")
+    for i in range(3):
+        writer.write(_shifted(_texture(), 1.0 * i, 0.0))
+    writer.release()
+    out = tmp_path / "mix"
+    code, stdout, _ = run(capsys, "flow", str(video), "--backend", "dis", "--out", str(out))
+    assert code == 0 and (out / "latency.csv").is_file() and "|flow| median" in stdout
+    code, stdout, _ = run(capsys, "flow", *map(str, frames), "--backend", "dis", "--out", str(out))
+    assert code == 0 and "note: removed latency.csv, flow.avi of an earlier run" in stdout
+    assert not (out / "latency.csv").exists() and (out / "flow.flo").is_file()
+    assert "arrows: one every 16 px;" in stdout and "is drawn 14.4 px long" in stdout
+    assert "leaves no arrow on 128x96 frames; give at most 191" in _bad(
+        capsys, "flow", *map(str, frames), "--backend", "dis", "--arrow-step", "400", "--out", str(out)
+    )
+    assert "is a video: give one video alone" in _bad(
+        capsys, "flow", str(video), str(video), "--out", str(out)
+    )
+    assert "leave out the inputs" in _bad(capsys, "flow", "--probe", *map(str, frames))
+
+
+def test_an_nvof_preset_under_auto_runs_dis_at_its_slowest_on_a_cpu(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A GPU machine's script (--preset slow) failed here: 'dis has no preset' (review)."""
+    if opencv_has_cuda(cv2):
+        pytest.skip("this OpenCV has CUDA")
+    code, stdout, _ = run(capsys, "flow", *map(str, frames), "--preset", "slow", "--out", str(tmp_path / "o"))
+    assert code == 0 and "its preset 'slow' is nvof's: dis runs 'medium', its slowest" in stdout

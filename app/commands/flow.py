@@ -24,33 +24,50 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.flow.nvof import nvof_probe
 
     if args.probe:
+        if args.inputs:
+            raise UserError("--probe only says whether nvof can run; leave out the inputs, or --probe")
         probe = nvof_probe()
         print(f"nvof: {'available' if probe.available else 'unavailable'} ({probe.code}): {probe.reason}")
         return 0
     if len(args.inputs) not in (1, 2):
         raise UserError(f"give FRAME0 FRAME1, or one VIDEO or SOURCE, got {len(args.inputs)} inputs")
+    earlier = False  # the folder holds an earlier run's files (flow.json names what they came from)
     if len(args.inputs) == 2 or args.out:  # a video writes only where --out says
-        from app.engine.outputs import check_writable, refuse_foreign_files
+        from app.engine.outputs import check_writable, earlier_result, refuse_foreign_files
 
         check_writable(Path(args.out or "out"))  # before the work, not after it
         # nor over the user's own files of these names (flow.png, latency.csv were replaced: review)
         names = FLOW_NAMES if len(args.inputs) == 2 else SOURCE_FLOW_NAMES
         refuse_foreign_files(Path(args.out or "out"), args.inputs, names, FLOW_RECORD, "backend")
         refuse_inside_recording(Path(args.out or "out"))
+        earlier = earlier_result(Path(args.out or "out"), FLOW_RECORD, "backend")
     options = FlowOptions(args.preset, args.grid, args.temporal_hints, args.cost, args.gpu)
     backend, reason = create_flow_backend(args.backend, options)
     print(f"backend: {backend.name} ({reason})")
     unused = _nvof_only(args) if backend.name != "nvof" else []
     if unused:
-        print(f"note: {', '.join(unused)} apply to nvof only; {backend.name} runs without them")
+        verb = "applies" if len(unused) == 1 else "apply"
+        print(f"note: {', '.join(unused)} {verb} to nvof only; {backend.name} runs without them")
     try:
         if len(args.inputs) == 2:
-            _pair(backend, args)
+            written = _pair(backend, args)
         else:
-            _video(backend, args)
+            written = _video(backend, args)
     finally:
         backend.close()
+    if earlier:  # an earlier run's other files would stand beside a flow.json that no longer names them
+        _remove_stale(Path(args.out or "out"), written)
     return 0
+
+
+def _remove_stale(out: Path, written: list[str]) -> None:
+    stale = [
+        name for name in (*FLOW_NAMES, *SOURCE_FLOW_NAMES) if name not in written and (out / name).is_file()
+    ]
+    for name in stale:
+        (out / name).unlink()
+    if stale:
+        print(f"note: removed {', '.join(stale)} of an earlier run from {out}")
 
 
 def _nvof_only(args: argparse.Namespace) -> list[str]:
@@ -64,13 +81,27 @@ def _nvof_only(args: argparse.Namespace) -> list[str]:
     return [flag for flag, on in given.items() if on]
 
 
-def _pair(backend: Any, args: argparse.Namespace) -> None:
+def _pair(backend: Any, args: argparse.Namespace) -> list[str]:
     from app.engine.fileio import make_folder
-    from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend
+    from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend, flow_scale
     from app.engine.formats import read_pair_rgb, write_color_png, write_flo
 
+    from app.engine.sources.video import VIDEO_SUFFIXES
+
+    videos = [p for p in args.inputs if Path(p).suffix.lower() in VIDEO_SUFFIXES]
+    if videos:  # "pan.avi is not a readable image" did not say what to give (review)
+        raise UserError(
+            f"{videos[0]} is a video: give one video alone (flow between its consecutive frames), "
+            "or two images"
+        )
     frame0, frame1 = read_pair_rgb(*args.inputs)
-    result = backend.compute(frame0, frame1)
+    result = backend.compute(frame0, frame1)  # frames too small for flow are refused here
+    h, w = frame0.shape[:2]
+    if args.arrow_step // 2 >= min(h, w):  # it wrote a picture without a single arrow, unsaid (review)
+        raise UserError(
+            f"--arrow-step {args.arrow_step} leaves no arrow on {w}x{h} frames; "
+            f"give at most {2 * min(h, w) - 1}"
+        )
     out = make_folder(args.out or "out")
     written = [out / "flow.flo", out / "flow.png", out / "flow_arrows.png"]
     write_flo(written[0], result.flow)
@@ -82,9 +113,15 @@ def _pair(backend: Any, args: argparse.Namespace) -> None:
         write_color_png(written[-1], np.repeat(result.cost[..., None], 3, axis=2))
     written.append(_record(out, backend, args))
     print(_summary(result))
+    scale = flow_scale(result.flow, args.max_magnitude)
+    print(  # flow_arrows.png carries no legend: its scale said here (review)
+        f"arrows: one every {args.arrow_step} px; {scale:.3g} px of flow (flow.png's rim) is drawn "
+        f"{0.9 * args.arrow_step:.3g} px long, longer vectors as long"
+    )
     if result.note:
         print(f"note: {result.note}")
     print("wrote " + ", ".join(str(p) for p in written))
+    return [p.name for p in written]
 
 
 FLOW_NAMES = ("flow.flo", "flow.png", "flow_arrows.png", "cost.png", "flow.json")  # a pair's
@@ -117,13 +154,14 @@ def _summary(result: Any) -> str:
 LIVE_FRAMES = 100  # frame pairs timed from a live or endless source unless --frames says
 
 
-def _video(backend: Any, args: argparse.Namespace) -> None:
+def _video(backend: Any, args: argparse.Namespace) -> list[str]:
     """Per-frame latency over a video file, or over the left view of a stereo source (a
     recording, a folder of pairs, ``synthetic``, ``camera:N``), consecutive frames."""
     import contextlib
 
     from app.engine.fileio import make_folder
     from app.engine.formats import atomic_write
+    from app.engine.sources.recording import signals_held
     from app.engine.sources.spec import is_source_spec
 
     spec = args.inputs[0]
@@ -171,12 +209,14 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
                     previous = current
                     continue
                 result = backend.compute(previous[0], current[0])
-                latencies.append(result.timings["total"])
                 to = current[1] if current[1] is not None else read
-                spans.append((previous[1] if previous[1] is not None else read - 1, to))
-                print(f"frames {spans[-1][0]}-{to}: {latencies[-1]:.1f} ms")
-                if movie is not None:
-                    movie.add(result.flow)
+                with signals_held():  # Ctrl-C between the two left flow.avi a frame short of latency.csv
+                    if movie is not None:
+                        movie.add(result.flow)
+                    latencies.append(result.timings["total"])
+                    spans.append((previous[1] if previous[1] is not None else read - 1, to))
+                median = _median(result.flow)
+                print(f"frames {spans[-1][0]}-{to}: {latencies[-1]:.1f} ms, |flow| median {median:.2f} px")
                 previous = current
         except KeyboardInterrupt:  # Ctrl-C: what was timed is written, then the exit says so
             interrupted = True
@@ -208,6 +248,13 @@ def _video(backend: Any, args: argparse.Namespace) -> None:
     if interrupted:  # latency.csv of the pairs timed was lost to Ctrl-C
         print(f"stopped after {len(latencies)} frame pair(s)", file=sys.stderr)
         raise KeyboardInterrupt
+    return ["latency.csv", FLOW_RECORD, *(["flow.avi"] if movie is not None and movie.written else [])]
+
+
+def _median(flow: np.ndarray) -> float:
+    mag = np.hypot(flow[..., 0], flow[..., 1])
+    mag = mag[np.isfinite(mag)]
+    return float(np.median(mag)) if mag.size else float("nan")
 
 
 class _FlowMovie:

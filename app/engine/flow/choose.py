@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.errors import UserError, setting
-from app.engine.flow.base import BACKENDS, FlowBackend, FlowOptions
+from app.engine.flow.base import BACKENDS, DIS_PRESETS, NVOF_PRESETS, FlowBackend, FlowOptions
 from app.engine.flow.cpu import DisFlow, FarnebackFlow
 from app.engine.flow.nvof import NvofFlow, nvof_probe, probe_nvof
 
@@ -35,8 +35,12 @@ def create_flow_backend(
             raise UserError(
                 f"nvof is not available: {probe.reason}; use {setting('flow', 'dis')} or farneback"
             )
-        dis = DisFlow(opts.preset_for("dis") or "fast")
-        return dis, f"nvof unavailable: {probe.reason}"
+        preset, said = opts.preset, ""
+        if preset in NVOF_PRESETS and preset not in DIS_PRESETS:  # a GPU machine's script ran here
+            preset, said = "medium", f"; its preset {opts.preset!r} is nvof's: dis runs 'medium', its slowest"
+        else:
+            preset = opts.preset_for("dis")
+        return DisFlow(preset or "fast"), f"nvof unavailable: {probe.reason}{said}"
     if name == "dis":
         return DisFlow(opts.preset_for("dis") or "fast"), "OpenCV DIS on the CPU"
     opts.preset_for("farneback")

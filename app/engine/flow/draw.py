@@ -3,7 +3,8 @@ legend wheel and its magnitude scale, and arrows on a regular grid over a frame.
 
 Flow is float32 H x W x 2 (u, v) pixels; NaN or infinite vectors are unknown and drawn black.
 ``max_magnitude`` is the user's clamp: vectors at least that long get full saturation (colour)
-or full arrow length (arrows); None uses the longest known vector.
+or full arrow length (arrows); None uses the 99th percentile of the known vectors' lengths (the
+longest one let a few stray vectors at an edge wash a whole frame's colours out: review).
 """
 
 from __future__ import annotations
@@ -46,15 +47,23 @@ def _magnitude(flow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(known, np.hypot(f[..., 0], f[..., 1]), 0.0), known
 
 
+SCALE_PERCENTILE = 99.0  # of the known vectors' lengths: the automatic scale (longer ones saturate)
+
+
 def flow_scale(flow: np.ndarray, max_magnitude: float | None = None) -> float:
-    """The magnitude (px) that gets full saturation: the clamp, else the longest known vector."""
+    """The magnitude (px) that gets full saturation: the clamp, else the 99th percentile of the
+    known vectors' lengths (the longest, when that percentile is 0)."""
     if max_magnitude is not None:
         if not max_magnitude > 0:
             raise ValueError(f"max_magnitude must be positive, got {max_magnitude}")
         return float(max_magnitude)
     mag, known = _magnitude(flow)
-    longest = float(mag[known].max()) if known.any() else 0.0
-    return longest if longest > 0 else 1.0
+    if not known.any():
+        return 1.0
+    lengths = mag[known]
+    top = float(np.percentile(lengths, SCALE_PERCENTILE, method="lower"))
+    top = top if top > 0 else float(lengths.max())
+    return top if top > 0 else 1.0
 
 
 def flow_to_color(flow: np.ndarray, max_magnitude: float | None = None) -> np.ndarray:

@@ -85,7 +85,6 @@ def _pair(backend: Any, args: argparse.Namespace) -> list[str]:
     from app.engine.fileio import make_folder
     from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend, flow_scale
     from app.engine.formats import read_pair_rgb, write_color_png, write_flo
-
     from app.engine.sources.video import VIDEO_SUFFIXES
 
     videos = [p for p in args.inputs if Path(p).suffix.lower() in VIDEO_SUFFIXES]

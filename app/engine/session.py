@@ -47,6 +47,7 @@ from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress
 from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
 
 __all__ = [
+    "NOT_STEREO_MARK",
     "OVER_BUDGET",
     "RUNTIME_FALLBACK",
     "UNRECTIFIED_ADVICE",

@@ -293,9 +293,11 @@ class ControlsPanel(QWidget):
             self.flow_form.removeRow(0)
         self.flow_values = {}
         for param in self._flow_parameters(name):
-            box = _combo([str(c) for c in param.choices], str(param.default))
+            # a switch reads off / on (it read False / False: review)
+            shown = {c: ("on" if c else "off") if isinstance(c, bool) else str(c) for c in param.choices}
+            box = _combo(list(shown.values()), shown[param.default])
             self.flow_values[param.name] = param.default
-            choices = {str(c): c for c in param.choices}
+            choices = {text: c for c, text in shown.items()}
             box.currentTextChanged.connect(
                 lambda text, p=param.name, c=choices: self._set_flow_param(p, c[text])
             )

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 from app import vocabulary
 from app.engine.errors import UserError
 from app.engine.session import (
+    NOT_STEREO_MARK,
     RUNTIME_FALLBACK,
     UNRECTIFIED_ADVICE,
     AdaptResult,
@@ -159,6 +160,7 @@ class MainWindow(QMainWindow):
         self._set_aside_warned: str | None = None  # a set-aside rig's error, of this source only
         self._ended = False  # the source gave its last frame (Play starts it again)
         self._flow_drawn = False  # the flow pane shows the last frame's flow
+        self._flow_failed = ""  # why the chosen flow method could not start (nvof without CUDA)
         self._layout_warned = False  # the wrong-layout warning, once a source
         session.set_swap_views(settings.swap_views)
         self.controls = ControlsPanel(settings, session.flow_parameters)
@@ -807,16 +809,33 @@ class MainWindow(QMainWindow):
     def _apply_flow(self, name: str) -> None:
         status = self.session.set_flow_backend(name, dict(self.controls.flow_values))
         self.controls.set_flow_status(vocabulary.word(status))
+        self._flow_failed = status if name != "off" and self.session.flow is None else ""
         if self.session.flow is not None:
             self.extra.setCurrentWidget(self.flow_view)
         # a held frame is not answered again for flow: the title says the new state at once
         # (it read "Optical flow is off" beside a method just chosen)
         self._flow_title(self.session.flow is not None and self._flow_drawn)
 
-    def _flow_title(self, drawn: bool, scale: float | None = None) -> None:
+    def _flow_title(
+        self, drawn: bool, scale: float | None = None, arrows: bool = False, layout: str | None = None
+    ) -> None:
         if drawn:
-            rim = f" · colour wheel's rim = {scale:.3g} px" if scale is not None else ""
-            self.flow_view.set_title(f"Optical flow{rim} (previous left frame to this one)")
+            if scale is None:
+                rim = ""
+            elif arrows:  # the arrows had no scale at all (review)
+                rim = f" · the longest arrows = {scale:.3g} px"
+            else:
+                rim = f" · colour wheel's rim = {scale:.3g} px"
+            # a mono video opened as stereo: its left half is the left view (the command line's
+            # flow takes the whole frame; the pane did not say it showed half: review)
+            half = (
+                " · the left half of a mono video (bi3d-studio flow VIDEO: the whole frame)"
+                if layout is not None and NOT_STEREO_MARK in layout
+                else ""
+            )
+            self.flow_view.set_title(f"Optical flow{rim} (previous left frame to this one){half}")
+        elif self._flow_failed:  # it read "Optical flow is off: choose a method" beside nvof chosen
+            self.flow_view.set_title(f"Optical flow could not start: {vocabulary.word(self._flow_failed)}")
         elif self.session.flow is not None and getattr(self.session.source, "frame_count", None) == 1:
             self.flow_view.set_title(
                 "Optical flow needs a moving source (video, camera, recording): a still pair has no motion"
@@ -885,7 +904,9 @@ class MainWindow(QMainWindow):
         else:  # the last pair's flow stood under "no previous frame to compare" (review)
             self.flow_view.clear_image()
         self._flow_drawn = shown.flow_rgb is not None
-        self._flow_title(self._flow_drawn, shown.flow_scale)
+        self._flow_title(
+            self._flow_drawn, shown.flow_scale, shown.flow_arrows, self.session.layout_note(result)
+        )
         self._show_choice(depth, result.timings)
         self._warn_if_swapped(result)
         set_aside = self.session.take_set_aside()

@@ -35,6 +35,7 @@ class Rendered:
     baseline_rgb: np.ndarray | None = None
     flow_rgb: np.ndarray | None = None
     flow_scale: float | None = None  # px the colour wheel's rim stands for (said in the pane's title)
+    flow_arrows: bool = False  # drawn as arrows: flow_scale is the longest arrow's flow
     errors: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (title, rgb) per engine
     histogram: tuple[np.ndarray, np.ndarray, str] | None = None  # counts, edges, unit (m or px)
     answered: bool = True  # some pixel has a value: the colour bar means something
@@ -159,6 +160,8 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         if spec.flow_view == "arrows":
             step = max(16, min(flow.shape[:2]) // 12)  # about 12 arrows across the short side: visible
             out.flow_rgb = Display.flow_arrows(result.pair.left, flow, step, spec.flow_max)
+            out.flow_scale = Display.flow_scale(flow, spec.flow_max)  # the longest arrow's flow (title)
+            out.flow_arrows = True
         else:
             # the pane shows the frame shrunk: the legend's figure shrinks with it, so the title says it
             out.flow_rgb = Display.flow_color(flow, spec.flow_max, max(80, flow.shape[0] // 2))

@@ -210,10 +210,20 @@ def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-unty
     arrows = render(last, spec).flow_rgb
     assert arrows.shape == (120, 200, 3)  # drawn over the left image
     assert not np.array_equal(arrows, last.pair.left)
+    window.show_result(dataclasses.replace(last, display=None))  # the arrows had no scale (review)
+    assert "the longest arrows = 2.5 px" in window.flow_view.title.full_text
     window.controls.flow_max.setValue(0)
     assert window.display_spec().flow_max is None  # 0 px: automatic
     window.controls.flow.setCurrentText("nvof")  # no CUDA OpenCV here: a readable reason, no crash
     assert window.controls.flow_status.text() != ""
+    if window.session.flow is None:  # the pane said "off: choose a method" beside nvof chosen (review)
+        assert window.flow_view.title.full_text.startswith("Optical flow could not start: nvof is not")
+        texts = [
+            w.currentText()
+            for i in range(window.controls.flow_form.count())
+            if hasattr(w := window.controls.flow_form.itemAt(i).widget(), "currentText")
+        ]
+        assert "off" in texts and "False" not in texts  # a switch reads off / on
 
 
 def test_a_saved_flow_method_runs_from_the_start(qtbot) -> None:  # type: ignore[no-untyped-def]

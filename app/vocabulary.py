@@ -232,9 +232,20 @@ def window_words(name: str, value: str | None) -> str:
     return f"the {label} control" if value is None else f"{label}: {value}"
 
 
+# commands an engine note names where the window has the same action (the notes dialog said
+# "check the rig with 'bi3d-studio calib check'" beside the panel's own button: review)
+WINDOW_ACTIONS = {
+    "'bi3d-studio calib check'": "the Calibration panel's 'Check the current pair'",
+}
+
+
 def word(text: str) -> str:
-    """``text`` (which may name settings) worded for the window."""
-    return word_settings(text, window_words)
+    """``text`` (which may name settings, or a command the window has a button for) worded for
+    the window."""
+    worded = word_settings(text, window_words)
+    for command, action in WINDOW_ACTIONS.items():
+        worded = worded.replace(command, action)
+    return worded
 
 
 # ---- choices -> engine inputs ---------------------------------------------------------------

@@ -99,3 +99,13 @@ def test_every_command_prints_its_help(capsys) -> None:  # type: ignore[no-untyp
             parser.parse_args([name, "--help"])
         assert exc.value.code == 0, name
         assert "usage:" in capsys.readouterr().out  # a literal % in a help text breaks argparse
+
+
+def test_a_command_the_window_has_a_button_for_is_named_as_the_button() -> None:
+    """The notes dialog said "check the rig with 'bi3d-studio calib check'" (review)."""
+    from app.engine.depth.alignment import Alignment
+    from app.engine.epipolar import Misalignment
+    from app.vocabulary import word
+
+    note = Alignment(Misalignment(0.0, 1.0, 0.0), 1.0, 100, 0.1).note()  # the engine's own
+    assert word(note).endswith("check the rig with the Calibration panel's 'Check the current pair'")

@@ -213,7 +213,7 @@ def _check_out(path: str) -> str:
     return "replaced the earlier calibration in"
 
 
-def _write_rig(path: str, rig: Any, baseline_known: bool, wrote: str) -> str:
+def _write_rig(path: str, rig: Any, baseline_known: bool, wrote: str, focal_guessed: bool = False) -> str:
     """Write the rig; a calibration already there is kept beside it as ``.bak`` first (a 13-view
     board calibration was replaced by a hand-held self-rectification of another camera, unasked),
     or ``.1.bak``, ``.2.bak``, ... when earlier backups are there.
@@ -241,7 +241,7 @@ def _write_rig(path: str, rig: Any, baseline_known: bool, wrote: str) -> str:
                 "written: choose another --out"
             ) from None
         kept = f" (the earlier one kept as {backup})"
-    write_opencv_yaml(out, rig, baseline_known)
+    write_opencv_yaml(out, rig, baseline_known, focal_guessed)
     return f"{wrote} {out}{kept}"
 
 
@@ -403,7 +403,7 @@ def run_rectify(args: argparse.Namespace) -> int:
             f"note: focal length unknown, assumed {focal:g} px (the image's larger side): depths in metres "
             "scale with it; 'calib chessboard' measures it"
         )
-    print(_write_rig(args.out, result.rig, result.baseline_known, wrote))
+    print(_write_rig(args.out, result.rig, result.baseline_known, wrote, result.method != "pose"))
     return 0
 
 

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.errors import UserError
-from app.engine.session import Session
+from app.engine.session import Session, plural
 from app.engine.types import Calibration, FrameResult
 from app.ui.controller import SessionController
 from app.ui.folders import FolderMemory
@@ -115,6 +115,9 @@ class CalibrationPanel(QWidget):
         self.views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # board points, left, right
         self.params: list[np.ndarray] = []
         self.frame_keys: list[str] = []  # a digest of each captured view's left image: one frame counts once
+        # each view's frame as the seek bar numbers it ("frame 2"): outliers were named by their
+        # place in the capture order, which read as frame numbers (review)
+        self.view_frames: list[str] = []
         self.image_size: tuple[int, int] | None = None
         self.target_key: tuple[object, ...] | None = None
         self._views_board: tuple[str, str, float, float] | None = None  # the fields the views were taken with
@@ -296,7 +299,7 @@ class CalibrationPanel(QWidget):
         except UserError as exc:
             self._show_error(exc.worded(window_words))
             return
-        self.apply(calibration, rig, path.name)
+        self.apply(calibration, rig, path.name, rig is not None and DESK.focal_guessed(path))
         if note:
             self.file_label.setText(f"{self.file_label.text()}; {note}")
 
@@ -319,7 +322,12 @@ class CalibrationPanel(QWidget):
             baseline = f"baseline {calibration.baseline_m * 1000:.1f} mm"
         else:
             baseline = "baseline unknown: depths in baselines, not metres"
-        self.file_label.setText(f"{name}: f {calibration.focal_px:.1f} px, {baseline} ({kind})")
+        rough = (
+            "; f is a guess, so metres are rough: calibrate a board for true metres"
+            if estimated and calibration.baseline_known
+            else ""
+        )  # a self-rectification's metres read as measured ones, 7.3 m where 3.8 m was right (review)
+        self.file_label.setText(f"{name}: f {calibration.focal_px:.1f} px, {baseline} ({kind}){rough}")
         self.reset_check()  # measured on frames rectified otherwise (or not at all)
         self.calibrationChanged.emit(calibration, rig)
         self.controller.refresh()
@@ -490,6 +498,8 @@ class CalibrationPanel(QWidget):
             )
             return
         first = not self.views or self.target_key != key
+        number, count, _ = self.controller.session.position()
+        shown_frame = f"frame {number + 1}" if count and count > 1 and number >= 0 else ""
 
         def find() -> Any:
             matched, params, size = DESK.find_view(target, raw.left, raw.right)
@@ -505,12 +515,13 @@ class CalibrationPanel(QWidget):
                 )
                 return
             if self.image_size not in (None, size) or self.target_key not in (None, key):
-                self.views, self.params, self.frame_keys = [], [], []
+                self.views, self.params, self.frame_keys, self.view_frames = [], [], [], []
             self.image_size, self.target_key, self._odd_frame = size, key, None
             self._views_board = board
             self.views.append(matched)
             self.params.append(params)
             self.frame_keys.append(frame)
+            self.view_frames.append(shown_frame)
             cov = DESK.coverage(self.params)
             count = f"{len(self.views)} view{'' if len(self.views) == 1 else 's'}"
             need = f"need {MIN_VIEWS}" if len(self.views) < MIN_VIEWS else "Calibrate when coverage is wide"
@@ -570,17 +581,28 @@ class CalibrationPanel(QWidget):
             )
             return
         views, size = list(self.views), self.image_size
+        last = self.controller.last
+        if last is not None:
+            frame = (last.raw or last.pair).left
+            if (frame.shape[1], frame.shape[0]) != size:  # a rig for the old source, then set aside (review)
+                w, h = size
+                self.board_status.setText(
+                    f"the {len(views)} views are of {w}x{h} frames, this source's are "
+                    f"{frame.shape[1]}x{frame.shape[0]}: calibrate with the source they came from, or "
+                    "capture views of this one (the old views then go)"
+                )
+                return
 
         def done(fit: StereoFit) -> None:
             rig = fit.rig
             worst = fit.view_errors_px.max(axis=1)
             self.outliers = [int(i) for i in np.flatnonzero(fit.outliers())]
-            flagged = ", ".join(f"{i + 1} ({worst[i]:.2f} px)" for i in self.outliers) or "none"
+            flagged = ", ".join(f"{self._view_name(i)} ({worst[i]:.2f} px)" for i in self.outliers) or "none"
             dropped, self._dropped_note = self._dropped_note, ""
             self.board_status.setText(
                 f"{dropped}RMS {fit.rms_px:.3f} px, baseline {rig.rectified().baseline_m:.4f} m over "
-                f"{len(views)} views; per view {worst.min():.2f}-{worst.max():.2f} px; outlier views (in "
-                f"capture order): {flagged}"
+                f"{len(views)} views; per view {worst.min():.2f}-{worst.max():.2f} px; "
+                f"outlier views: {flagged}"
             )
             self.drop_button.setEnabled(
                 bool(self.outliers) and len(self.views) - len(self.outliers) >= MIN_VIEWS
@@ -589,13 +611,19 @@ class CalibrationPanel(QWidget):
 
         self._run(lambda: DESK.fit(views, size), done)
 
+    def _view_name(self, index: int) -> str:
+        """'3 (frame 12)': the view's place in the capture order and the source frame it was."""
+        frame = self.view_frames[index] if index < len(self.view_frames) else ""
+        return f"{index + 1} ({frame})" if frame else str(index + 1)
+
     def drop_outliers(self) -> None:
         """Forget the views the last calibration flagged, then calibrate again."""
         keep = [i for i in range(len(self.views)) if i not in set(self.outliers)]
-        self._dropped_note = f"dropped view(s) {', '.join(str(i + 1) for i in self.outliers)}; "
+        self._dropped_note = f"dropped view(s) {', '.join(self._view_name(i) for i in self.outliers)}; "
         self.views = [self.views[i] for i in keep]
         self.params = [self.params[i] for i in keep]
         self.frame_keys = [self.frame_keys[i] for i in keep]
+        self.view_frames = [self.view_frames[i] for i in keep]
         self.outliers = []
         self.drop_button.setEnabled(False)
         self.calibrate()
@@ -608,7 +636,7 @@ class CalibrationPanel(QWidget):
         # kept in the output folder at once: a save dialog opened unasked, in the source's folder (review)
         try:
             path = self.controller.session.calibration_path(name)
-            DESK.save(path, rig, self.baseline_known)
+            DESK.save(path, rig, self.baseline_known, self.rig_estimated)
         except (UserError, OSError) as exc:
             self._show_error(f"the {name} is in use but could not be kept ({exc}): Save… writes it elsewhere")
             return
@@ -627,7 +655,7 @@ class CalibrationPanel(QWidget):
         if not path:
             return
         try:
-            DESK.save(path, rig, self.baseline_known)
+            DESK.save(path, rig, self.baseline_known, self.rig_estimated)
         except (UserError, OSError) as exc:
             self._show_error(f"could not save the calibration to {path}: {exc}")
             return
@@ -648,14 +676,20 @@ class CalibrationPanel(QWidget):
         frame = self._raw_frame()
         if frame is None:
             return
+        if self.self_frames and self.self_frames[-1][0] is frame[0]:  # the same frame twice
+            self.self_status.setText("this frame is added already: move the rig (or step on) between frames")
+            return
         self.self_frames = [*self.self_frames, frame][-MAX_SELF_FRAMES:]
-        self.self_status.setText(f"{len(self.self_frames)} frames added; move the rig between them")
+        count = len(self.self_frames)
+        self.self_status.setText(f"{count} frame{'' if count == 1 else 's'} added; move the rig between them")
 
     def self_rectify(self) -> None:
         frame = self._raw_frame()
         if frame is None:
             return
-        frames = [*self.self_frames, frame][-MAX_SELF_FRAMES:]
+        # the frame on screen, unless it was the last added (a still pair counted twice: review)
+        added = bool(self.self_frames) and self.self_frames[-1][0] is frame[0]
+        frames = (self.self_frames if added else [*self.self_frames, frame])[-MAX_SELF_FRAMES:]
         # a rig calibrated or loaded keeps its intrinsics and has its pose re-fitted; one this panel
         # self-rectified has made-up intrinsics: a pose fitted through them left its matches 1.6 px
         # apart where a fresh projective warp leaves 0.4 px (so it is done afresh)
@@ -710,7 +744,7 @@ class CalibrationPanel(QWidget):
             )
             self.self_status.setText(
                 f"vertical RMS {result.before_rms_px:.2f} px {before}, {result.after_rms_px:.2f} px after "
-                f"({result.matches} matches, {result.frames} frames, {how})"
+                f"({result.matches} matches, {plural(result.frames, 'frame')}, {how})"
                 + (
                     ""
                     if keeps_baseline

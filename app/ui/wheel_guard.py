@@ -41,8 +41,8 @@ class WheelGuard(QObject):
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if not isinstance(obj, GUARDED) or isinstance(obj, QScrollBar):  # a scroll bar scrolls
             return False
-        if event.type() == QEvent.Type.Polish and obj.focusPolicy() == Qt.FocusPolicy.WheelFocus:
-            obj.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # Qt focuses it before filters see the wheel
+        if event.type() == QEvent.Type.Polish:
+            no_wheel_focus(obj)
             return False
         if event.type() != QEvent.Type.Wheel:
             return False
@@ -55,9 +55,22 @@ class WheelGuard(QObject):
         return True
 
 
+def no_wheel_focus(widget: QWidget) -> None:
+    """Qt focuses a field the wheel rolls over when its policy says so, before any filter sees
+    the wheel: the field would then take it."""
+    if widget.focusPolicy() == Qt.FocusPolicy.WheelFocus:
+        widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+
 def install(parent: QObject) -> WheelGuard:
-    """Filter the application's wheel events for as long as ``parent`` lives."""
-    return filter_application(WheelGuard(parent))
+    """Filter the application's wheel events for as long as ``parent`` lives. Fields polished
+    before (a panel's size hint polishes its fields while the window is built) are seen to now:
+    the calibration panel's combo boxes kept the wheel focus and the wheel switched them (review)."""
+    guard = filter_application(WheelGuard(parent))
+    for widget in QApplication.allWidgets():
+        if isinstance(widget, GUARDED) and not isinstance(widget, QScrollBar):
+            no_wheel_focus(widget)
+    return guard
 
 
 def filter_application(guard: GuardT) -> GuardT:

@@ -63,3 +63,22 @@ def test_the_wheel_over_the_calibration_panels_square_scrolls_the_panel(qtbot) -
         _wheel(square)
         _wheel(square.lineEdit())  # the pointer is over the field's text, its child
     assert square.value() == before
+
+
+def test_fields_polished_before_the_guard_lose_the_wheel_focus_when_it_is_installed(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The calibration panel's fields were polished while the window was built (a panel's size
+    hint polishes them), before the guard was installed: they kept Qt's wheel focus, which
+    focuses a field the wheel rolls over before any filter sees the wheel, and a review's wheel
+    switched Board to ChArUco (review). The first window of a process had 26 such fields."""
+    from PySide6.QtWidgets import QComboBox, QWidget
+
+    from app.ui import wheel_guard
+
+    holder = QWidget()
+    qtbot.addWidget(holder)
+    combo = QComboBox(holder)
+    combo.ensurePolished()
+    combo.setFocusPolicy(Qt.FocusPolicy.WheelFocus)  # as a field polished before any guard keeps it
+    guard = wheel_guard.install(holder)
+    assert combo.focusPolicy() == Qt.FocusPolicy.StrongFocus
+    QApplication.instance().removeEventFilter(guard)

@@ -15,6 +15,7 @@ from app.engine.calibration.check import GOOD_RMS_PX, EpipolarReport, check_epip
 from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
 from app.engine.calibration.files import (
     baseline_note,
+    focal_guessed,
     load_calibration,
     load_for_frames,
     write_opencv_yaml,
@@ -50,10 +51,18 @@ class CalibrationDesk:
         return calibration, rig, note  # a placeholder baseline (calib rectify's) is marked unknown
 
     @staticmethod
-    def save(path: str | Path, rig: StereoRig, baseline_known: bool = True) -> None:
+    def save(
+        path: str | Path, rig: StereoRig, baseline_known: bool = True, focal_guessed: bool = False
+    ) -> None:
         """The rig as OpenCV YAML (what ``calib`` writes and every loader reads); a placeholder
-        baseline is marked, so that the file reloads in baselines, not as a 1 m rig."""
-        write_opencv_yaml(path, rig, baseline_known)
+        baseline is marked, so that the file reloads in baselines, not as a 1 m rig, and a
+        guessed focal length too, so that its metres are said to be rough wherever it is read."""
+        write_opencv_yaml(path, rig, baseline_known, focal_guessed)
+
+    @staticmethod
+    def focal_guessed(path: str | Path) -> bool:
+        """Whether the file's focal length is a self-rectification's guess."""
+        return focal_guessed(path)
 
     @staticmethod
     def rectifier(rig: StereoRig) -> Rectifier:

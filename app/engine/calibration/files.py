@@ -325,11 +325,16 @@ def _read_opencv(
             "window's board capture)"
         )
     if missing:
-        hint = (
-            "give extrinsics.yml too"
-            if set(missing) <= {"R", "T"}
-            else "OpenCV stereo files need M1 D1 M2 D2 R T"
-        )
+        if set(missing) <= {"R", "T"}:
+            hint = "give extrinsics.yml too"
+        elif {"R", "T"} <= fields.keys():  # the extrinsics half alone (a review did not find how on)
+            hint = (
+                "this is the extrinsics half of an OpenCV stereo calibration: give intrinsics.yml with it "
+                "(the first file, this one second: --calib intrinsics.yml --calib2 THIS), or name the two "
+                "intrinsics.yml and extrinsics.yml side by side, which are then read together"
+            )
+        else:
+            hint = "OpenCV stereo files need M1 D1 M2 D2 R T"
         raise UserError(f"{path}: no field {missing[0]!r}; {hint}")
     said = size
     size = size or image_size
@@ -362,9 +367,12 @@ def _checked_rig(rig: StereoRig, path: Path) -> Calibration:
 
 
 BASELINE_UNKNOWN = "baseline_unknown"  # a field of ours: T is a 1 m placeholder (calib rectify)
+FOCAL_GUESSED = "focal_guessed"  # a field of ours: K is a projective self-rectification's nominal camera
 
 
-def write_opencv_yaml(path: str | Path, rig: StereoRig, baseline_known: bool = True) -> None:
+def write_opencv_yaml(
+    path: str | Path, rig: StereoRig, baseline_known: bool = True, focal_guessed: bool = False
+) -> None:
     """Write M1 D1 M2 D2 R T R1 R2 P1 P2 Q and the image size as OpenCV reads them (atomically);
     ``baseline_known`` False: T's length is a placeholder, marked by a ``baseline_unknown: 1``
     field (OpenCV's readers ignore it) so that depths read from the file are said to be in
@@ -384,6 +392,8 @@ def write_opencv_yaml(path: str | Path, rig: StereoRig, baseline_known: bool = T
         fs.write(keys[0], value.reshape(3, 1) if name == "T" else value)
     if not baseline_known:
         fs.write(BASELINE_UNKNOWN, 1)
+    if focal_guessed:
+        fs.write(FOCAL_GUESSED, 1)
     atomic_write(path, fs.releaseAndGetString().encode())
 
 
@@ -399,12 +409,27 @@ def is_rig_file(path: str | Path) -> bool:
 
 def baseline_unknown(path: str | Path) -> bool:
     """Whether ``path`` says its baseline is a placeholder (``write_opencv_yaml``)."""
+    return _marked(path, BASELINE_UNKNOWN)
+
+
+def focal_guessed(path: str | Path) -> bool:
+    """Whether ``path`` says its focal length is a self-rectification's guess (``write_opencv_yaml``)."""
+    return _marked(path, FOCAL_GUESSED)
+
+
+def _marked(path: str | Path, field: str) -> bool:
     try:
         text = Path(path).read_text(errors="replace")
     except OSError:
         return False
+    return re.search(rf"^\s*{field}\s*:\s*1\b|<{field}>\s*1\s*<", text, re.M) is not None
+
+
+def guessed_focal_note(calibration: Calibration, where: str) -> str:
+    """Why metres from a self-rectification's rig are rough (its focal length is made up)."""
     return (
-        re.search(rf"^\s*{BASELINE_UNKNOWN}\s*:\s*1\b|<{BASELINE_UNKNOWN}>\s*1\s*<", text, re.M) is not None
+        f"{where}'s focal length ({calibration.focal_px:.0f} px) is a self-rectification's guess, so its "
+        "depths in metres are rough (they scale with it): calibrate the cameras on a board for true metres"
     )
 
 
@@ -435,7 +460,12 @@ def load_for_frames(
     calibration, rig, note = fit_to_frames(calibration, rig, size, frame_size, str(path))
     units = baseline_note(calibration, str(path))
     doffs = middlebury_note(path) if _file_kind(Path(path))[0] == "middlebury" else None
-    notes = (doffs, note, units, projection_note(rig, str(path)))
+    rough = (
+        guessed_focal_note(calibration, str(path))
+        if calibration.baseline_known and focal_guessed(path)
+        else None
+    )
+    notes = (doffs, note, units, rough, projection_note(rig, str(path)))
     return calibration, rig, "; ".join(n for n in notes if n) or None
 
 

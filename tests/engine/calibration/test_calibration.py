@@ -456,3 +456,17 @@ def test_a_scene_calibration_without_a_size_far_off_the_frames_centre_is_said(
     notes: list[str] = []
     image_pair_scene(scene / "im0.png", scene / "im1.png").load(notes)
     assert any("far from" in n for n in notes), notes
+
+
+def test_the_extrinsics_half_alone_says_how_to_give_the_other(tmp_path: Path) -> None:
+    """An extrinsics-only file said "OpenCV stereo files need M1 D1 M2 D2 R T" and not how to
+    pair it with its intrinsics (review)."""
+    import cv2
+
+    path = tmp_path / "rig_extrinsics_only.yml"
+    fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
+    fs.write("R", np.eye(3))
+    fs.write("T", np.array([[-0.1], [0.0], [0.0]]))
+    fs.release()
+    with pytest.raises(UserError, match=r"no field 'M1'; this is the extrinsics half.*--calib2"):
+        load_calibration(path)

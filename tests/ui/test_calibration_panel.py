@@ -212,15 +212,23 @@ def test_a_capture_crosses_the_board_corners_where_the_view_shows_them(qtbot) ->
     assert cleared == [None]
 
 
-def test_self_rectify_button_on_the_hand_held_pair(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _handheld_window(
+    qtbot, monkeypatch: pytest.MonkeyPatch
+) -> tuple[MainWindow, StereoPair, list[StereoPair]]:  # type: ignore[no-untyped-def]
+    """A window showing OpenCV's hand-held pair (raw, 39 px apart), no save dialog allowed."""
     pair = StereoPair(
         *(cv2.cvtColor(cv2.imread(str(HANDHELD / n)), cv2.COLOR_BGR2RGB) for n in ("left.jpg", "right.jpg"))
     )
     holder: list[StereoPair] = []
     window = _window(qtbot, holder)
     _show(qtbot, window, holder, pair)
-    panel = window.calibration
     _no_dialog(monkeypatch)
+    return window, pair, holder
+
+
+def test_self_rectify_button_on_the_hand_held_pair(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window, _, holder = _handheld_window(qtbot, monkeypatch)
+    panel = window.calibration
     with qtbot.waitSignals([panel.calibrationChanged, window.controller.resultShown], timeout=30_000):
         panel.self_rectify()  # then the frame is shown rectified by the new rig
     text = panel.self_status.text()
@@ -598,14 +606,8 @@ def test_a_self_rectifications_guessed_focal_length_is_said_wherever_its_metres_
     and then self-rectified counted twice ("1130 matches, 2 frames") (review)."""
     from app.engine.calibration.files import focal_guessed, load_for_frames
 
-    pair = StereoPair(
-        *(cv2.cvtColor(cv2.imread(str(HANDHELD / n)), cv2.COLOR_BGR2RGB) for n in ("left.jpg", "right.jpg"))
-    )
-    holder: list[StereoPair] = []
-    window = _window(qtbot, holder)
-    _show(qtbot, window, holder, pair)
+    window, pair, _ = _handheld_window(qtbot, monkeypatch)
     panel = window.calibration
-    _no_dialog(monkeypatch)
     panel.add_self_frame()
     assert panel.self_status.text().startswith("1 frame added")
     panel.add_self_frame()

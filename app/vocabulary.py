@@ -112,8 +112,8 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
     _choice("device", "Device", "--device", DEVICES, "cpu", "where Bi3D runs"),
     _choice("precision", "Precision", "--precision", PRECISIONS, "auto",
             "Bi3D precision (auto: bf16 on a CPU with native bf16, else fp32; tf32 and fp16 need CUDA; "
-            "int8 runs the light model's SegNet convolutions in int8 on the CPU, about 15 % faster "
-            "sweeps, slightly less accurate; onnxruntime runs fp32 only)"),
+            "int8 runs the light model's convolutions in int8 on the CPU, 8-37 % faster on a 2-core "
+            "AMD EPYC, slightly less accurate; onnxruntime runs fp32 only)"),
     _choice("runtime", "Runtime", "--runtime", RUNTIMES, "auto",
             "Bi3D runtime: auto times those available on the first frame and runs the fastest; a named "
             "one falls back (tensorrt -> onnxruntime -> torch) and says why"),
@@ -127,7 +127,8 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
             "slower)", "switch", True, target="subpixel"),
     Setting("plane_check", "Plane check", "--no-plane-check", "Bi3D binary and quantized modes: where "
             "the network hesitates near a plane, decide by local matching of the images, then smooth "
-            "along image edges (at 480x640 on 2 cores: 3-10 ms for one plane, about 4 ms a plane for 16)",
+            "along image edges (at 480x640 on 2 cores: 7-8 ms for one plane, 4.5-5.5 ms for each "
+            "further plane)",
             "switch", True, target="plane_check"),
     Setting("align", "Vertical alignment", "--no-align", "both engines: measure the pair's vertical "
             "misalignment (on a stream's first frame, every 300 frames and when the view changes) and, "

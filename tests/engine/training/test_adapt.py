@@ -208,9 +208,17 @@ def test_the_report_says_units_and_which_way_is_better() -> None:
     """It printed 'pseudo_bad2: 0.004763 -> 0.005659': fractions, no unit, no direction (review)."""
     from app.engine.training.adapt_report import describe
 
-    line, better = describe("pseudo_bad2", 0.004763, 0.005659)
-    assert line == "confident SGBM pixels missed by > 2 px (%, lower is better): 0.476 -> 0.566, worse"
+    line, better = describe("pseudo_bad2", 0.004763, 0.008659)
+    assert line == "confident SGBM pixels missed by > 2 px (%, lower is better): 0.476 -> 0.866, worse"
     assert better is False
+    # a change within the figures' noise is said as such, neither better nor worse
+    assert describe("pseudo_bad2", 0.004763, 0.005659) == (
+        "confident SGBM pixels missed by > 2 px (%, lower is better): 0.476 -> 0.566, about the same",
+        None,
+    )
+    assert describe("photometric_l1", 5.0, 5.04)[1] is None
+    assert describe("photometric_l1", 5.0, 5.3)[1] is False
+    assert describe("epe", 1.0, float("nan")) == ("end-point error (px, lower is better): 1 -> nan", None)
     assert describe("lr_consistency", 0.95, 0.97) == (
         "left-right agreement (%, higher is better): 95 -> 97, better",
         True,

@@ -1,23 +1,22 @@
 """The runtime in use, the ones to fall back on, and (``auto``) the choice of the fastest.
 
-Runtimes are opened at the first frame, not when the engine is built: exporting ONNX or
-building TensorRT engines takes seconds to minutes and must not block a GUI thread. A runtime
-that cannot open is skipped with its reason; one that fails on a frame (GPU out of memory, a
-broken engine) is dropped and the frame is computed again by the next. With ``probe``, every
-available runtime is timed on the first frame of each size (features + 2 planes, the median of
-five runs after a warm-up) and the fastest runs. With a ``store`` (``cache.ChoiceStore``) and a
-``key`` naming the device, precision and model, the decision is kept on disk per frame size and
-reused, so identical runs run the same runtime and give identical outputs; a reused decision
-opens that runtime alone (the others open only if it fails). ``reason`` says which
-one ran, whether the choice came from the cache, and why the others did not. A candidate is
-named by its opener: ``auto`` precision on a CPU with native bf16 offers torch at bf16 and at
-fp32 ("torch bf16", "torch fp32"), timed like two runtimes.
+Runtimes are opened at the first frame, not when the engine is built: exporting ONNX or building
+TensorRT engines takes seconds to minutes and must not block a GUI thread. A runtime that cannot
+open is skipped with its reason; one that fails on a frame (GPU out of memory, a broken engine)
+is dropped and the frame is computed again by the next. With ``probe``, every available runtime
+is timed on the first frame of each size (features + 2 planes, the fastest of five runs after a
+warm-up, the runtimes in turn) and the fastest runs. With a ``store`` (``cache.ChoiceStore``)
+and a ``key`` naming the device, precision and model, the decision is kept on disk per frame
+size and reused, so identical runs run the same runtime and give identical outputs; a reused
+decision opens that runtime alone (the others open only if it fails). ``reason`` says which one
+ran, whether the choice came from the cache, and why the others did not. A candidate is named by
+its opener: ``auto`` precision on a CPU with native bf16 offers torch at bf16 and at fp32
+("torch bf16", "torch fp32"), timed like two runtimes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -131,12 +130,12 @@ class RuntimeChain:
         if key is not None and self._reuse(key, self._cached(key)):
             return
         timed: list[tuple[float, Runtime]] = []
-        for runtime in list(self._ready):
-            try:
-                timed.append((_probe(runtime, left, right), runtime))
-            except RuntimeFailed as exc:
+        for runtime, ms in zip(list(self._ready), _probe_all(self._ready, left, right), strict=True):
+            if isinstance(ms, RuntimeFailed):
                 self._ready.remove(runtime)
-                self.notes.append(f"{self.label(runtime)} failed while timed ({exc})")
+                self.notes.append(f"{self.label(runtime)} failed while timed ({ms})")
+            else:
+                timed.append((ms, runtime))
         timed.sort(key=lambda pair: pair[0])
         self._ready = [runtime for _, runtime in timed]
         figures = ", ".join(f"{self.label(r)} {ms:.0f} ms" for ms, r in timed)
@@ -232,17 +231,32 @@ class RuntimeChain:
         return self.current.describe()
 
 
-def _probe(runtime: Runtime, left: Tensor, right: Tensor, repeat: int = 5) -> float:
-    """Milliseconds for features + PROBE_PLANES planes: the median of ``repeat`` runs after a
-    warm-up (one sample follows the load of the moment; the decision is cached, so the probe
-    runs once per device, precision, model and size)."""
+def _probe_all(
+    runtimes: list[Runtime], left: Tensor, right: Tensor, rounds: int = 5
+) -> list[float | RuntimeFailed]:
+    """Each runtime's milliseconds for features + PROBE_PLANES planes (or how it failed): a
+    warm-up each, then ``rounds`` rounds that run every runtime once in turn, and each one's
+    fastest run. Timed in turn, a busy spell slows every candidate alike; timed one after the
+    other, it fell on one of them (a decision timed beside two other jobs picked ONNX Runtime at
+    59 ms over torch at 79, where torch is the faster on the quiet machine), and the decision
+    is cached."""
     shifts = torch.arange(PROBE_PLANES, dtype=torch.float32)
-    times = []
-    with runtime.context():
-        for _ in range(repeat + 1):
-            t0 = time.perf_counter()
-            runtime.planes(runtime.features(left, right), shifts)
-            if left.is_cuda:
-                torch.cuda.synchronize(left.device)
-            times.append((time.perf_counter() - t0) * 1000)
-    return float(statistics.median(times[1:]))
+    best: list[float | RuntimeFailed] = [float("inf")] * len(runtimes)
+    for round_ in range(rounds + 1):
+        for i, runtime in enumerate(runtimes):
+            if isinstance(best[i], RuntimeFailed):
+                continue
+            try:
+                with runtime.context():
+                    t0 = time.perf_counter()
+                    runtime.planes(runtime.features(left, right), shifts)
+                    if left.is_cuda:
+                        torch.cuda.synchronize(left.device)
+                    ms = (time.perf_counter() - t0) * 1000
+            except RuntimeFailed as exc:
+                best[i] = exc
+                continue
+            so_far = best[i]
+            if round_ and isinstance(so_far, float):  # the first round warms up
+                best[i] = min(so_far, ms)
+    return best

@@ -35,7 +35,9 @@ class Named(TorchRuntime):
 def timings(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
     """What the probe measures for each runtime (ms), so the choice does not follow the load."""
     measured: dict[str, float] = {}
-    monkeypatch.setattr(chain_module, "_probe", lambda runtime, left, right: measured[runtime.name])
+    monkeypatch.setattr(
+        chain_module, "_probe_all", lambda runtimes, left, right: [measured[r.name] for r in runtimes]
+    )
     return measured
 
 
@@ -169,7 +171,9 @@ def test_auto_precision_times_bf16_against_fp32_where_bf16_is_native(  # type: i
     monkeypatch.setenv("BI3D_STUDIO_CACHE", str(tmp_path))
     monkeypatch.setattr(engine_module, "cpu_has_native_bf16", lambda: True)
     speed = {"bf16": 50.0, "fp32": 40.0}
-    monkeypatch.setattr(chain_module, "_probe", lambda runtime, left, right: speed[runtime.precision])
+    monkeypatch.setattr(
+        chain_module, "_probe_all", lambda runtimes, left, right: [speed[r.precision] for r in runtimes]
+    )
     torch.manual_seed(0)
     light = LightBi3D(width=0.25).eval()
 

@@ -642,3 +642,50 @@ def test_a_far_binary_plane_is_held_to_the_plane_at_half_its_disparity(pair, mon
     assert "support" not in engine.compute(*pair, far).timings
     published = Bi3DEngine(Bi3DModel("binary", width=0.25)).compute(*pair, far)
     assert "support" not in published.timings  # the published networks answer as they were made
+
+
+def test_a_selective_budget_keeps_the_range_edges_as_planes(pair) -> None:  # type: ignore[no-untyped-def]
+    """Selective 20-174 px at 70 ms chose 2 planes every 99 px from 0 px: the far wall read 20 px,
+    inside the range, and the sub-pixel search widened to the step took 743 ms (review)."""
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5))
+    size = (192, 288)
+    first = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(20, 174), budget_ms=60_000))
+    assert first.planes[0] == 18 and first.planes[-1] >= 174 and first.choice["step_px"] == 3
+    cost = engine.costs.costs[size]  # measured on the first frame; set so that the test does not time
+    assert cost.dense_base_ms is not None and cost.subpixel_ms  # the dense costs were probed
+    cost.fixed_ms, cost.per_plane_ms, cost.dense_base_ms, cost.dense_per_plane_ms = 10.0, 5.0, 10.0, 8.0
+    cost.subpixel_ms = {"colour": 3.0, "grey": 1.0}
+    for budget in (250.0, 120.0, 60.0):
+        result = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(20, 174), budget_ms=budget))
+        planes, step = result.planes, result.choice["step_px"]
+        assert planes[0] == 18 and planes[-1] >= 174 and planes[-1] - step < 174  # the edges are planes
+        assert np.allclose(np.diff(planes), step)
+        assert result.range_state is not None and result.mode is Mode.SELECTIVE
+        if budget == 250.0:  # a strategy of the ladder: a step of at most 12 px, predicted to fit
+            assert step <= 12 and result.choice["predicted_ms"] <= budget
+        if budget == 60.0:  # below every strategy: no sub-pixel matching, and said
+            assert result.choice["subpixel"] == 0.0 and "subpixel" not in result.timings
+            assert "below the cheapest selective depth" in result.notes[0]
+
+
+def test_a_budgeted_first_frame_is_not_less_its_runtime_choice_twice(  # type: ignore[no-untyped-def]
+    pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new size's pair in the window under a budget said "took -343 ms": the probe's time was
+    measured from the frame's start, the runtime's set-up in it, and that set-up taken out again."""
+    import time as _time
+
+    engine = Bi3DEngine(Bi3DModel("binary", width=0.25))
+    real_prepare = engine.backend.prepare
+
+    def slow_prepare(left, right) -> None:  # type: ignore[no-untyped-def]
+        _time.sleep(0.5)  # as the candidates' timing of a new size
+        real_prepare(left, right)
+
+    monkeypatch.setattr(engine.backend, "prepare", slow_prepare)
+    result = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, budget_ms=60_000))
+    t = result.timings
+    assert t["runtime_setup"] >= 500 and "probe" in t
+    assert 0 < t["total"] and result.choice["took_ms"] == t["total"]
+    assert t["total"] >= t["planes"]

@@ -256,3 +256,14 @@ def test_far_quantized_planes_are_held_to_the_plane_at_half_their_disparity() ->
     far = np.ones((2, 1, 1), np.float32)
     hold_far_planes(far, only_far, 108.0)
     assert far.min() == 1.0
+
+
+def test_edge_planes_hold_the_range_edges_within_the_model_range() -> None:
+    from app.engine.depth.decoding import edge_planes
+
+    assert edge_planes(20, 174, 27, 192).tolist() == [18, 45, 72, 99, 126, 153, 180]
+    assert edge_planes(20, 40, 3, 192).tolist() == list(range(18, 43, 3))
+    top = edge_planes(100, 190, 12, 192)  # the grid would pass 192: it ends there and starts lower
+    assert top[-1] == 192 and top[0] <= 100 and np.allclose(np.diff(top), 12)
+    wide = edge_planes(0, 192, 99, 192)  # wider than a step can hold from 0: 0 kept as the edge
+    assert wide[0] == 0 and wide[-1] == 192

@@ -38,6 +38,10 @@ from app.ui.settings import FLOW_VIEWS, Settings
 
 # of an answer over the budget: the engine has now measured this frame's costs
 NEXT_FITS = "costs now measured: the next answer fits better"
+BUDGET_TIP = (
+    "latency budget of Bi3D's depth: it picks the planes or step that fit in this time "
+    "(SGBM side by side, flow and drawing come on top of it)"
+)
 ANSWERING_AGAIN = "costs now measured: answering again"
 
 DEBOUNCE_MS = 150
@@ -158,18 +162,14 @@ class ControlsPanel(QWidget):
         conf_row.addWidget(self.min_confidence_box)
         form.addRow("Min confidence", conf_row)
         self.budget_on = QCheckBox("Budget")
-        self.budget_on.setToolTip(
-            "latency budget of Bi3D's depth: it picks the planes or step that fit in this time "
-            "(SGBM side by side, flow and drawing come on top of it)"
-        )
+        self.budget_on.setToolTip(BUDGET_TIP)
         self.budget_on.setChecked(s.budget_on)
         self.budget_on.toggled.connect(lambda v: self._set("budget_on", bool(v)))
         # logarithmic: the budgets that matter on a CPU (20-400 ms) took an eighth of a linear track
         self.budget = LogSlider(int(vocabulary.BUDGET.minimum or 1), int(vocabulary.BUDGET.maximum or 3000))
         self.budget.setToolTip("latency budget, 5 ms to 3 s (equal steps are equal ratios)")
         self.budget.set_number(s.budget_ms)
-        self.budget.setEnabled(s.budget_on)
-        self.budget_on.toggled.connect(self.budget.setEnabled)  # live only when it applies
+        self.budget_on.toggled.connect(lambda _: self._update_applicable())  # live only when it applies
         self.budget.numberChanged.connect(lambda v: self._set("budget_ms", float(v)))
         self.budget.numberChanged.connect(self._show_budget)
         self.budget_label = QLabel("")
@@ -387,6 +387,13 @@ class ControlsPanel(QWidget):
         # Bi3D's continuous and selective answers are masked by their rating; a plane's side is not
         # (it moved and changed nothing in binary mode: review)
         rated = bi3d and not planes
+        # Bi3D's budget picks planes or a step; one binary plane and SGBM have none to pick (it
+        # stayed live there and every move computed the frame again, changing nothing: review)
+        budgeted = bi3d and Mode(self.settings.mode) is not Mode.BINARY
+        self.budget_on.setEnabled(budgeted)
+        self.budget.setEnabled(budgeted and self.budget_on.isChecked())
+        moot_tip = "the budget applies to Bi3D's quantized, selective and continuous modes"
+        self.budget_on.setToolTip(BUDGET_TIP if budgeted else moot_tip)
         self.min_confidence.setEnabled(rated)
         self.min_confidence_box.setEnabled(rated)
         self.display_max.setEnabled(not self.settings.auto_range)
@@ -532,7 +539,7 @@ class ControlsPanel(QWidget):
             levels=s.levels,
             spacing=s.spacing if self.calibration is not None else Spacing.DISPARITY.value,
             range_px=self.shown_range() if mode is Mode.SELECTIVE else None,
-            budget_ms=s.budget_ms if s.budget_on else None,
+            budget_ms=s.budget_ms if s.budget_on and mode is not Mode.BINARY else None,
             max_disparity="auto" if s.max_disparity_auto else s.max_disparity,
             calibration=self.calibration,
             min_confidence=s.min_confidence,

@@ -130,3 +130,24 @@ def test_depth_spacing_comes_back_with_a_calibration(qtbot) -> None:  # type: ig
     panel.set_calibration(None)
     panel.set_calibration(calibration)
     assert panel.spacing.currentText() == "disparity"
+
+
+def test_the_budget_is_live_only_where_it_picks_something(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """In binary mode and with SGBM the budget stayed live: every move computed the frame again and
+    changed nothing ("Budget 5 ms", "1 plane, took 26 ms": review)."""
+    from app.ui.controls import ControlsPanel
+
+    panel = ControlsPanel(Settings(mode="continuous", budget_on=True, budget_ms=200.0))
+    qtbot.addWidget(panel)
+    assert panel.budget_on.isEnabled() and panel.budget.isEnabled()
+    assert panel.request().budget_ms == 200.0
+    panel.mode.setCurrentText("binary")
+    assert not panel.budget_on.isEnabled() and not panel.budget.isEnabled()
+    assert panel.request().budget_ms is None and "quantized, selective" in panel.budget_on.toolTip()
+    panel.mode.setCurrentText("quantized")
+    assert panel.budget_on.isEnabled() and panel.budget.isEnabled()
+    panel.budget_on.setChecked(False)
+    assert panel.budget_on.isEnabled() and not panel.budget.isEnabled()
+    panel.budget_on.setChecked(True)
+    panel.engine_controls["engine"].setCurrentText("sgbm")  # type: ignore[attr-defined]
+    assert not panel.budget_on.isEnabled() and not panel.budget.isEnabled()

@@ -44,7 +44,7 @@ from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, p
 from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
-from app.engine.types import Calibration, DepthRequest, FrameResult, Mode, StereoPair
+from app.engine.types import Calibration, DepthRequest, DepthResult, FrameResult, Mode, StereoPair
 
 __all__ = [
     "NOT_STEREO_MARK",
@@ -687,7 +687,7 @@ class Session:
         timings["refine"] = max(after, timings["depth_total"] - listed)
         timings["rectify"] += depth.timings.get("align", 0.0)  # the engine's vertical alignment
         t_base = time.perf_counter()
-        base = baseline.compute(left, right, request) if baseline is not None else None
+        base = baseline.compute(left, right, alike(request, depth)) if baseline is not None else None
         if base is not None:  # SGBM beside Bi3D: its own stage (the budget is Bi3D's alone)
             timings["sgbm"] = (time.perf_counter() - t_base) * 1000
         flow_field = None
@@ -721,3 +721,14 @@ class Session:
             source, self.source = self.source, None
         if source is not None:
             source.close()
+
+
+def alike(request: DepthRequest, depth: DepthResult) -> DepthRequest:
+    """The request for SGBM beside Bi3D: the planes Bi3D's budget chose where it answered
+    quantized depth (its own fewer levels, or the fallback of continuous depth), so that the two
+    panes and their errors compare like for like (SGBM drew 8 levels beside Bi3D's 4, and the
+    Errors tab compared them: review); else the request as it is."""
+    if not depth.choice.get("quantized") and not (depth.choice and request.mode is Mode.QUANTIZED):
+        return request
+    planes = tuple(float(p) for p in depth.planes)
+    return dataclasses.replace(request, mode=Mode.QUANTIZED, planes=planes, levels=None, budget_ms=None)

@@ -192,3 +192,36 @@ def test_a_raw_rig_recorded_in_the_window_keeps_its_rig_and_is_rectified_once(tm
     session.grab()
     session.stop_recording()
     assert not (other.folder / "rig.yml").exists()
+
+
+def test_sgbm_beside_bi3d_answers_the_planes_bi3d_s_budget_chose() -> None:
+    """Quantized at 70 ms with 8 levels: Bi3D answered 4 planes, SGBM beside it all 8, and the
+    Errors tab compared the two (review)."""
+    from app.engine.session import alike
+
+    class _Budgeted(_TimedEngine):
+        def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+            result = super().compute(left, right, request)
+            result.planes = np.array([9.0, 21.0, 33.0, 45.0], np.float32)
+            result.mode = Mode.QUANTIZED
+            result.choice = (
+                {"planes": 4.0, "quantized": 1.0} if request.mode is Mode.CONTINUOUS else {"planes": 4.0}
+            )
+            return result
+
+    class _Seen(_TimedEngine):
+        def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+            self.request = request
+            return super().compute(left, right, request)
+
+    session = Session(EngineOptions(engine="sgbm"))
+    baseline = _Seen()
+    session.engine, session.baseline = _Budgeted(), baseline  # type: ignore[assignment]
+    image = np.zeros((96, 128, 3), np.uint8)
+    for mode in (Mode.QUANTIZED, Mode.CONTINUOUS):  # its own fewer levels; continuous's fallback
+        request = DepthRequest(mode=mode, levels=8 if mode is Mode.QUANTIZED else None, budget_ms=70.0)
+        session.process(StereoPair(image, image), request)
+        assert baseline.request.mode is Mode.QUANTIZED and baseline.request.planes == (9.0, 21.0, 33.0, 45.0)
+        assert baseline.request.budget_ms is None
+    unbudgeted = DepthRequest(mode=Mode.QUANTIZED, levels=8)
+    assert alike(unbudgeted, empty_result(image, "bi3d", Mode.QUANTIZED)) is unbudgeted

@@ -568,6 +568,41 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     assert panel.budget_label.text().endswith("; SGBM beside it 285 ms more")
 
 
+def test_the_budget_label_says_why_and_what_came_before_the_answer(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """At 1366 px "continuous needs about 174 ms" was cut off the pane's title, the label said only
+    "chose 3 quantized planes, took 52 ms"; "took 330 ms" stood beside a frame answered in 483 ms
+    with the pair's alignment; mid-drag, "Budget 3000 ms" beside the choice made for 90 ms (review)."""
+    from app.ui.controls import ControlsPanel
+    from app.ui.settings import Settings
+    from tests.engine.fake_results import empty_result
+
+    panel = ControlsPanel(Settings(mode="continuous", budget_on=True, budget_ms=200.0))
+    qtbot.addWidget(panel)
+    image = np.zeros((8, 8, 3), np.uint8)
+    result = empty_result(image, "bi3d", Mode.QUANTIZED, timings={"total": 52.0, "align": 153.2})
+    result.choice = {"planes": 3.0, "quantized": 1.0, "budget_ms": 200.0, "cheapest_ms": 174.4}
+    panel.show_choice(result)
+    assert panel.budget_label.text() == (
+        "continuous depth needs about 174 ms: chose 3 quantized planes, took 52 ms "
+        "(+153 ms before it: the pair's vertical alignment)"
+    )
+    selective = empty_result(image, "bi3d", Mode.SELECTIVE, timings={"total": 88.0, "probe": 354.0})
+    selective.choice = {
+        "planes": 7.0,
+        "step_px": 27.0,
+        "subpixel": 0.0,
+        "cheapest_ms": 183.0,
+        "budget_ms": 200.0,
+    }
+    panel.show_choice(selective)
+    assert panel.budget_label.text() == (
+        "depth with sub-pixel matching needs about 183 ms: chose 7 planes every 27 px without sub-pixel "
+        "matching, took 88 ms (+354 ms before it: measuring this size's costs)"
+    )
+    panel.budget.set_number(1150)
+    assert panel.budget_label.text() == "answering within 1150 ms…"
+
+
 def test_ticking_compare_moves_the_answer_shown_beside_an_sgbm_pane_computing(qtbot) -> None:  # type: ignore[no-untyped-def]
     """Both panes read "depth of the new source: computing…" for a second, and the Errors tab
     "tick SGBM side by side" with it ticked; a redraw added the held frame's timings again to the

@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     # the weights given, else the bundled model, else (or with --width) random weights for timing
     trained = args.weights or (args.width is None and default_weights() is not None)
     widths: list[float | None] = [None] if trained else (args.width or [1.0])
-    sizes = args.size or [(480, 640)]
+    sizes = list(dict.fromkeys(args.size or [(480, 640)]))  # a size given twice is timed once
     records = run_bench(
         args.engines,
         args.modes,

@@ -33,6 +33,9 @@ class BenchRecord:
     features_ms: float | None = None
     planes_ms: float | None = None
     check_ms: float | None = None  # Bi3D's plane check (binary and quantized answers of the light model)
+    asked: str = ""  # the runtime and precision asked for ("onnxruntime bf16"), where it is not what ran
+    note: str = ""  # why what ran is not what was asked (the runtime chain's reasons)
+    requested: int = 0  # the plane count asked for (two counts may sweep as many planes)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in dataclasses.asdict(self).items()}
@@ -140,7 +143,7 @@ def run_bench(
     names = list(dict.fromkeys([*engines, "sgbm"]))  # the baseline is always measured
     for height, width in sizes:
         left, right = bench_images(height, width)
-        jobs: list[tuple[str, str, float | None, _Timing]] = []
+        jobs: list[tuple[str, str, float | None, Asked, _Timing]] = []
         for name in names:
             for model_width in widths if name == "bi3d" else [None]:
                 for runtime, precision in variants(name, options, runtimes, precisions):
@@ -154,15 +157,45 @@ def run_bench(
                         counts = counts[:1] if mode == "continuous" else counts
                         for count in counts:
                             request = bench_request(mode, count, max_disparity)
-                            jobs.append((name, mode, model_width, _Timing(engine, request)))
+                            asked = Asked(runtime, precision, count, opts.search)
+                            jobs.append((name, mode, model_width, asked, _Timing(engine, request)))
         for *_, timing in jobs:
             timing.warm_up(left, right, warmup)
         for _ in range(repeat):
             for *_, timing in jobs:
                 timing.run(left, right)
-        for name, mode, model_width, t in jobs:
-            records.append(_record(name, mode, t.result, height, width, t.times, t.stages, model_width))
+        for name, mode, model_width, asked, t in jobs:
+            record = _record(name, mode, t.result, height, width, t.times, t.stages, model_width)
+            record = dataclasses.replace(record, requested=asked.planes)
+            records.append(_with_asked(record, asked, t.result) if name == "bi3d" else record)
     return records
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a bench row asked of the engine."""
+
+    runtime: str
+    precision: str
+    planes: int
+    search: str
+
+
+def _with_asked(record: BenchRecord, asked: Asked, result: Any) -> BenchRecord:
+    """``record`` with what was asked where it ran otherwise (a runtime or precision that fell back:
+    a row for TensorRT showed ONNX Runtime, unsaid), and the reasons: the runtime's note."""
+    runtime_differs = asked.runtime not in ("auto", record.runtime)
+    precision_differs = asked.precision not in ("auto", record.precision)
+    search = asked.search == "coarse-to-fine" and record.mode == "continuous"
+    skipped = [n for n in result.notes if "full sweep:" in n] if search else []
+    if not (runtime_differs or precision_differs or skipped):
+        return record
+    reasons = [
+        n.removeprefix(f"runtime {record.runtime}: ") for n in result.notes if n.startswith("runtime ")
+    ]
+    return dataclasses.replace(
+        record, asked=f"{asked.runtime} {asked.precision}", note="; ".join([*skipped, *reasons])
+    )
 
 
 def _record(
@@ -203,28 +236,43 @@ def bench_table(records: list[BenchRecord]) -> str:
     fewer than SGBM's 65)."""
 
     def key(r: BenchRecord) -> tuple[int, int, str, int | None]:
-        return (r.height, r.width, r.mode, None if r.mode == "continuous" else r.planes)
+        # the count asked for: two (1 and 2 selective planes) may sweep as many
+        return (r.height, r.width, r.mode, None if r.mode == "continuous" else (r.requested or r.planes))
 
     base = {key(r): r.median_ms for r in records if r.engine == "sgbm"}
     head = (
-        f"{'engine':<6} {'runtime':<11} {'prec':<4} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} "
+        f"{'engine':<6} {'runtime':<13} {'prec':<4} {'width':>5} {'mode':<10} {'size':>9} {'planes':>6} "
         f"{'median':>9} {'p90':>9} {'features':>8} {'planes':>9} {'check':>6} {'x sgbm':>7}"
     )
     lines = [head]
+    # a fallback is marked on its rows (torch*1) and said once under the table
+    said: dict[tuple[str, str, str], int] = {}
+    for r in records:
+        if r.asked or r.note:
+            said.setdefault(_fallback(r), len(said) + 1)
     for r in records:
         ratio = r.median_ms / base[key(r)] if key(r) in base else np.nan
+        runtime = f"{r.runtime}*{said[_fallback(r)]}" if r.asked or r.note else r.runtime
         lines.append(
-            f"{r.engine:<6} {r.runtime:<11} {r.precision:<4} "
+            f"{r.engine:<6} {runtime:<13} {r.precision:<4} "
             f"{'' if r.model_width is None else f'{r.model_width:g}':>5} {r.mode:<10} "
             f"{f'{r.height}x{r.width}':>9} {r.planes:>6} {r.median_ms:>9.1f} {r.p90_ms:>9.1f} "
             f"{_ms(r.features_ms):>8} {_ms(r.planes_ms):>9} {_ms(r.check_ms):>6} {ratio:>7.2f}"
         )
+    for (asked, ran, note), n in said.items():
+        lines.append(f"*{n}: {asked} asked, {ran} ran: {note}" if asked != ran else f"*{n}: {note}")
     lines.append(
         "times in ms: median and p90 of the whole frame, then the median of its features, planes and "
         "check stages; planes: how many were swept; x sgbm: the median over SGBM's at the same size and "
         "mode (and plane count, but for continuous)"
     )
     return "\n".join(lines)
+
+
+def _fallback(r: BenchRecord) -> tuple[str, str, str]:
+    """(asked, ran, why) of a row that ran otherwise than asked."""
+    ran = f"{r.runtime} {r.precision}"
+    return (r.asked or ran, ran, r.note)
 
 
 def _ms(value: float | None) -> str:

@@ -62,3 +62,40 @@ def test_warm_up_goes_on_until_the_calls_settle(monkeypatch) -> None:  # type: i
         engine = _Slow(first)
         bench._Timing(engine, DepthRequest()).warm_up(image, image, count)
         assert engine.calls == calls, (first, count, engine.calls)
+
+
+def test_a_row_that_ran_otherwise_than_asked_says_so(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`bench --runtimes tensorrt` printed an onnxruntime row and nothing else; selective 1 and 2
+    planes both sweep 2 and shared SGBM's figure (its own row read 1.51 x itself: review)."""
+
+    class _Fallback:
+        def __init__(self, options: EngineOptions) -> None:
+            self.options = options
+
+        def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+            sgbm = self.options.engine == "sgbm"
+            result = empty_result(
+                left, str(self.options.engine), request.mode, runtime="opencv" if sgbm else "torch",
+                precision="fp32", timings={"total": 1.0},
+            )  # fmt: skip
+            result.planes = np.zeros(2, np.float32)  # 1 and 2 selective planes both sweep 2
+            if not sgbm:
+                result.notes = ["runtime torch: tensorrt skipped: needs a CUDA device"]
+            return result
+
+    monkeypatch.setattr(bench, "build_engine", lambda options, kind="binary": (_Fallback(options), "fake"))
+    records = bench.run_bench(
+        ["bi3d"], ["selective"], [1, 2], [(96, 192)], EngineOptions(precision="fp32"), [None],
+        repeat=1, warmup=0, runtimes=["tensorrt"],
+    )  # fmt: skip
+    bi3d = [r for r in records if r.engine == "bi3d"]
+    assert [r.asked for r in bi3d] == ["tensorrt fp32"] * 2 and [r.requested for r in records] == [1, 2, 1, 2]
+    assert (
+        bi3d[0].note == "tensorrt skipped: needs a CUDA device"
+        and bi3d[0].to_json()["asked"] == "tensorrt fp32"
+    )
+    table = bench.bench_table(records)
+    assert table.count("torch*1") == 2
+    assert "*1: tensorrt fp32 asked, torch fp32 ran: tensorrt skipped: needs a CUDA device" in table
+    sgbm_rows = [line for line in table.splitlines() if line.startswith("sgbm")]
+    assert len(sgbm_rows) == 2 and all(line.endswith("1.00") for line in sgbm_rows)

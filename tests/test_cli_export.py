@@ -165,3 +165,21 @@ def test_bench_report_scores_the_continuous_answer_and_not_random_weights(capsys
     assert code == 0 and "timed only: no accuracy" in stdout
     bi3d = next(line for line in stdout.split("PLASTER")[1].splitlines() if line.startswith("bi3d"))
     assert bi3d.split()[-5:-3] == ["n/a", "n/a"]
+
+
+def test_export_leaves_a_users_files_alone_and_removes_its_own_stale_stages(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A user's segnet.onnx was replaced unsaid; after a continuous_2d export, the light model's
+    export into the same folder failed on the left disprefine.onnx, every time (review)."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "segnet.onnx").write_text("mine")
+    code, _, err = run(capsys, "export", "--onnx", str(mine), "--kind", "light", "--width", "1")
+    assert "is not a bi3d-studio export: not replaced" in _one_line_error(code, err)
+    assert (mine / "segnet.onnx").read_text() == "mine"
+    mixed = tmp_path / "mixed"
+    code, _, _ = run(capsys, "export", "--onnx", str(mixed), "--kind", "continuous_2d", "--width", "0.25")
+    assert code == 0 and (mixed / "disprefine.onnx").exists()
+    code, stdout, _ = run(capsys, "export", "--onnx", str(mixed), "--kind", "light", "--width", "1")
+    assert code == 0 and stdout.rstrip().endswith(": ok")
+    assert "note: removed" in stdout and "disprefine stage of a continuous_2d model" in stdout
+    assert sorted(p.name for p in mixed.iterdir()) == ["featnet.onnx", "refine.onnx", "segnet.onnx"]

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from app.engine.bi3d.model import FEATURE_STRIDE, SIZE_MULTIPLE, SweepModel
+from app.engine.errors import UserError
 from app.engine.fileio import atomic_write
 from app.engine.runtimes.base import RuntimeUnavailable, optional_module
 from app.engine.runtimes.graphs import Stage, stages
@@ -86,6 +87,43 @@ def write_onnx(model: SweepModel, directory: str | Path, precision: str = "fp32"
         atomic_write(path, data)
         paths.append(path)
     return paths
+
+
+def clear_for_export(model: SweepModel, directory: str | Path, precision: str = "fp32") -> list[str]:
+    """Make ``directory`` ready for ``write_onnx``: an ONNX file there that bi3d-studio did not
+    export is a ``UserError`` (the export replaced a user's ``segnet.onnx`` unsaid, and any other
+    file failed the check after it); an earlier export's stage this model lacks is removed, with
+    a note (another kind's ``disprefine.onnx`` failed every export into the folder after it).
+    Returns the notes."""
+    folder = Path(directory)
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder} is a file, not a folder: choose another --onnx folder")
+    if not folder.exists():
+        return []
+    suffix = ".onnx" if precision == "fp32" else f".{precision}.onnx"
+    names = {stage.name for stage in stages(model)}
+    notes = []
+    for path in sorted(folder.glob(f"*{suffix}")):
+        if suffix == ".onnx" and path.name.endswith(".fp16.onnx"):
+            continue  # the other precision's files stand apart
+        try:
+            meta = read_metadata(path)
+        except RuntimeUnavailable:
+            meta = {}
+        if meta.get("format") != FORMAT:
+            raise UserError(
+                f"{path} is not a bi3d-studio export: not replaced or mixed with; "
+                "choose another --onnx folder"
+            )
+        stage = path.name.removesuffix(suffix)
+        if stage not in names:
+            path.unlink()
+            kind = meta.get("kind", "other")
+            notes.append(
+                f"removed {path}: the {meta.get('stage', stage)} stage of a {kind} model exported here "
+                "before, which this model has not"
+            )
+    return notes
 
 
 def read_metadata(path: str | Path) -> dict[str, str]:

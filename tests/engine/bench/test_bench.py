@@ -99,3 +99,16 @@ def test_a_row_that_ran_otherwise_than_asked_says_so(monkeypatch) -> None:  # ty
     assert "*1: tensorrt fp32 asked, torch fp32 ran: tensorrt skipped: needs a CUDA device" in table
     sgbm_rows = [line for line in table.splitlines() if line.startswith("sgbm")]
     assert len(sgbm_rows) == 2 and all(line.endswith("1.00") for line in sgbm_rows)
+
+
+def test_a_small_size_asks_what_its_width_can_hold() -> None:
+    """`bench --size 32x32` failed: "plane 48 px is outside [0, 16] px ... (--max-disparity (16 px)
+    bounds it)", advice the user could not follow; at 96 x 128 continuous Bi3D swept 65 planes
+    over 0-192 px where SGBM searched 0-112 (review)."""
+    records = bench.run_bench(
+        ["bi3d"], ["binary", "quantized", "selective", "continuous"], [1, 16], [(32, 32), (96, 128)],
+        EngineOptions(), [0.25], repeat=1, warmup=0,
+    )  # fmt: skip
+    assert {(r.height, r.mode) for r in records} >= {(32, "binary"), (32, "continuous"), (96, "continuous")}
+    continuous = {(r.engine, r.height): r.planes for r in records if r.mode == "continuous"}
+    assert continuous[("bi3d", 96)] == continuous[("sgbm", 96)] == 39  # 0-112 px every 3 px

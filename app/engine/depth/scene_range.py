@@ -277,7 +277,15 @@ def bounded(
         found = dataclasses.replace(
             found, bound=closing, note=f"{found.note}; the top level ends at {closing} px"
         )
-    bounded_request = dataclasses.replace(request, max_disparity=found.bound, auto_range=False)
+    levels = request.levels
+    most = max(1, found.bound - 1)  # levels at least 1 px apart (``DepthRequest.validate``)
+    if levels is not None and request.range is None and levels > most:
+        # 150 levels over the demo's 84 px bound failed: "levels 150 is outside [1, 83]"
+        levels = most
+        found = dataclasses.replace(
+            found, note=f"{found.note}; {request.levels} levels asked, {most} fit 1 px apart"
+        )
+    bounded_request = dataclasses.replace(request, max_disparity=found.bound, auto_range=False, levels=levels)
     if spread and request.spacing is Spacing.DEPTH and request.range is None:
         # levels even in depth need the scene's far end too: from 0 px (infinitely far) most of
         # them would lie beyond the farthest thing in view (Motorcycle: 6-60 px for a 20-70 px scene)

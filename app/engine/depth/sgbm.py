@@ -157,7 +157,7 @@ class SGBMEngine:
         fit = widest_search(left.shape[1])
         narrow = search_range(request.max_disparity) > fit
         if narrow:  # no match lies farther than the image is wide: search what fits
-            request = dataclasses.replace(request, max_disparity=fit)
+            request = narrowed(request, fit, left.shape[1])
         self._check_memory(left.shape[:2], request)
         disp = self.disparity(left, right, request.max_disparity)
         if found is None and request.mode is Mode.CONTINUOUS:
@@ -213,6 +213,8 @@ class SGBMEngine:
             return request, None
         top = max(requested_planes(request)) if request.mode is Mode.BINARY else continuous_range(request)[1]
         ceiling = min(request.max_disparity, widest_search(left.shape[1]))
+        if top > ceiling:  # beyond what the pair's width holds (the request's own maximum is checked)
+            narrowed(request, ceiling, left.shape[1])
         found = self.ranges.update(left, right, ceiling, left.shape[:2])
         bound = min(ceiling, max(found.bound, search_range(float(top) + 1.0) + 16))
         if bound >= request.max_disparity:
@@ -280,3 +282,19 @@ def plane_probabilities(disp: np.ndarray, planes: np.ndarray) -> np.ndarray:
     """P x H x W: 1 where disparity > plane, 0 where not, NaN at holes."""
     closer = disp[None] > np.asarray(planes, np.float32)[:, None, None]
     return np.where(np.isnan(disp)[None], np.float32(np.nan), closer.astype(np.float32))
+
+
+def narrowed(request: DepthRequest, fit: int, width: int) -> DepthRequest:
+    """``request`` searching ``fit`` px, what a pair ``width`` px wide holds: planes or a range
+    beyond it are one line naming the width (a 32 px pair's plane at 48 px read "outside [0, 16]
+    px ... --max-disparity (16 px) bounds it", a maximum not given); levels are as many as fit."""
+    beyond = [p for p in request.planes if p > fit]
+    if request.range is not None and request.range[1] > fit:
+        beyond.append(request.range[1])
+    if beyond:
+        raise UserError(
+            f"{max(beyond):g} px is farther than SGBM can match in a {width} px wide pair (it searches "
+            f"0-{fit} px there): choose planes or a range below {fit} px"
+        )
+    levels = None if request.levels is None else min(request.levels, max(1, fit - 1))
+    return dataclasses.replace(request, max_disparity=fit, levels=levels)

@@ -221,3 +221,21 @@ def test_images_narrower_than_the_range_search_what_fits(auto: bool) -> None:
         assert any("SGBM searched 0-48 px: the images are 64 px wide" in n for n in result.notes), (
             result.notes
         )
+
+
+@pytest.mark.parametrize("auto", [False, True])
+def test_planes_beyond_a_narrow_pair_name_its_width_and_levels_fit(auto: bool) -> None:
+    """A 32 px pair's plane at 48 px read "outside [0, 16] px ... --max-disparity (16 px) bounds
+    it", a maximum the user had not given; 20 levels failed as "outside [1, 15]" (review)."""
+    rng = np.random.default_rng(0)
+    left = rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)
+    right = np.roll(left, -4, axis=1)
+    engine = SGBMEngine()
+    for request in (
+        DepthRequest(mode=Mode.BINARY, planes=(48.0,), auto_range=auto),
+        DepthRequest(mode=Mode.SELECTIVE, range=(10.0, 40.0), auto_range=auto),
+    ):
+        with pytest.raises(UserError, match=r"farther than SGBM can match in a 32 px wide pair .*below 16 px"):
+            engine.compute(left, right, request)
+    result = engine.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, levels=20, auto_range=auto))
+    assert 1 <= len(result.planes) <= 15

@@ -51,7 +51,15 @@ def open_runtime(
     for name in names:
         why = unavailable_reason(name, device, precision)
         if why:  # the alternatives are of the runtimes that run the precision asked for (an
-            notes.append(f"{name} skipped: {why}")  # ONNX export for a slower runtime cost 3 s)
+            # ONNX export for a slower runtime cost 3 s); one that runs an alternative is said so
+            # ("runs fp32 only, not bf16" read as a contradiction beside the fp32 that ran)
+            runs = [p for p in alternatives if not unavailable_reason(name, device, p)]
+            if runs:
+                why = (
+                    f"{why}, and auto precision times the runtimes that run {precision} "
+                    f"({setting('precision', runs[0])} times {name} too)"
+                )
+            notes.append(f"{name} skipped: {why}")
             continue
         for fit in (precision, *(p for p in alternatives if not unavailable_reason(name, device, p))):
             label = f"{name} {fit}" if alternatives else name

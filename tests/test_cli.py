@@ -154,6 +154,24 @@ def test_eval_on_demo_prints_dense_and_valid_only(capsys, demo_dir: Path, tmp_pa
     dense, valid = rows[0]["dense"], rows[0]["valid_only"]
     # SGBM on Motorcycle: a usable baseline, and holes make the dense figures worse
     assert valid["bad2"] < 0.15 and dense["bad2"] >= valid["bad2"] and 0.6 < valid["density"] < 1.0
+    # what ran and what it said, as the text gives them (the file had neither: review)
+    assert rows[0]["runtime"] == "opencv" and rows[0]["precision"] == "fp32"
+    assert all(f"note (motorcycle/sgbm): {n}" in stdout for n in rows[0]["notes"])
+
+
+def test_eval_json_holds_the_means_and_the_scenes_left_out(capsys, demo_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    for name in ("a", "b", "c"):
+        shutil.copytree(demo_dir, tmp_path / "mb" / name)
+    (tmp_path / "mb" / "c" / "im1.png").write_bytes(b"damaged")
+    out = tmp_path / "e.json"
+    code, stdout, _ = run(capsys, "eval", str(tmp_path / "mb"), "--engines", "sgbm", "--json", str(out))
+    assert code == 0 and "mean/sgbm" in stdout and "scene c left out" in stdout
+    rows = json.loads(out.read_text())
+    assert [r.get("scene") for r in rows] == ["a", "b", "mean", None]
+    assert rows[2]["scenes"] == 2 and rows[2]["dense"]["bad2"] == rows[0]["dense"]["bad2"]
+    assert rows[3]["left_out"].startswith("scene c left out")
 
 
 def test_bench_writes_records(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

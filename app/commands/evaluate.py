@@ -17,7 +17,7 @@ from app.engine.types import ENGINES
 
 def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
-    from app.engine.bench.evaluation import eval_notes, eval_table, evaluate_scenes
+    from app.engine.bench.evaluation import eval_json, eval_notes, eval_table, evaluate_scenes
     from app.engine.sources.recording import is_recording
     from app.engine.sources.recording_index import looks_like_recording
     from app.engine.sources.spec import Scene, find_scenes, scenes_from_source
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     for line in skipped:
         print(f"note: {line}")
     if args.json:
-        write_json(args.json, [r.to_json() for r in rows])
+        write_json(args.json, eval_json(rows, skipped))
         print(f"wrote {args.json}")
     return 0
 

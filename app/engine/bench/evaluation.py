@@ -30,15 +30,32 @@ class EvalRow:
     total_ms: float
     max_disparity: int
     notes: tuple[str, ...] = ()  # what the engine said of the scene (swapped, unrectified, ...)
+    runtime: str = ""  # what ran: auto precision may be fp32 or bf16, a cached timing decides
+    precision: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "scene": self.scene,
             "engine": self.engine,
+            "runtime": self.runtime,
+            "precision": self.precision,
             "total_ms": round(self.total_ms, 2),
             "max_disparity": self.max_disparity,
             **to_json_dict(self.metrics),
+            "notes": list(self.notes),
         }
+
+
+def eval_json(rows: list[EvalRow], skipped: list[str] | None = None) -> list[dict[str, Any]]:
+    """``eval --json``: each scene's row, then each engine's mean over the scenes where there are
+    several (``"scene": "mean"``, and how many) and each scene left out (``"left_out"``): the
+    file held neither, nor the runtime, precision and notes the text gives (review)."""
+    out = [r.to_json() for r in rows]
+    scenes = len({r.scene for r in rows})
+    for engine, metrics in mean_rows(rows).items():
+        out.append({"scene": "mean", "engine": engine, "scenes": scenes, **to_json_dict(metrics)})
+    out += [{"left_out": reason} for reason in skipped or ()]
+    return out
 
 
 def scene_max_disparity(ndisp: int | None, override: int | str | None, scene: str = "") -> tuple[int, bool]:
@@ -118,7 +135,11 @@ def evaluate_scenes(
                     f"searched 0-{reach} px, this model's reach; the scene's range is 0-{top} px",
                     *notes,
                 )
-            rows.append(EvalRow(scene.name, engine.name, metrics, total, searched, notes))
+            rows.append(
+                EvalRow(
+                    scene.name, engine.name, metrics, total, searched, notes, result.runtime, result.precision
+                )
+            )
     if failed and not rows:  # nothing to show: the first reason is the error
         raise failed[0]
     return rows

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+import torch
 
 from app.engine.assets import default_weights
 from app.engine.bi3d.checkpoint import load_model
@@ -80,7 +81,11 @@ def build_engine(options: EngineOptions, kind: str = "binary") -> tuple[DepthEng
     if name == "sgbm":
         return SGBMEngine(options.sgbm, align=options.align), reason
     if options.width is not None and options.weights is None:
-        model = build_model(kind, options.width)
+        # the same random weights every run: their exported graphs and runtime choice are cached
+        # by the weights' fingerprint (each bench --width run added 35-130 MB of exports: review)
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = build_model(kind, options.width)
         return bi3d_engine(model, options), f"random {kind} weights at width {options.width:g} (timing only)"
     weights = options.weights or default_weights()
     if weights is None:

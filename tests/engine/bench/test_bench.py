@@ -112,3 +112,19 @@ def test_a_small_size_asks_what_its_width_can_hold() -> None:
     assert {(r.height, r.mode) for r in records} >= {(32, "binary"), (32, "continuous"), (96, "continuous")}
     continuous = {(r.engine, r.height): r.planes for r in records if r.mode == "continuous"}
     assert continuous[("bi3d", 96)] == continuous[("sgbm", 96)] == 39  # 0-112 px every 3 px
+
+
+def test_random_weights_for_timing_are_the_same_every_run() -> None:
+    """Each `bench --width` run exported new ONNX graphs into the cache (35-130 MB): the weights'
+    fingerprint names them, and the random weights differed every run (review)."""
+    import torch
+
+    from app.engine.depth.engines import build_engine
+    from app.engine.runtimes.onnx_export import model_fingerprint
+
+    torch.manual_seed(5)
+    state = torch.random.get_rng_state()
+    a, _ = build_engine(EngineOptions(width=0.25), "binary")
+    b, _ = build_engine(EngineOptions(width=0.25), "binary")
+    assert model_fingerprint(a.model) == model_fingerprint(b.model)  # type: ignore[attr-defined]
+    assert torch.equal(torch.random.get_rng_state(), state)  # the caller's random stream untouched

@@ -128,6 +128,8 @@ def test_bench_report_compares_runtimes(capsys, tmp_path: Path) -> None:  # type
     args += ["--json", str(path)]
     code, stdout, _ = run(capsys, "bench", *args)
     assert code == 0 and "PLASTER" in stdout
+    # what the columns measure: Bi3D's fps were the network's beside SGBM's whole frame, unsaid
+    assert "fps: Bi3D's network alone" in stdout and "SGBM's whole binary frame" in stdout
     records = json.loads(path.read_text())
     assert {r["runtime"] for r in records if r["engine"] == "bi3d"} == {"torch", "onnxruntime"}
     rows = json.loads(path.with_suffix(".plaster.json").read_text())

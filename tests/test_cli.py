@@ -901,3 +901,11 @@ def test_a_raw_rigs_output_keeps_the_rectified_left_image_it_is_in(capsys, tmp_p
         capsys, "depth", str(left), str(right), "--engine", "sgbm", "--max-disparity", "32", "--out", str(out)
     )
     assert code == 0 and not (out / "left_rectified.png").exists()
+
+
+def test_bench_refuses_width_with_weights(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--width was dropped unsaid beside --weights (export refuses the pair: review)."""
+    weights = tmp_path / "w.pt"
+    weights.write_bytes(b"")
+    msg = _bad(capsys, "bench", "--weights", str(weights), "--width", "0.5")
+    assert "--width times random models and --weights loads one" in msg

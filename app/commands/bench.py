@@ -9,6 +9,7 @@ from pathlib import Path
 from app.commands.arguments import names, numbers, output_file, real, whole
 from app.commands.common import add_engine_args, engine_options, parse_list, parse_size
 from app.commands.flow import flow_specs
+from app.engine.errors import UserError
 from app.engine.fileio import write_json
 from app.engine.runtimes.base import RUNTIMES
 from app.engine.types import Mode
@@ -18,6 +19,8 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.assets import default_weights
     from app.engine.bench.depth import bench_table, run_bench
 
+    if args.weights and args.width is not None:  # --width was dropped unsaid (export refuses the pair)
+        raise UserError("--width times random models and --weights loads one: give one of them")
     # the weights given, else the bundled model, else (or with --width) random weights for timing
     trained = args.weights or (args.width is None and default_weights() is not None)
     widths: list[float | None] = [None] if trained else (args.width or [1.0])

@@ -70,3 +70,12 @@ def test_memory_is_refused_with_both_figures() -> None:
 def test_available_memory_reads_meminfo() -> None:
     assert available_bytes("MemTotal: 10 kB\nMemAvailable:    2048 kB\n") == 2048 * 1024
     assert available_bytes("") > 0  # the physical memory where MemAvailable is not given
+
+
+def test_a_frame_too_large_is_said_width_first_and_padded() -> None:
+    """--size 8000x6000 (height x width) read "Bi3D on a 6048x8064 pair": width first and padded,
+    unsaid (review)."""
+    from app.engine.depth.limits import require_frame
+
+    with pytest.raises(UserError, match=r"Bi3D on a 6048 x 8064 px frame \(width x height, padded for the"):
+        require_frame(1e15, 65, (8064, 6048), "Bi3D", padded=True)

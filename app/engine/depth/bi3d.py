@@ -489,7 +489,7 @@ class Bi3DEngine:
         planes = len(self._plan(dataclasses.replace(request, budget_ms=None), size).planes)
         if request.budget_ms is not None and request.mode is Mode.QUANTIZED:
             planes = max(planes, request.levels or len(request.planes) or self.model.max_shift - 1)
-        require_frame(bi3d_bytes(size, planes, self.model.widest_channels), planes, size, "Bi3D")
+        require_frame(bi3d_bytes(size, planes, self.model.widest_channels), planes, size, "Bi3D", padded=True)
 
     def _plan(self, request: DepthRequest, size: tuple[int, int]) -> Plan:
         if request.mode in (Mode.BINARY, Mode.QUANTIZED):

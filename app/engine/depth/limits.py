@@ -46,9 +46,14 @@ def sgbm_bytes(size: tuple[int, int], search: int, planes: int, full_dp: bool) -
     return volume + images + planes * h * w * (FLOAT32 + 1 + FLOAT32)
 
 
-def require_frame(needed: float, planes: int, size: tuple[int, int], engine: str) -> None:
+def require_frame(
+    needed: float, planes: int, size: tuple[int, int], engine: str, padded: bool = False
+) -> None:
+    """``size`` (height, width); ``padded``: the network's padded frame, said so (a --size 8000x6000
+    read "Bi3D on a 6048x8064 pair", width first and padded, unsaid)."""
     h, w = size
-    require(needed, f"{engine} on a {w}x{h} pair with {planes} planes", ADVICE)
+    frame = f"a {w} x {h} px frame (width x height{', padded for the network' if padded else ''})"
+    require(needed, f"{engine} on {frame} with {planes} planes", ADVICE)
 
 
 __all__ = ["MIN_IMAGE_SIDE", "bi3d_bytes", "check_image_size", "gib", "require_frame", "sgbm_bytes"]

@@ -19,6 +19,11 @@ TITLE_SIZE = "9pt"
 SPANS = (10, 30, 100, HISTORY)  # frames the x axis shows: the smallest that holds the frames seen
 
 
+# how an engine's stages are named where they differ from Bi3D's (SGBM's matching is timed as
+# "features", its readout as "refine": "features 72 refine 4" named stages SGBM has not: review)
+ENGINE_STAGES = {"sgbm": {"features": "match", "refine": "readout"}}
+
+
 class LatencyPlot(pg.PlotWidget):
     def __init__(self) -> None:
         super().__init__()
@@ -44,6 +49,7 @@ class LatencyPlot(pg.PlotWidget):
         }
         self.frames = 0
         self.still = False
+        self.names: dict[str, str] = {}
         self._drawn = 0.0
         self.first_total: float | None = None  # the first frame (start-up, warm-up) is marked apart
         self.first_marker = pg.ScatterPlotItem(size=9, symbol="t", brush=pg.mkBrush("#fb8072"))
@@ -63,9 +69,11 @@ class LatencyPlot(pg.PlotWidget):
         self._show_span(SPANS[0])
         self.setTitle("")
 
-    def add(self, timings: dict[str, float], still: bool = False) -> None:
+    def add(self, timings: dict[str, float], still: bool = False, engine: str = "") -> None:
         """One frame's stage times; ``still``: a held frame (an image pair, a paused source)
-        answered again after a change, where frames per second would measure the user's clicks."""
+        answered again after a change, where frames per second would measure the user's clicks;
+        ``engine``: the depth engine's name, whose stages the text names (``ENGINE_STAGES``)."""
+        self.names = ENGINE_STAGES.get(engine, {})
         if self.still and not still:
             self.streamed.clear()
         self.still = still
@@ -109,7 +117,7 @@ class LatencyPlot(pg.PlotWidget):
     def stage_text(self) -> str:
         """The newest frame's stages that took time, in ms, each in its curve's colour."""
         parts = [
-            f'<span style="color:{colour}">{stage} {values[-1]:.0f}</span>'
+            f'<span style="color:{colour}">{self.names.get(stage, stage)} {values[-1]:.0f}</span>'
             for (stage, values), colour in zip(self.history.items(), COLOURS, strict=True)
             if values and values[-1] >= 0.5
         ]
@@ -131,7 +139,11 @@ class LatencyPlot(pg.PlotWidget):
         first = 1 if self.frames == len(self.arrivals) else 0
         later = [np.fromiter(v, float)[first:] for v in self.history.values()]
         values = np.concatenate([v for v in later if v.size]) if any(v.size for v in later) else np.zeros(0)
-        return _nice_ceiling(1.25 * float(np.percentile(values, 95))) if values.size else 10.0
+        if not values.size:
+            return 10.0
+        # the newest frame stays in view too (its 403 ms planes ran off a 170 ms axis: review)
+        newest = max(v[-1] for v in self.history.values() if v)
+        return _nice_ceiling(max(1.25 * float(np.percentile(values, 95)), newest))
 
     def rate_text(self) -> str:
         """Frames per second from the frames actually shown (one frame every N s when slow); for a

@@ -931,7 +931,7 @@ class MainWindow(QMainWindow):
         self.cloud_view.set_result(result)
         if result is not self._timed:  # a redraw (a colour map, compare) is no new frame to time
             self._timed = result
-            self.latency.add(result.timings, still=self.controller.holds_still())
+            self.latency.add(result.timings, still=self.controller.holds_still(), engine=depth.engine)
         self.controls.set_calibration(result.calibration)
         self.calibration.note_source_calibration(result.calibration)
         self.calibration.frame_shown(result)

@@ -219,6 +219,22 @@ def test_the_latency_axes_hold_still_while_latency_jitters(qtbot) -> None:  # ty
     assert plot.y_top() == 500.0  # a real change moves it
 
 
+def test_the_newest_frame_stays_in_view_and_sgbm_s_stages_are_its_own(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A frame's 403 ms planes ran off the 170 ms axis of the frames before; SGBM's matching read
+    "features 72 refine 4", stages SGBM has not (review)."""
+    plot = LatencyPlot()
+    qtbot.addWidget(plot)
+    for _ in range(20):
+        plot.add({"planes": 100.0})
+    plot.add({"planes": 403.0})
+    assert plot.y_top() >= 403.0
+    plot.add({"features": 72.0, "refine": 4.0}, engine="sgbm")
+    assert "match 72" in plot.stage_text() and "readout 4" in plot.stage_text()
+    assert "features" not in plot.stage_text()
+    plot.add({"features": 9.0, "planes": 20.0}, engine="bi3d")
+    assert "features 9" in plot.stage_text()
+
+
 class _Camera:
     """A live camera whose frames arrive on a capture thread faster than they are read (the engine
     drops some); ``capture(n)`` delivers ``n`` of them to the recording's listeners."""

@@ -307,7 +307,9 @@ def test_self_rectifying_with_the_sample_rig_measures_its_rows_as_the_check_does
     check = check_epipolar(*Rectifier(result.rig).rectify(left, right))
     found = rectify_frames([(left, right)], result.rig)
     assert check.verdict == "rectified" and found.method == "pose"
-    assert found.before_rms_px < 1.0 and abs(found.before_rms_px - check.vertical_rms_px) < 0.3
+    # the two measure the rows with their own matches: within 0.3 px of each other on the Intel
+    # Xeons of earlier sessions, 0.67 against 0.35 px on an AMD EPYC; the contradiction was 11 px
+    assert found.before_rms_px < 1.0 and abs(found.before_rms_px - check.vertical_rms_px) < 0.5
 
 
 def test_a_damaged_image_is_left_out_with_a_note_not_the_whole_calibration(tmp_path: Path) -> None:

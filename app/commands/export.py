@@ -117,14 +117,16 @@ def _model(args: argparse.Namespace) -> tuple[SweepModel, str]:
 def _export_onnx(model: SweepModel, folder: Path, precision: str) -> None:
     import torch
 
-    from app.engine.runtimes.onnx_export import clear_for_export, write_onnx
+    from app.engine.runtimes.onnx_export import stale_exports, write_onnx
     from app.engine.runtimes.ort_runtime import OrtRuntime
     from app.engine.runtimes.verify import FP32_TOLERANCE, compare_with_torch
 
     try:
-        for note in clear_for_export(model, folder, precision):
-            print(f"note: {note}")
+        stale = stale_exports(model, folder, precision)
         paths = write_onnx(model, folder, precision)
+        for path, what in stale:  # removed once the new files stand (a failed write left them)
+            path.unlink()
+            print(f"note: removed {path}: {what}, which this model has not")
     except OSError as exc:
         raise UserError(f"cannot write into {folder}: {exc.strerror}; choose another --onnx folder") from exc
     for path in paths:

@@ -27,7 +27,7 @@ from app.engine.calibration.rig import StereoRig
 from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_ADVICE, UNRECTIFIED_WORDS
 from app.engine.depth.bi3d import OVER_BUDGET
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
-from app.engine.depth.scene_range import without_ceiling_notes
+from app.engine.depth.scene_range import widest_search, without_ceiling_notes
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
 from app.engine.flow.base import PARAMETERS, FlowOptions, FlowParam
@@ -687,7 +687,11 @@ class Session:
         timings["refine"] = max(after, timings["depth_total"] - listed)
         timings["rectify"] += depth.timings.get("align", 0.0)  # the engine's vertical alignment
         t_base = time.perf_counter()
-        base = baseline.compute(left, right, alike(request, depth)) if baseline is not None else None
+        base = (
+            baseline.compute(left, right, alike(request, depth, left.shape[1]))
+            if baseline is not None
+            else None
+        )
         if base is not None:  # SGBM beside Bi3D: its own stage (the budget is Bi3D's alone)
             timings["sgbm"] = (time.perf_counter() - t_base) * 1000
         flow_field = None
@@ -723,12 +727,16 @@ class Session:
             source.close()
 
 
-def alike(request: DepthRequest, depth: DepthResult) -> DepthRequest:
+def alike(request: DepthRequest, depth: DepthResult, width: int) -> DepthRequest:
     """The request for SGBM beside Bi3D: the planes Bi3D's budget chose where it answered
     quantized depth (its own fewer levels, or the fallback of continuous depth), so that the two
     panes and their errors compare like for like (SGBM drew 8 levels beside Bi3D's 4, and the
-    Errors tab compared them: review); else the request as it is."""
+    Errors tab compared them: review); else the request as it is. Planes past what SGBM can
+    search in a pair ``width`` px wide are left to its own narrowing (given as planes, they were
+    refused and the whole frame with them)."""
     if not depth.choice.get("quantized") and not (depth.choice and request.mode is Mode.QUANTIZED):
         return request
     planes = tuple(float(p) for p in depth.planes)
+    if not planes or max(planes) > widest_search(width):
+        return request
     return dataclasses.replace(request, mode=Mode.QUANTIZED, planes=planes, levels=None, budget_ms=None)

@@ -550,7 +550,7 @@ class ControlsPanel(QWidget):
             levels=s.levels,
             spacing=s.spacing if self.calibration is not None else Spacing.DISPARITY.value,
             range_px=self.shown_range() if mode is Mode.SELECTIVE else None,
-            budget_ms=s.budget_ms if s.budget_on and mode is not Mode.BINARY else None,
+            budget_ms=s.budget_ms if s.budget_on and mode is not Mode.BINARY and s.engine != "sgbm" else None,
             max_disparity="auto" if s.max_disparity_auto else s.max_disparity,
             calibration=self.calibration,
             min_confidence=s.min_confidence,
@@ -580,7 +580,7 @@ class ControlsPanel(QWidget):
             cheapest = result.choice.get("cheapest_ms")
             if cheapest is not None:  # the reason was in the pane's title alone, cut at 1366 px (review)
                 quantized = bool(result.choice.get("quantized"))
-                wanted = "continuous depth" if quantized else "depth with sub-pixel matching"
+                wanted = "continuous depth" if quantized else "selective depth every 12 px or finer"
                 text = f"{wanted} needs about {cheapest:.0f} ms: {text}"
             # the budget this answer was planned for: the slider may have moved on since
             budget = float(result.choice.get("budget_ms", self.settings.budget_ms))

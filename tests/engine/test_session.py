@@ -224,4 +224,10 @@ def test_sgbm_beside_bi3d_answers_the_planes_bi3d_s_budget_chose() -> None:
         assert baseline.request.mode is Mode.QUANTIZED and baseline.request.planes == (9.0, 21.0, 33.0, 45.0)
         assert baseline.request.budget_ms is None
     unbudgeted = DepthRequest(mode=Mode.QUANTIZED, levels=8)
-    assert alike(unbudgeted, empty_result(image, "bi3d", Mode.QUANTIZED)) is unbudgeted
+    assert alike(unbudgeted, empty_result(image, "bi3d", Mode.QUANTIZED), 128) is unbudgeted
+    # planes past what SGBM searches in a narrow pair are left to its own narrowing (given as
+    # planes, SGBM refused them, and the frame with them)
+    budgeted = DepthRequest(mode=Mode.QUANTIZED, levels=8, budget_ms=70.0)
+    far = empty_result(image, "bi3d", Mode.QUANTIZED)
+    far.planes, far.choice = np.array([30.0, 170.0], np.float32), {"planes": 2.0}
+    assert alike(budgeted, far, 160) is budgeted and alike(budgeted, far, 640).planes == (30.0, 170.0)

@@ -151,3 +151,4 @@ def test_the_budget_is_live_only_where_it_picks_something(qtbot) -> None:  # typ
     panel.budget_on.setChecked(True)
     panel.engine_controls["engine"].setCurrentText("sgbm")  # type: ignore[attr-defined]
     assert not panel.budget_on.isEnabled() and not panel.budget.isEnabled()
+    assert panel.request().budget_ms is None  # greyed, and not sent (it cost SGBM its quick preview)

@@ -596,8 +596,8 @@ def test_the_budget_label_says_why_and_what_came_before_the_answer(qtbot) -> Non
     }
     panel.show_choice(selective)
     assert panel.budget_label.text() == (
-        "depth with sub-pixel matching needs about 183 ms: chose 7 planes every 27 px without sub-pixel "
-        "matching, took 88 ms (+354 ms before it: measuring this size's costs)"
+        "selective depth every 12 px or finer needs about 183 ms: chose 7 planes every 27 px without "
+        "sub-pixel matching, took 88 ms (+354 ms before it: measuring this size's costs)"
     )
     panel.budget.set_number(1150)
     assert panel.budget_label.text() == "answering within 1150 ms…"

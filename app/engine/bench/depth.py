@@ -191,17 +191,26 @@ class Asked:
 def _with_asked(record: BenchRecord, asked: Asked, result: Any) -> BenchRecord:
     """``record`` with what was asked where it ran otherwise (a runtime or precision that fell back:
     a row for TensorRT showed ONNX Runtime, unsaid), and the reasons: the runtime's note."""
-    runtime_differs = asked.runtime not in ("auto", record.runtime)
-    precision_differs = asked.precision not in ("auto", record.precision)
+    fell_back = asked.runtime not in ("auto", record.runtime) or asked.precision not in (
+        "auto",
+        record.precision,
+    )
     search = asked.search == "coarse-to-fine" and record.mode == "continuous"
-    skipped = [n for n in result.notes if "full sweep:" in n] if search else []
-    if not (runtime_differs or precision_differs or skipped):
+    # the search asked for, said as such (it read "auto auto asked, torch fp32 ran": review)
+    skipped = (
+        [f"--search coarse-to-fine asked, {n}" for n in result.notes if "full sweep:" in n] if search else []
+    )
+    if not (fell_back or skipped):
         return record
-    reasons = [
-        n.removeprefix(f"runtime {record.runtime}: ") for n in result.notes if n.startswith("runtime ")
-    ]
+    reasons = (
+        [n.removeprefix(f"runtime {record.runtime}: ") for n in result.notes if n.startswith("runtime ")]
+        if fell_back
+        else []
+    )
     return dataclasses.replace(
-        record, asked=f"{asked.runtime} {asked.precision}", note="; ".join([*skipped, *reasons])
+        record,
+        asked=f"{asked.runtime} {asked.precision}" if fell_back else "",
+        note="; ".join([*skipped, *reasons]) or "the runtime gave no reason",
     )
 
 

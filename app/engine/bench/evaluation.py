@@ -51,8 +51,8 @@ def eval_json(rows: list[EvalRow], skipped: list[str] | None = None) -> list[dic
     several (``"scene": "mean"``, and how many) and each scene left out (``"left_out"``): the
     file held neither, nor the runtime, precision and notes the text gives (review)."""
     out = [r.to_json() for r in rows]
-    scenes = len({r.scene for r in rows})
     for engine, metrics in mean_rows(rows).items():
+        scenes = sum(r.engine == engine for r in rows)  # the rows averaged, per engine
         out.append({"scene": "mean", "engine": engine, "scenes": scenes, **to_json_dict(metrics)})
     out += [{"left_out": reason} for reason in skipped or ()]
     return out

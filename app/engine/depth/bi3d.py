@@ -428,7 +428,8 @@ class Bi3DEngine:
             base = t["total"] - t["planes"] - passes[1] - t.get("subpixel", 0.0)
             self.costs.update_search(size, base, (n, t["planes"]), passes, sub)
         elif request.mode in (Mode.CONTINUOUS, Mode.SELECTIVE):
-            self.costs.update_dense(size, base, (n, scaled), sub)
+            # a far range's support plane is selective's own: continuous plans on the rest
+            self.costs.update_dense(size, base - t.get("support", 0.0), (n, scaled), sub)
 
     def _widen(
         self,
@@ -637,12 +638,17 @@ class Bi3DEngine:
             strategy = chosen.strategy
             note = f"budget {budget:g} ms: {chosen.describe()} (predicted {chosen.predicted_ms:.0f} ms)"
         else:  # the range's edges and what fits between them, the depth inside coarse
+
+            def dense_ms(step: int) -> float:  # the frame as it runs: a dense answer, not plane answers
+                return self.costs.predict_dense_ms(size, edge_planes(lo, hi, step, top).size, "off", 0)
+
             step = FEATURE_STRIDE
-            while edge_planes(lo, hi, step, top).size > max(2, chosen.levels) and step < top:
+            while dense_ms(step) > budget and edge_planes(lo, hi, step, top).size > 2 and step < top:
                 step += FEATURE_STRIDE
             strategy = Strategy(coarse_step=0, step=step, subpixel="off")
             cheapest = cheapest_ms(self.costs, size, (lo, hi), top, runs, config)
             count = edge_planes(lo, hi, step, top).size
+            choice["predicted_ms"] = dense_ms(step)
             note = (
                 f"budget {budget:g} ms is below the cheapest selective depth here (about {cheapest:.0f} "
                 f"ms): {count} planes every {step} px without sub-pixel matching; what is inside the "

@@ -183,16 +183,13 @@ def edge_planes(lo: float, hi: float, step: int, top: int, column: int = 3) -> n
     """Planes every ``step`` px (a multiple of ``column``) from the ``column`` multiple at or
     below ``lo`` to the first at or past ``hi``, within [0, top]: a selective range's edges are
     planes, whatever the step (``dense_span``'s multiples of the step began 20-174 px at 0 px
-    for a 99 px step). A grid that would pass ``top`` ends there and starts lower."""
+    for a 99 px step). A grid that would pass ``top`` ends there, its last gap shorter."""
     first = math.floor(lo / column) * column
     count = max(1, math.ceil((hi - first) / step))
     planes = first + step * np.arange(count + 1, dtype=np.float64)
     end = (top // column) * column
     if planes[-1] > end:
-        planes -= planes[-1] - end
-        planes = planes[planes >= 0]
-        if planes[0] > lo:
-            planes = np.concatenate([[0.0], planes])
+        planes = np.append(planes[planes < end], float(end))
     return planes
 
 

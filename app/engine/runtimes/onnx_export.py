@@ -89,12 +89,14 @@ def write_onnx(model: SweepModel, directory: str | Path, precision: str = "fp32"
     return paths
 
 
-def clear_for_export(model: SweepModel, directory: str | Path, precision: str = "fp32") -> list[str]:
-    """Make ``directory`` ready for ``write_onnx``: an ONNX file there that bi3d-studio did not
-    export is a ``UserError`` (the export replaced a user's ``segnet.onnx`` unsaid, and any other
-    file failed the check after it); an earlier export's stage this model lacks is removed, with
-    a note (another kind's ``disprefine.onnx`` failed every export into the folder after it).
-    Returns the notes."""
+def stale_exports(
+    model: SweepModel, directory: str | Path, precision: str = "fp32"
+) -> list[tuple[Path, str]]:
+    """What stands in ``directory`` before ``write_onnx``: an ONNX file there that bi3d-studio did
+    not export is a ``UserError`` (the export replaced a user's ``segnet.onnx`` unsaid, and any
+    other file failed the check after it); an earlier export's stages this model lacks are
+    returned with what they were, for the caller to remove once the new files are written
+    (another kind's ``disprefine.onnx`` failed every export into the folder after it)."""
     folder = Path(directory)
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} is a file, not a folder: choose another --onnx folder")
@@ -102,7 +104,7 @@ def clear_for_export(model: SweepModel, directory: str | Path, precision: str = 
         return []
     suffix = ".onnx" if precision == "fp32" else f".{precision}.onnx"
     names = {stage.name for stage in stages(model)}
-    notes = []
+    stale = []
     for path in sorted(folder.glob(f"*{suffix}")):
         if suffix == ".onnx" and path.name.endswith(".fp16.onnx"):
             continue  # the other precision's files stand apart
@@ -117,13 +119,11 @@ def clear_for_export(model: SweepModel, directory: str | Path, precision: str = 
             )
         stage = path.name.removesuffix(suffix)
         if stage not in names:
-            path.unlink()
             kind = meta.get("kind", "other")
-            notes.append(
-                f"removed {path}: the {meta.get('stage', stage)} stage of a {kind} model exported here "
-                "before, which this model has not"
+            stale.append(
+                (path, f"the {meta.get('stage', stage)} stage of a {kind} model exported here before")
             )
-    return notes
+    return stale
 
 
 def read_metadata(path: str | Path) -> dict[str, str]:

@@ -654,9 +654,9 @@ def test_a_selective_budget_keeps_the_range_edges_as_planes(pair) -> None:  # ty
     assert first.planes[0] == 18 and first.planes[-1] >= 174 and first.choice["step_px"] == 3
     cost = engine.costs.costs[size]  # measured on the first frame; set so that the test does not time
     assert cost.dense_base_ms is not None and cost.subpixel_ms  # the dense costs were probed
-    cost.fixed_ms, cost.per_plane_ms, cost.dense_base_ms, cost.dense_per_plane_ms = 10.0, 5.0, 10.0, 8.0
-    cost.subpixel_ms = {"colour": 3.0, "grey": 1.0}
     for budget in (250.0, 120.0, 60.0):
+        cost.fixed_ms, cost.per_plane_ms, cost.dense_base_ms, cost.dense_per_plane_ms = 10.0, 5.0, 10.0, 8.0
+        cost.subpixel_ms = {"colour": 3.0, "grey": 1.0}
         result = engine.compute(*pair, DepthRequest(mode=Mode.SELECTIVE, range=(20, 174), budget_ms=budget))
         planes, step = result.planes, result.choice["step_px"]
         assert planes[0] == 18 and planes[-1] >= 174 and planes[-1] - step < 174  # the edges are planes
@@ -667,6 +667,9 @@ def test_a_selective_budget_keeps_the_range_edges_as_planes(pair) -> None:  # ty
         if budget == 60.0:  # below every strategy: no sub-pixel matching, and said
             assert result.choice["subpixel"] == 0.0 and "subpixel" not in result.timings
             assert "below the cheapest selective depth" in result.notes[0]
+            # sized as the dense answer it is (10 + 8 a plane): 6 planes, not the 10 that plane
+            # answers' costs (10 + 5 a plane) fit, 90 ms predicted as 60
+            assert len(planes) == 6 and result.choice["predicted_ms"] == pytest.approx(58.0)
 
 
 def test_a_budgeted_first_frame_is_not_less_its_runtime_choice_twice(  # type: ignore[no-untyped-def]

@@ -263,7 +263,7 @@ def test_edge_planes_hold_the_range_edges_within_the_model_range() -> None:
 
     assert edge_planes(20, 174, 27, 192).tolist() == [18, 45, 72, 99, 126, 153, 180]
     assert edge_planes(20, 40, 3, 192).tolist() == list(range(18, 43, 3))
-    top = edge_planes(100, 190, 12, 192)  # the grid would pass 192: it ends there and starts lower
-    assert top[-1] == 192 and top[0] <= 100 and np.allclose(np.diff(top), 12)
-    wide = edge_planes(0, 192, 99, 192)  # wider than a step can hold from 0: 0 kept as the edge
-    assert wide[0] == 0 and wide[-1] == 192
+    top = edge_planes(100, 190, 12, 192)  # the grid would pass 192: it ends there, its last gap shorter
+    assert top[0] == 99 and top[-1] == 192 and np.allclose(np.diff(top)[:-1], 12) and np.diff(top)[-1] == 9
+    assert edge_planes(0, 192, 99, 192).tolist() == [0, 99, 192]
+    assert edge_planes(0, 190, 60, 192).tolist() == [0, 60, 120, 180, 192]  # no plane wasted at 12 px

@@ -239,3 +239,20 @@ def test_planes_beyond_a_narrow_pair_name_its_width_and_levels_fit(auto: bool) -
             engine.compute(left, right, request)
     result = engine.compute(left, right, DepthRequest(mode=Mode.QUANTIZED, levels=20, auto_range=auto))
     assert 1 <= len(result.planes) <= 15
+
+
+def test_levels_spread_in_depth_fit_the_scene_s_span() -> None:
+    """150 levels even in depth over the scene's 9-84 px failed as "levels 83 is outside [1, 74]",
+    a count the user had not asked for (review of the levels' clamp)."""
+    from app.engine.assets import demo_scene
+    from app.engine.formats import read_image_rgb
+    from app.engine.types import Calibration, Spacing
+
+    left, right = (read_image_rgb(demo_scene() / n) for n in ("im0.png", "im1.png"))
+    calibration = Calibration(focal_px=3979.9, baseline_m=0.19332)
+    request = DepthRequest(
+        mode=Mode.QUANTIZED, levels=150, spacing=Spacing.DEPTH, calibration=calibration, auto_range=True
+    )
+    result = SGBMEngine().compute(left, right, request)
+    assert 1 < len(result.planes) < 150
+    assert any(f"150 levels asked, {len(result.planes)} fit 1 px apart" in n for n in result.notes)

@@ -898,7 +898,7 @@ class MainWindow(QMainWindow):
                 if depth.engine == "sgbm"
                 else "sgbm: computing…"  # compare just ticked: this answer was made without it
             )
-        self._show_errors(shown)
+        self._show_errors(shown, sgbm_main=depth.engine == "sgbm")
         if shown.flow_rgb is not None:
             self.flow_view.show_image(shown.flow_rgb)
         else:  # the last pair's flow stood under "no previous frame to compare" (review)
@@ -942,7 +942,9 @@ class MainWindow(QMainWindow):
         if self._hover_at is not None:  # the readout follows the newest result
             self._hover(*self._hover_at, result=result)
 
-    def _show_errors(self, shown: Rendered) -> None:
+    def _show_errors(self, shown: Rendered, sgbm_main: bool = False) -> None:
+        """``sgbm_main``: SGBM answered as the main engine, so no second answer comes (the pane
+        read "SGBM's errors: computing…" for good: review)."""
         for pane, error in zip((self.error_main, self.error_base), (*shown.errors, None, None), strict=False):
             if error is not None:
                 pane.set_title(error[0])
@@ -952,7 +954,9 @@ class MainWindow(QMainWindow):
                 pane.clear_image()  # not the last source's errors
             else:  # the main engine's errors on the left; this pane waits for SGBM's
                 pane.set_title(
-                    "SGBM's errors: computing…"
+                    "SGBM is the main engine: its errors are beside; choose bi3d (Engine) to compare the two"
+                    if sgbm_main
+                    else "SGBM's errors: computing…"
                     if self.settings.compare
                     else 'SGBM\'s errors: tick "SGBM side by side" (Engine) to compare'
                 )

@@ -150,10 +150,26 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         rgb = _unknown_grey(colorize(truth.error, 0.0, ERROR_MAX_PX, "magma"), truth.error)
         # the figures first (a narrow pane cuts the title's end); dense: an unknown pixel counts
         # as wrong, so masking more by confidence raises bad-2, and the title says why
-        title = (
-            f"{truth.engine}: bad-2 {100 * truth.bad2:.1f} %, EPE {truth.epe:.2f} px · |d - truth| "
-            f"0-{ERROR_MAX_PX:g} px · a pixel without an answer counts as wrong"
-        )
+        if truth.side is not None and depth.mode is Mode.BINARY:
+            title = (
+                f"{truth.engine}: {100 * truth.side:.1f} % on the right side of {truth.what} · bright: "
+                "the wrong side · a pixel without an answer counts as wrong"
+            )
+        elif truth.side is not None:
+            inside = (
+                f"inside it bad-2 {100 * truth.bad2:.1f} %, EPE {truth.epe:.2f} px"
+                if np.isfinite(truth.bad2)
+                else "no truth inside it"
+            )
+            title = (
+                f"{truth.engine}: {100 * truth.side:.1f} % on the right side of {truth.what}, {inside} · "
+                f"|d - truth| 0-{ERROR_MAX_PX:g} px, bright outside: the wrong side"
+            )
+        else:
+            title = (
+                f"{truth.engine}: bad-2 {100 * truth.bad2:.1f} %, EPE {truth.epe:.2f} px · |d - truth| "
+                f"0-{ERROR_MAX_PX:g} px · a pixel without an answer counts as wrong"
+            )
         out.errors.append((title, rgb))
     if result.flow is not None:
         flow = np.asarray(result.flow)

@@ -30,10 +30,19 @@ def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
             parts.append(
                 ("depth ≤ " if clipped else "depth ") + f"{z:.2f} {unit}" if np.isfinite(z) else "depth ∞"
             )
-    elif depth.mode is not Mode.BINARY:
+    side = 0 if depth.range_state is None else int(depth.range_state[y, x])
+    if side:  # outside the range: its side is the answer (it read "disparity unknown   closer ...")
+        edge = result.request.range[1 if side > 0 else 0] if result.request.range else None
+        where = "closer" if side > 0 else "farther"
+        words = f"disparity {'above' if side > 0 else 'below'} {edge:g} px" if edge is not None else ""
+        if edge is not None and result.calibration is not None:
+            z = float(result.calibration.depth_m(np.array([edge]))[0])
+            words += f", {where} than {z:.2f} {result.calibration.depth_unit}" if np.isfinite(z) else ""
+        parts.append(f"{where} than the range" + (f": {words}" if words else ""))
+    elif not np.isfinite(d) and depth.mode is not Mode.BINARY:
         parts.append("disparity unknown")
     if depth.mode is Mode.BINARY:
-        parts.append(f"P(d > {depth.planes[0]:g} px) {float(depth.probabilities[0, y, x]):.2f}")
-    if depth.range_state is not None and depth.range_state[y, x] != 0:
-        parts.append("closer than the range" if depth.range_state[y, x] > 0 else "farther than the range")
+        p = float(depth.probabilities[0, y, x])
+        # SGBM's unanswered columns read "P(d > 30 px) nan" (review)
+        parts.append(f"P(d > {depth.planes[0]:g} px) {p:.2f}" if np.isfinite(p) else "no answer here")
     return "   ".join(parts)

@@ -1170,3 +1170,18 @@ def test_a_recording_whose_index_hides_frames_says_so_in_the_banner(qtbot, tmp_p
     window.open_spec(str(rec))
     qtbot.waitUntil(lambda: "record --reindex" in window.notices.text.text(), timeout=10_000)
     assert window.notices.level == "error" and "3 frame pairs on disk after" in window.notices.text.text()
+
+
+def test_the_errors_beside_say_sgbm_is_the_main_engine(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """With SGBM side by side ticked and SGBM as the engine, the pane read "SGBM's errors:
+    computing…" for good (review)."""
+    from app.ui.render import DisplaySpec, Rendered
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.settings.compare = True
+    shown = Rendered(DisplaySpec(), np.zeros((4, 4, 3), np.uint8), (0.0, 1.0), "sgbm continuous", None)
+    shown.errors = [("sgbm: bad-2 20.0 %", np.zeros((4, 4, 3), np.uint8))]
+    window._show_errors(shown, sgbm_main=True)
+    assert window.error_base.title.full_text.startswith("SGBM is the main engine")
+    window._show_errors(shown)
+    assert window.error_base.title.full_text == "SGBM's errors: computing…"

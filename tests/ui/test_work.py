@@ -8,6 +8,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 
 from app.engine.depth.engines import EngineOptions
 from app.engine.formats import read_image_rgb, read_kitti_png, read_pfm
@@ -318,3 +319,43 @@ def test_closing_while_recording_asks_first_and_says_what_was_kept(
     assert not window.isVisible() and window.session.recorder is None
     assert f"recording stopped: 1 frame in {recorder.folder}" in capsys.readouterr().out
     assert len(list((recorder.folder / "left").iterdir())) == 1
+
+
+def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such() -> None:
+    """Selective's pixels outside the range, rightly answered there, counted as wrong in the Errors
+    tab (84 % bad-2 at 20-40 px); binary mode said "no ground truth" of the demo; hovering read
+    "disparity unknown   closer than the range" and SGBM's unanswered strip "P(d > 30 px) nan"
+    (review)."""
+    from app.engine.session import Session
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((4, 4, 3), np.uint8)
+    gt = np.array([[10.0, 30.0, 50.0, np.nan]] * 4, np.float32)  # farther, inside, closer, unknown
+    pair = StereoPair(image, image, gt_disparity=gt)
+    state = np.array([[-1, 0, 1, 0]] * 4, np.int8)
+    selective = empty_result(image, "bi3d", Mode.SELECTIVE, range_state=state)
+    selective.disparity[:] = np.nan
+    selective.disparity[:, 1] = 31.0
+    request = DepthRequest(mode=Mode.SELECTIVE, range=(20.0, 40.0))
+    frame = FrameResult(
+        1, 0, pair, request, selective, calibration=Calibration(focal_px=500.0, baseline_m=0.1)
+    )
+    (truth,) = Session.truth_errors(frame)
+    assert truth.side == 1.0 and truth.bad2 == 0.0 and truth.epe == pytest.approx(1.0)
+    title = render(frame, DisplaySpec()).errors[0][0]
+    assert title.startswith("bi3d: 100.0 % on the right side of 20-40 px, inside it bad-2 0.0 %, EPE 1.00 px")
+    assert "closer than the range: disparity above 40 px, closer than 1.25 m" in work.readout(frame, 2, 0)
+    assert "farther than the range: disparity below 20 px" in work.readout(frame, 0, 0)
+    assert "unknown" not in work.readout(frame, 0, 0)
+    # binary: the side of the plane, an unanswered pixel wrong
+    binary = empty_result(image, "sgbm", Mode.BINARY)
+    binary.planes = np.array([20.0], np.float32)
+    binary.probabilities[0] = np.array([[0.0, 1.0, 0.0, 1.0]] * 4, np.float32)  # the third is wrong
+    binary.probabilities[0, 0, 0] = np.nan
+    plane = FrameResult(1, 0, pair, DepthRequest(mode=Mode.BINARY, planes=(20.0,)), binary)
+    (truth,) = Session.truth_errors(plane)
+    assert truth.side == pytest.approx(7 / 12)  # 12 pixels with truth: 4 + 4 right, 1 of them unanswered
+    assert render(plane, DisplaySpec()).errors[0][0].startswith("sgbm: 58.3 % on the right side of 20 px")
+    assert "no answer here" in work.readout(plane, 0, 0) and "nan" not in work.readout(plane, 0, 0)

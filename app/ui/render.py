@@ -110,10 +110,11 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         if depth.choice.get("quantized") and result.request.mode is not depth.mode:
             # the budget answered another mode than the one chosen: said first (it read "bi3d
             # quantized" under Mode: continuous, with nothing saying why: review)
-            cheapest = depth.choice.get("cheapest_ms")
-            needs = f"; {result.request.mode.value} needs about {cheapest:.0f} ms" if cheapest else ""
-            levels_text = plural(len(depth.planes), "quantized level")  # "1 quantized levels" (review)
-            title = f"budget {depth.choice.get('budget_ms', 0):g} ms: {levels_text}{needs} · {title}"
+            # the planes, as the budget's label under the slider counts them (this said "1 quantized
+            # level" beside "chose 1 quantized plane"); what continuous needs is said there, not
+            # here (the title was cut at 1366 px: review)
+            planes_text = plural(len(depth.planes), "quantized plane")
+            title = f"budget {depth.choice.get('budget_ms', 0):g} ms: {planes_text} · {title}"
         if not answered:  # the colour bar's 0-1 and its depths would read as an answer
             title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (
                 ": the pair has no texture (flat)"  # lowering the threshold would not help

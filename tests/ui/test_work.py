@@ -184,9 +184,7 @@ def test_the_depth_title_gives_the_unit_and_what_grey_means() -> None:
         depth, mode=Mode.QUANTIZED, planes=np.array([10.0, 20.0, 30.0], np.float32), choice=chosen
     )
     title = render(dataclasses.replace(frame, depth=levels), DisplaySpec()).depth_title
-    assert title.startswith(
-        "budget 200 ms: 3 quantized levels; continuous needs about 340 ms · bi3d quantized"
-    )
+    assert title.startswith("budget 200 ms: 3 quantized planes · bi3d quantized")
     # an unrectified pair's depth is marked in its own pane, not only in the error above (review)
     from app.engine.depth.alignment import unrectified_note
 

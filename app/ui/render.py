@@ -106,6 +106,10 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         shown = depth.disparity
         answered = bool(np.isfinite(shown).any())
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
+        if not spec.fixed_max and depth.mode is Mode.SELECTIVE and result.request.range is not None:
+            # the range's ends: a coarse answer under a tight budget (2 planes every 42 px) set a
+            # 20-38 px scale that SGBM beside it, 20-60 px, overran in one colour (review)
+            levels = (float(result.request.range[0]), float(result.request.range[1]))
         title = f"{depth.engine} {depth.mode.value} · disparity in px{_depth_span(result, levels)}"
         if depth.choice.get("quantized") and result.request.mode is not depth.mode:
             # the budget answered another mode than the one chosen: said first (it read "bi3d

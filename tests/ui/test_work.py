@@ -357,3 +357,20 @@ def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such
     assert truth.side == pytest.approx(7 / 12)  # 12 pixels with truth: 4 + 4 right, 1 of them unanswered
     assert render(plane, DisplaySpec()).errors[0][0].startswith("sgbm: 58.3 % on the right side of 20 px")
     assert "no answer here" in work.readout(plane, 0, 0) and "nan" not in work.readout(plane, 0, 0)
+
+
+def test_a_selective_answer_is_coloured_over_its_range() -> None:
+    """A coarse answer under a tight budget set a 20-38 px colour scale, and SGBM beside it, 20-60
+    px, went one colour (review)."""
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((4, 4, 3), np.uint8)
+    depth = empty_result(image, "bi3d", Mode.SELECTIVE, range_state=np.zeros((4, 4), np.int8))
+    depth.disparity[:] = np.linspace(20.0, 38.0, 16, dtype=np.float32).reshape(4, 4)
+    frame = FrameResult(
+        1, 0, StereoPair(image, image), DepthRequest(mode=Mode.SELECTIVE, range=(20, 60)), depth
+    )
+    assert render(frame, DisplaySpec()).depth_levels == (20.0, 60.0)
+    assert render(frame, DisplaySpec(fixed_max=48.0)).depth_levels == (0.0, 48.0)  # a maximum set stands

@@ -82,6 +82,10 @@ def test_an_unexpected_error_is_one_line_naming_the_report(
         (["--mode", "binary", "--planes", "9", "--budget-ms", "50"], "a binary answer is one plane"),
         (["--mode", "quantized", "--min-confidence", "0.5"], "not a quantized answer"),
         (["--min-confidence", "0.5"], "--min-confidence masks Bi3D's answers; SGBM rates none"),
+        (
+            ["--budget-ms", "30"],
+            "--budget-ms trades Bi3D's planes for time; SGBM has none",
+        ),  # ignored (review)
     ],
 )
 def test_numbers_that_no_engine_can_answer(capsys, tiny, tmp_path, args, needle) -> None:  # type: ignore[no-untyped-def]

@@ -126,6 +126,9 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
             "--budget-ms trades planes for time, and a binary answer is one plane; "
             "leave --budget-ms out, or use --mode quantized or continuous"
         )
+    if getattr(args, "budget_ms", None) is not None and getattr(args, "engine", None) == "sgbm":
+        # it was ignored unsaid, result.json keeping it (the window greys it for SGBM: review)
+        raise UserError("--budget-ms trades Bi3D's planes for time; SGBM has none to trade: leave it out")
     rng = None
     if args.range:
         a, b = (to_disparity(v, calibration, "--range") for v in args.range)

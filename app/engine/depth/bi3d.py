@@ -395,10 +395,15 @@ class Bi3DEngine:
         if plan.choice:  # chosen under a budget
             result.choice["took_ms"] = timings["total"]
             if budget is not None and timings["total"] > OVER_BUDGET * budget:  # it was unsaid (review)
-                result.notes.append(
-                    f"took {timings['total']:.0f} ms, over the {budget:g} ms budget: this frame size's "
-                    "costs were still being measured (a stream's next frames fit better)"
+                predicted = plan.choice.get("predicted_ms", 0.0)
+                why = (
+                    f"the cheapest answer here was predicted at {predicted:.0f} ms"
+                    if predicted > OVER_BUDGET * budget and probe_ms == 0.0
+                    # every frame of a selective stream said the costs were still being measured
+                    else "this frame size's costs were still being measured (a stream's next frames "
+                    "fit better)"
                 )
+                result.notes.append(f"took {timings['total']:.0f} ms, over the {budget:g} ms budget: {why}")
         return result
 
     def _record_costs(
@@ -509,7 +514,15 @@ class Bi3DEngine:
             if not request.planes:
                 planes = requested_planes(dataclasses.replace(request, levels=n, budget_ms=None))
             elif n < len(planes):
-                planes = planes[np.linspace(0, len(planes) - 1, n).round().astype(int)]
+                # the ends and what fits between them, or the middle one alone (it kept the lowest,
+                # 10 of 10-50 px, unsaid: the whole demo read one depth, review)
+                keep = np.linspace(0, len(planes) - 1, n).round().astype(int) if n > 1 else [len(planes) // 2]
+                kept = planes[keep]
+                plan.notes.append(
+                    f"budget {request.budget_ms:g} ms kept {len(kept)} of the {len(planes)} planes asked "
+                    f"({', '.join(f'{p:g}' for p in kept)} px)"
+                )
+                planes = kept
             plan.planes = planes
             plan.choice = {"planes": float(len(planes)), "predicted_ms": self.costs.predict_ms(size, n)}
         if self.shift_mode == "round":
@@ -930,6 +943,8 @@ class Bi3DEngine:
         elif request.mode is Mode.SELECTIVE:
             # the step lies below the first plane (farther), past the last (closer) or inside
             state = range_state(stepped.cpu().numpy(), lo, hi)
+            if lo <= 0:  # nothing lies farther than 0 px (a 64 px pair's left columns read "farther")
+                state[state == -1] = 0
             support = self._support_plane(request, np.array([lo]))
             if support is not None:  # a far range: what is farther than half its start is farther
                 with self._timed(timings, "support"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -692,3 +694,46 @@ def test_a_budgeted_first_frame_is_not_less_its_runtime_choice_twice(  # type: i
     assert t["runtime_setup"] >= 500 and "probe" in t
     assert 0 < t["total"] and result.choice["took_ms"] == t["total"]
     assert t["total"] >= t["planes"]
+
+
+def test_a_budget_that_keeps_fewer_of_the_planes_asked_says_which(pair) -> None:  # type: ignore[no-untyped-def]
+    """--planes 10,20,30,40,50 at 60 ms kept 10 px alone, unsaid: the demo read one depth (review)."""
+    torch.manual_seed(0)
+    engine = Bi3DEngine(Bi3DModel("binary", width=0.25))
+    asked = (9.0, 18.0, 30.0, 39.0, 51.0)  # multiples of 3: this model rounds its planes to them
+    engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=asked, budget_ms=60_000))
+    cost = engine.costs.costs[(192, 288)]
+    cost.fixed_ms, cost.per_plane_ms, cost.fastest_fixed_ms = 10.0, 5.0, 10.0
+    one = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=asked, budget_ms=16.0))
+    assert one.planes.tolist() == [30.0]  # the middle one, not the lowest
+    assert any("budget 16 ms kept 1 of the 5 planes asked (30 px)" in n for n in one.notes)
+    cost.fixed_ms, cost.per_plane_ms = 10.0, 5.0
+    three = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, planes=asked, budget_ms=26.0))
+    assert three.planes.tolist() == [9.0, 30.0, 51.0]
+
+
+def test_selective_over_its_cheapest_says_so_and_a_range_from_0_has_nothing_farther(  # type: ignore[no-untyped-def]
+    pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every frame of a selective stream at 80 ms said "costs were still being measured (a stream's
+    next frames fit better)" where its cheapest answer was predicted at 261 ms; a 64 px pair's left
+    columns read farther than a range from 0 px (review)."""
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5))
+    request = DepthRequest(mode=Mode.SELECTIVE, range=(0.0, 40.0), budget_ms=60_000)
+    first = engine.compute(*pair, request)
+    assert first.range_state is not None and not (first.range_state == -1).any()
+    cost = engine.costs.costs[(192, 288)]
+    cost.fixed_ms, cost.per_plane_ms, cost.dense_base_ms, cost.dense_per_plane_ms = 10.0, 5.0, 1e5, 8.0
+    cost.fastest_fixed_ms = 10.0
+    real_planes = engine.backend.planes
+
+    def slow_planes(feats, shifts):  # type: ignore[no-untyped-def]
+        import time as _time
+
+        _time.sleep(0.05)  # the frame takes longer than the budget, as its prediction said
+        return real_planes(feats, shifts)
+
+    monkeypatch.setattr(engine.backend, "planes", slow_planes)
+    slow = engine.compute(*pair, dataclasses.replace(request, budget_ms=20.0))
+    assert any("over the 20 ms budget: the cheapest answer here was predicted at" in n for n in slow.notes)

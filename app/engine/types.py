@@ -134,8 +134,14 @@ class DepthRequest:
 
     def validate(self) -> None:
         top = integer(self.max_disparity, "max disparity", Bounds(1, MAX_DISPARITY_LIMIT), "px")
-        # where the top comes from: "outside [0, 192] px" did not say (review)
-        bound = f"{setting('max_disparity')} ({top} px) bounds it"
+        # where the top comes from: "outside [0, 192] px" did not say (review); at the default it
+        # is also Bi3D's reach, which a larger maximum does not pass ("use --max-disparity 192")
+        bound = (
+            f"{setting('max_disparity')} ({top} px) bounds it"
+            if top != DEFAULT_MAX_DISPARITY
+            else f"{top} px is the default {setting('max_disparity')} and Bi3D's reach; SGBM "
+            f"({setting('engine', 'sgbm')}) searches farther with a larger {setting('max_disparity')}"
+        )
         for p in self.planes:
             number(p, "plane", Bounds(0, top), "px", f"choose planes inside the range ({bound})")
         if self.range is not None:

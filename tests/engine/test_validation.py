@@ -79,3 +79,14 @@ def test_a_frame_too_large_is_said_width_first_and_padded() -> None:
 
     with pytest.raises(UserError, match=r"Bi3D on a 6048 x 8064 px frame \(width x height, padded for the"):
         require_frame(1e15, 65, (8064, 6048), "Bi3D", padded=True)
+
+
+def test_a_plane_past_the_default_maximum_names_bi3d_s_reach_and_sgbm() -> None:
+    """It said "--max-disparity (192 px) bounds it", a maximum not given, and a larger one is
+    refused by Bi3D ("use --max-disparity 192"): SGBM is what searches farther (review)."""
+    from app.engine.types import DepthRequest, Mode
+
+    with pytest.raises(UserError, match=r"192 px is the default .*max_disparity.* and Bi3D's reach; SGBM"):
+        DepthRequest(mode=Mode.BINARY, planes=(300.0,))
+    with pytest.raises(UserError, match=r"\(96 px\) bounds it"):  # a maximum given is named as such
+        DepthRequest(mode=Mode.BINARY, planes=(100.0,), max_disparity=96)

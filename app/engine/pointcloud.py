@@ -14,7 +14,7 @@ def require_metric(result: FrameResult, what: str) -> None:
     if result.depth.mode is Mode.BINARY:
         raise UserError(
             f"{what} needs depth, and binary mode only answers nearer or farther than its plane; "
-            "choose the quantized or continuous mode"
+            "choose the quantized, selective or continuous mode"
         )
     if result.calibration is None:
         raise UserError(f"{what} needs a calibration (focal length and baseline); load one first")

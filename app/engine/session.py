@@ -475,9 +475,15 @@ class Session:
 
     # ---- measuring ---------------------------------------------------------------------------
     @staticmethod
+    def require_metric(result: FrameResult, what: str) -> None:
+        """``pointcloud.require_metric``: a ``UserError`` saying why ``what`` cannot be had."""
+        pointcloud.require_metric(result, what)
+
+    @staticmethod
     def distance_m(result: FrameResult, a: tuple[int, int], b: tuple[int, int]) -> float:
         """3D distance (metres) between pixels ``a`` and ``b`` (x, y) of the frame's depth."""
         pointcloud.require_metric(result, "a distance")
+        outside_range_refusal(result, a, b)
         return measure.distance_m(result.depth.disparity, result.calibration, a, b)
 
     @staticmethod
@@ -791,3 +797,23 @@ def _selective_truth(answer: DepthResult, gt: np.ndarray, span: tuple[float, flo
     side = float(right[known].mean())
     bad2, epe = (scores.bad2, scores.epe) if scores is not None else (float("nan"), float("nan"))
     return TruthError(answer.engine, error, bad2, epe, side, f"{lo:g}-{hi:g} px")
+
+
+def outside_range_refusal(result: FrameResult, *pixels: tuple[int, int]) -> None:
+    """A ``UserError`` for a pixel outside a selective answer's range: its side is known, its
+    depth is not (it said "pixel (100, 100) has no depth; pick a pixel with a colour": review)."""
+    state, span = result.depth.range_state, result.request.range
+    if state is None or span is None:
+        return
+    for x, y in pixels:
+        if not (0 <= y < state.shape[0] and 0 <= x < state.shape[1]) or state[y, x] == 0:
+            continue
+        side, edge = ("closer", span[1]) if state[y, x] > 0 else ("farther", span[0])
+        metres = ""
+        if result.calibration is not None:
+            z = float(result.calibration.depth_m(np.array([edge], np.float32))[0])
+            metres = f" ({side} than {z:.2f} {result.calibration.depth_unit})" if np.isfinite(z) else ""
+        raise UserError(
+            f"pixel ({x}, {y}) is {side} than the range{metres}: selective depth has no distance "
+            "there; pick a pixel inside the range, or widen it"
+        )

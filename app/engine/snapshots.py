@@ -12,7 +12,7 @@ from app.engine.errors import UserError
 from app.engine.formats import write_color_png, write_ply
 from app.engine.outputs import calibration_json, write_result
 from app.engine.pointcloud import point_cloud, require_metric
-from app.engine.types import FrameResult
+from app.engine.types import FrameResult, Mode
 
 
 def new_folder(root: Path, kind: str) -> Path:
@@ -69,7 +69,14 @@ def write_snapshot(
 def frame_point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
     """The frame's points and colours (``pointcloud.point_cloud`` on its disparity)."""
     require_metric(result, "a point cloud")
-    return point_cloud(result.depth.disparity, result.calibration, result.pair.left)
+    depth = result.depth
+    keep = None
+    if depth.mode is Mode.QUANTIZED and len(depth.planes):
+        # farther than the farthest plane reaches to infinity: its level's middle put a wall of
+        # points at 5.37 m where the scene reached 4.8 m and beyond (review); left out
+        with np.errstate(invalid="ignore"):
+            keep = ~(depth.disparity < float(depth.planes[0]))
+    return point_cloud(depth.disparity, result.calibration, result.pair.left, keep)
 
 
 PLY_COMMENTS = (
@@ -84,8 +91,14 @@ def export_point_cloud(result: FrameResult, path: Path) -> int:
     points, colours = frame_point_cloud(result)
     if len(points) == 0:
         raise UserError("no pixel has a known depth in this frame; nothing to export")
+    comments: tuple[str, ...] = PLY_COMMENTS
+    if result.depth.mode is Mode.QUANTIZED:
+        comments = (
+            *comments,
+            "quantized: each depth is its level's middle; farther than the farthest plane left out",
+        )
     try:
-        write_ply(path, points, colours, PLY_COMMENTS)
+        write_ply(path, points, colours, comments)
     except OSError as exc:
         raise UserError(f"could not write the point cloud to {path} ({exc.strerror})") from exc
     return len(points)

@@ -1094,6 +1094,11 @@ class MainWindow(QMainWindow):
         if last is None or last.calibration is None:
             self.show_error("a point cloud needs depth and a calibration: load one in the calibration panel")
             return
+        try:  # before the save dialog (binary mode refused once a name was chosen: review)
+            Session.require_metric(last, "a point cloud")
+        except UserError as exc:
+            self.show_error(exc.worded(vocabulary.window_words))
+            return
         path, _ = QFileDialog.getSaveFileName(self, "Point cloud", self._ply_suggestion(), "PLY (*.ply)")
         if path:
             if not Path(path).suffix:  # Qt's own dialog adds no suffix: a viewer looks for .ply

@@ -199,7 +199,7 @@ class MeasurePanel(QWidget):
             self.figures.setText(exc.worded(window_words))
             return
         self.figures.setText(
-            f"{stats.pixels} px · fill rate {100 * stats.fill_rate:.1f} % · mean distance "
+            f"{stats.pixels} px · fill rate {100 * stats.fill_rate:.1f} % · mean depth (Z) "
             f"{stats.mean_distance_m:.3f} m · plane-fit RMS {stats.plane_rms_mm:.1f} mm · "
             f"median disparity {stats.median_disparity_px:.2f} px"
         )

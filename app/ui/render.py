@@ -162,12 +162,12 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             )
         elif truth.side is not None:
             inside = (
-                f"inside it bad-2 {100 * truth.bad2:.1f} %, EPE {truth.epe:.2f} px"
+                f"inside bad-2 {100 * truth.bad2:.1f} %, EPE {truth.epe:.2f} px"
                 if np.isfinite(truth.bad2)
-                else "no truth inside it"
+                else "no truth inside"
             )
-            title = (
-                f"{truth.engine}: {100 * truth.side:.1f} % on the right side of {truth.what}, {inside} · "
+            title = (  # the figures first: a 1366 px window cut the EPE (review)
+                f"{truth.engine}: {100 * truth.side:.1f} % right side of {truth.what}, {inside} · "
                 f"|d - truth| 0-{ERROR_MAX_PX:g} px, bright outside: the wrong side"
             )
         else:

@@ -22,7 +22,11 @@ def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
         reach = depth.searched[1] if depth.searched is not None else result.request.max_disparity
         top = min(float(depth.planes[-1]), float(reach))  # the maximum the answers are held to
     clipped = np.isfinite(d) and d >= top - 0.5
-    if np.isfinite(d):
+    if np.isfinite(d) and depth.mode is Mode.QUANTIZED and len(depth.planes):
+        # a level is a span, not a measurement: "23.33 px, 3.53 m" read as exact where the truth
+        # was 20.84 px (3.70 m), and the farthest level reaches to infinity (review)
+        parts.extend(_level_words(d, depth.planes, result))
+    elif np.isfinite(d):
         parts.append(f"disparity ≥ {top:g} px (the search's end)" if clipped else f"disparity {d:.2f} px")
         if result.calibration is not None:
             z = float(result.calibration.depth_m(np.array([top if clipped else d]))[0])
@@ -46,3 +50,30 @@ def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
         # SGBM's unanswered columns read "P(d > 30 px) nan" (review)
         parts.append(f"P(d > {depth.planes[0]:g} px) {p:.2f}" if np.isfinite(p) else "no answer here")
     return "   ".join(parts)
+
+
+def _level_words(d: float, planes: np.ndarray, result: FrameResult) -> list[str]:
+    """A quantized answer's level: the disparity span between its planes, and its depths."""
+    edges = [float(p) for p in planes]
+    below = [p for p in edges if p <= d]
+    above = [p for p in edges if p > d]
+    lo, hi = (below[-1] if below else None), (above[0] if above else None)
+    if lo is None:
+        words = [f"disparity below {hi:g} px (the farthest level)"]
+    elif hi is None:
+        words = [f"disparity above {lo:g} px (the nearest level)"]
+    else:
+        words = [f"disparity {lo:g}-{hi:g} px (a level)"]
+    if result.calibration is not None:
+        unit = result.calibration.depth_unit
+        z = [
+            float(result.calibration.depth_m(np.array([v], np.float32))[0]) if v is not None else None
+            for v in (lo, hi)
+        ]
+        if lo is None and z[1] is not None:
+            words.append(f"depth farther than {z[1]:.2f} {unit}")
+        elif hi is None and z[0] is not None:
+            words.append(f"depth nearer than {z[0]:.2f} {unit}")
+        elif z[0] is not None and z[1] is not None:
+            words.append(f"depth {z[1]:.2f}-{z[0]:.2f} {unit}")
+    return words

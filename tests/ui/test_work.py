@@ -343,7 +343,7 @@ def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such
     (truth,) = Session.truth_errors(frame)
     assert truth.side == 1.0 and truth.bad2 == 0.0 and truth.epe == pytest.approx(1.0)
     title = render(frame, DisplaySpec()).errors[0][0]
-    assert title.startswith("bi3d: 100.0 % on the right side of 20-40 px, inside it bad-2 0.0 %, EPE 1.00 px")
+    assert title.startswith("bi3d: 100.0 % right side of 20-40 px, inside bad-2 0.0 %, EPE 1.00 px")
     assert "closer than the range: disparity above 40 px, closer than 1.25 m" in work.readout(frame, 2, 0)
     assert "farther than the range: disparity below 20 px" in work.readout(frame, 0, 0)
     assert "unknown" not in work.readout(frame, 0, 0)
@@ -374,3 +374,43 @@ def test_a_selective_answer_is_coloured_over_its_range() -> None:
     )
     assert render(frame, DisplaySpec()).depth_levels == (20.0, 60.0)
     assert render(frame, DisplaySpec(fixed_max=48.0)).depth_levels == (0.0, 48.0)  # a maximum set stands
+
+
+def test_measuring_says_what_quantized_and_selective_answers_hold() -> None:
+    """A quantized level read "disparity 23.33 px depth 3.53 m" where the truth was 3.70 m, and its
+    farthest level put a wall of points at 5.37 m in the PLY; a distance to a pixel outside a
+    selective range said "has no depth; pick a pixel with a colour"; binary mode's refusals left
+    selective out (review)."""
+    from app.engine.errors import UserError
+    from app.engine.session import Session
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((4, 4, 3), np.uint8)
+    calibration = Calibration(focal_px=500.0, baseline_m=0.1)
+    depth = empty_result(image, "bi3d", Mode.QUANTIZED)
+    depth.planes = np.array([10.0, 20.0, 30.0], np.float32)
+    depth.disparity[:] = 25.0  # the middle of the 20-30 px level
+    depth.disparity[0] = 5.0  # the farthest level, 0-10 px: to infinity
+    frame = FrameResult(
+        1, 0, StereoPair(image, image), DepthRequest(mode=Mode.QUANTIZED), depth, calibration=calibration
+    )
+    assert "disparity 20-30 px (a level)   depth 1.67-2.50 m" in work.readout(frame, 1, 1)
+    assert "disparity below 10 px (the farthest level)   depth farther than 5.00 m" in work.readout(
+        frame, 0, 0
+    )
+    points, _ = Session.point_cloud(frame)
+    assert len(points) == 12  # the farthest level's row is left out
+    selective = empty_result(image, "bi3d", Mode.SELECTIVE, range_state=np.zeros((4, 4), np.int8))
+    selective.range_state[0, 0] = -1  # type: ignore[index]
+    selective.disparity[0, 0] = np.nan
+    picked = FrameResult(
+        1, 0, StereoPair(image, image), DepthRequest(mode=Mode.SELECTIVE, range=(20, 40)), selective,
+        calibration=calibration,
+    )  # fmt: skip
+    with pytest.raises(UserError, match=r"pixel \(0, 0\) is farther than the range \(farther than 2.50 m\)"):
+        Session.distance_m(picked, (0, 0), (2, 2))
+    binary = FrameResult(1, 0, StereoPair(image, image), DepthRequest(mode=Mode.BINARY, planes=(9.0,)),
+                         empty_result(image, "bi3d", Mode.BINARY), calibration=calibration)  # fmt: skip
+    with pytest.raises(UserError, match="choose the quantized, selective or continuous mode"):
+        Session.require_metric(binary, "a point cloud")

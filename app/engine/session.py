@@ -65,6 +65,7 @@ __all__ = [
     "left_first",
     "plural",
     "progress_text",
+    "range_side",
 ]
 
 LIVE_QUEUE_BYTES = 256 << 20  # a camera recording's frames waiting for the disk (about 1.5 s of 720p stereo)
@@ -799,20 +800,34 @@ def _selective_truth(answer: DepthResult, gt: np.ndarray, span: tuple[float, flo
     return TruthError(answer.engine, error, bad2, epe, side, f"{lo:g}-{hi:g} px")
 
 
+def range_side(
+    result: FrameResult, depth: DepthResult, x: int, y: int
+) -> tuple[str, float, float | None] | None:
+    """For a pixel of ``depth`` outside its selective range: "closer" or "farther", the range's
+    edge on that side (px) and that edge's depth (m; None without a calibration or at infinity);
+    None for a pixel inside, unknown, or of another mode."""
+    state, span = depth.range_state, result.request.range
+    if state is None or span is None or not (0 <= y < state.shape[0] and 0 <= x < state.shape[1]):
+        return None
+    if state[y, x] == 0:
+        return None
+    side, edge = ("closer", float(span[1])) if state[y, x] > 0 else ("farther", float(span[0]))
+    z = None
+    if result.calibration is not None:
+        z = float(result.calibration.depth_m(np.array([edge], np.float32))[0])
+    return side, edge, z if z is not None and np.isfinite(z) else None
+
+
 def outside_range_refusal(result: FrameResult, *pixels: tuple[int, int]) -> None:
     """A ``UserError`` for a pixel outside a selective answer's range: its side is known, its
     depth is not (it said "pixel (100, 100) has no depth; pick a pixel with a colour": review)."""
-    state, span = result.depth.range_state, result.request.range
-    if state is None or span is None:
-        return
     for x, y in pixels:
-        if not (0 <= y < state.shape[0] and 0 <= x < state.shape[1]) or state[y, x] == 0:
+        found = range_side(result, result.depth, x, y)
+        if found is None:
             continue
-        side, edge = ("closer", span[1]) if state[y, x] > 0 else ("farther", span[0])
-        metres = ""
-        if result.calibration is not None:
-            z = float(result.calibration.depth_m(np.array([edge], np.float32))[0])
-            metres = f" ({side} than {z:.2f} {result.calibration.depth_unit})" if np.isfinite(z) else ""
+        side, _, z = found
+        unit = result.calibration.depth_unit if result.calibration is not None else ""
+        metres = f" ({side} than {z:.2f} {unit})" if z is not None else ""
         raise UserError(
             f"pixel ({x}, {y}) is {side} than the range{metres}: selective depth has no distance "
             "there; pick a pixel inside the range, or widen it"

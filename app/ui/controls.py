@@ -400,7 +400,7 @@ class ControlsPanel(QWidget):
         rated = bi3d and not planes
         # Bi3D's budget picks planes or a step; one binary plane and SGBM have none to pick (it
         # stayed live there and every move computed the frame again, changing nothing: review)
-        budgeted = bi3d and Mode(self.settings.mode) is not Mode.BINARY
+        budgeted = self._budget_applies()
         self.budget_on.setEnabled(budgeted)
         self.budget.setEnabled(budgeted and self.budget_on.isChecked())
         moot_tip = "the budget applies to Bi3D's quantized, selective and continuous modes"
@@ -411,6 +411,10 @@ class ControlsPanel(QWidget):
         flowing = self.settings.flow != "off"  # how flow is drawn matters only when it is computed
         self.flow_view.setEnabled(flowing)
         self.flow_max.setEnabled(flowing)
+
+    def _budget_applies(self) -> bool:
+        """Bi3D's budget picks planes or a step; one binary plane and SGBM have none to pick."""
+        return self.settings.engine != "sgbm" and Mode(self.settings.mode) is not Mode.BINARY
 
     def _set_display(self, name: str, value: object) -> None:
         setattr(self.settings, name, value)
@@ -550,7 +554,7 @@ class ControlsPanel(QWidget):
             levels=s.levels,
             spacing=s.spacing if self.calibration is not None else Spacing.DISPARITY.value,
             range_px=self.shown_range() if mode is Mode.SELECTIVE else None,
-            budget_ms=s.budget_ms if s.budget_on and mode is not Mode.BINARY and s.engine != "sgbm" else None,
+            budget_ms=s.budget_ms if s.budget_on and self._budget_applies() else None,
             max_disparity="auto" if s.max_disparity_auto else s.max_disparity,
             calibration=self.calibration,
             min_confidence=s.min_confidence,

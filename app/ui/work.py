@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.engine.session import range_side
 from app.engine.types import FrameResult, Mode
 
 
@@ -34,15 +35,13 @@ def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
             parts.append(
                 ("depth ≤ " if clipped else "depth ") + f"{z:.2f} {unit}" if np.isfinite(z) else "depth ∞"
             )
-    side = 0 if depth.range_state is None else int(depth.range_state[y, x])
-    if side:  # outside the range: its side is the answer (it read "disparity unknown   closer ...")
-        edge = result.request.range[1 if side > 0 else 0] if result.request.range else None
-        where = "closer" if side > 0 else "farther"
-        words = f"disparity {'above' if side > 0 else 'below'} {edge:g} px" if edge is not None else ""
-        if edge is not None and result.calibration is not None:
-            z = float(result.calibration.depth_m(np.array([edge]))[0])
-            words += f", {where} than {z:.2f} {result.calibration.depth_unit}" if np.isfinite(z) else ""
-        parts.append(f"{where} than the range" + (f": {words}" if words else ""))
+    outside = range_side(result, depth, x, y)
+    if outside is not None:  # its side is the answer (it read "disparity unknown   closer ...")
+        where, edge, edge_m = outside
+        words = f"disparity {'above' if where == 'closer' else 'below'} {edge:g} px"
+        if edge_m is not None and result.calibration is not None:
+            words += f", {where} than {edge_m:.2f} {result.calibration.depth_unit}"
+        parts.append(f"{where} than the range: {words}")
     elif not np.isfinite(d) and depth.mode is not Mode.BINARY:
         parts.append("disparity unknown")
     if depth.mode is Mode.BINARY:

@@ -651,17 +651,16 @@ class Bi3DEngine:
             strategy = chosen.strategy
             note = f"budget {budget:g} ms: {chosen.describe()} (predicted {chosen.predicted_ms:.0f} ms)"
         else:  # the range's edges and what fits between them, the depth inside coarse
-
-            def dense_ms(step: int) -> float:  # the frame as it runs: a dense answer, not plane answers
-                return self.costs.predict_dense_ms(size, edge_planes(lo, hi, step, top).size, "off", 0)
-
             step = FEATURE_STRIDE
-            while dense_ms(step) > budget and edge_planes(lo, hi, step, top).size > 2 and step < top:
+            while True:  # sized as the frame runs: a dense answer, not plane answers
+                count = edge_planes(lo, hi, step, top).size
+                predicted = self.costs.predict_dense_ms(size, count, "off", 0)
+                if predicted <= budget or count <= 2 or step >= top:
+                    break
                 step += FEATURE_STRIDE
             strategy = Strategy(coarse_step=0, step=step, subpixel="off")
             cheapest = cheapest_ms(self.costs, size, (lo, hi), top, runs, config)
-            count = edge_planes(lo, hi, step, top).size
-            choice["predicted_ms"] = dense_ms(step)
+            choice["predicted_ms"] = predicted
             note = (
                 f"budget {budget:g} ms is below the cheapest selective depth here (about {cheapest:.0f} "
                 f"ms): {count} planes every {step} px without sub-pixel matching; what is inside the "

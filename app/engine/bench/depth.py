@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from app.engine.assets import demo_scene
 from app.engine.depth.engines import EngineOptions, build_engine
-from app.engine.depth.scene_range import widest_search
+from app.engine.depth.scene_range import fit_levels, widest_search
 from app.engine.formats import read_image_rgb, read_pfm
 from app.engine.types import DepthRequest, Mode
 
@@ -48,9 +49,7 @@ def bench_request(mode: str, planes: int, max_disparity: int) -> DepthRequest:
     if m is Mode.BINARY:
         return DepthRequest(mode=m, planes=(max_disparity / 4,), max_disparity=max_disparity)
     if m is Mode.QUANTIZED:  # at most one level a px of the range
-        return DepthRequest(
-            mode=m, levels=min(planes, max(1, max_disparity - 1)), max_disparity=max_disparity
-        )
+        return DepthRequest(mode=m, levels=fit_levels(planes, 0, max_disparity), max_disparity=max_disparity)
     if m is Mode.SELECTIVE:
         top = min(3.0 * max(planes - 1, 1), float(max_disparity))
         return DepthRequest(mode=m, range=(0.0, top), max_disparity=max_disparity)
@@ -84,6 +83,19 @@ MAX_WARMUP = 10  # calls at most before a configuration is timed
 SETTLED = 1.25  # a warm-up call less than this x faster than the previous one: warm
 
 
+def settle(call: Callable[[], float], count: int) -> None:
+    """At least ``count`` calls of ``call`` (which returns its time; none if ``count`` is 0), and
+    more (up to ``MAX_WARMUP``) until one is no longer ``SETTLED`` x faster than the one before
+    (so at least two): with one warm-up call, the first configuration of a run was timed at 10-25 x
+    its time (one-time costs still paid)."""
+    previous = float("inf")
+    for i in range(max(count, MAX_WARMUP) if count else 0):
+        took = call()
+        if i + 1 >= count and i >= 1 and took * SETTLED >= previous:  # no longer getting faster
+            return
+        previous = took
+
+
 @dataclass
 class _Timing:
     """One engine on one request: its timed calls and the last result."""
@@ -95,17 +107,14 @@ class _Timing:
     result: Any = None
 
     def warm_up(self, left: np.ndarray, right: np.ndarray, count: int) -> None:
-        """At least ``count`` calls (none if 0), and more (up to ``MAX_WARMUP``) until one is no
-        longer ``SETTLED`` x faster than the one before (so at least two): with one warm-up call,
-        the first configuration of a run was timed at 10-25 x its time (one-time costs still paid)."""
-        previous = float("inf")
-        for i in range(max(count, MAX_WARMUP) if count else 0):
+        """``settle``: at least ``count`` calls of the engine (none if 0), until they settle."""
+
+        def call() -> float:
             t0 = time.perf_counter()
             self.result = self.engine.compute(left, right, self.request)
-            took = time.perf_counter() - t0
-            if i + 1 >= count and i >= 1 and took * SETTLED >= previous:  # no longer getting faster
-                return
-            previous = took
+            return time.perf_counter() - t0
+
+        settle(call, count)
 
     def run(self, left: np.ndarray, right: np.ndarray) -> None:
         t0 = time.perf_counter()

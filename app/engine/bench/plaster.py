@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -195,6 +194,8 @@ def throughput(
 ) -> tuple[dict[int, float], float | None]:
     """Frames per second of the network (features, one plane, refinement) per batch size,
     and joules per frame at the best batch where power is readable."""
+    from app.engine.bench.depth import settle  # OpenCV comes in with it (see run_plaster)
+
     backend = engine.backend
     device = engine.device
     padder = Padder(left.shape[0], left.shape[1], minimum=engine.model.min_size)
@@ -212,7 +213,7 @@ def throughput(
             )
             try:
                 with backend.context():  # warm: one call before batch 1 left it at 13 or 94 fps
-                    _settle(lambda: _network_ms(backend, l_in, r_in, shifts))  # noqa: B023 - called here
+                    settle(lambda: _network_ms(backend, l_in, r_in, shifts), 1)  # noqa: B023 - called here
                 with backend.context(), PowerSampler(device.type) as power:
                     times = [_network_ms(backend, l_in, r_in, shifts) for _ in range(repeat)]
             except (RuntimeError, MemoryError):  # out of memory, or a profile without this batch
@@ -221,19 +222,6 @@ def throughput(
             if power.watts is not None and fps[batch] == max(fps.values()):
                 joules = power.watts / fps[batch]
     return fps, joules
-
-
-def _settle(call: Callable[[], float]) -> None:
-    """Calls until one is no longer ``SETTLED`` x faster than the one before (two at least, at most
-    ``MAX_WARMUP``), as the latency bench warms up."""
-    from app.engine.bench.depth import MAX_WARMUP, SETTLED
-
-    previous = float("inf")
-    for i in range(MAX_WARMUP):
-        took = call()
-        if i >= 1 and took * SETTLED >= previous:
-            return
-        previous = took
 
 
 def _network_ms(backend: Any, left: torch.Tensor, right: torch.Tensor, shifts: torch.Tensor) -> float:

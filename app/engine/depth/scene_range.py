@@ -256,7 +256,7 @@ def widest_search(width: int) -> int:
     return max(16, (width - 1) // 16 * 16)
 
 
-def _fit_levels(levels: int | None, lo: float, hi: float) -> int | None:
+def fit_levels(levels: int | None, lo: float, hi: float) -> int | None:
     """``levels`` at most as many as fit 1 px apart in [lo, hi] px (``DepthRequest.validate``)."""
     return None if levels is None else min(levels, max(1, math.ceil(hi - lo) - 1))
 
@@ -284,7 +284,7 @@ def bounded(
         )
     # levels at least 1 px apart over what is swept (``DepthRequest.validate``): 150 levels over
     # the demo's 84 px bound failed as "levels 150 is outside [1, 83]"
-    levels = request.levels if request.range is not None else _fit_levels(request.levels, 0, found.bound)
+    levels = request.levels if request.range is not None else fit_levels(request.levels, 0, found.bound)
     bounded_request = dataclasses.replace(request, max_disparity=found.bound, auto_range=False, levels=levels)
     if spread and request.spacing is Spacing.DEPTH and request.range is None:
         # levels even in depth need the scene's far end too: from 0 px (infinitely far) most of
@@ -293,7 +293,7 @@ def bounded(
         if far is not None:
             lo = max(STEP_PX, math.floor(far / tracker.config.margin / STEP_PX) * STEP_PX)
             if lo < found.bound:
-                levels = _fit_levels(levels, lo, found.bound)
+                levels = fit_levels(levels, lo, found.bound)
                 bounded_request = dataclasses.replace(
                     bounded_request, range=(float(lo), float(found.bound)), levels=levels
                 )

@@ -34,6 +34,7 @@ from app.engine.depth.scene_range import (
     ceiling_note,
     ceiling_remedy,
     estimate_reach,
+    fit_levels,
     widest_search,
 )
 from app.engine.errors import UserError, setting
@@ -296,5 +297,5 @@ def narrowed(request: DepthRequest, fit: int, width: int) -> DepthRequest:
             f"{max(beyond):g} px is farther than SGBM can match in a {width} px wide pair (it searches "
             f"0-{fit} px there): choose planes or a range below {fit} px"
         )
-    levels = None if request.levels is None else min(request.levels, max(1, fit - 1))
+    levels = fit_levels(request.levels, 0, fit)
     return dataclasses.replace(request, max_disparity=fit, levels=levels)

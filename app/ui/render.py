@@ -166,9 +166,9 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
                 if np.isfinite(truth.bad2)
                 else "no truth inside"
             )
-            title = (  # the figures first: a 1366 px window cut the EPE (review)
-                f"{truth.engine}: {100 * truth.side:.1f} % right side of {truth.what}, {inside} · "
-                f"|d - truth| 0-{ERROR_MAX_PX:g} px, bright outside: the wrong side"
+            title = (  # the figures first, parts a line may break between (the EPE was cut at 1366 px)
+                f"{truth.engine}: {100 * truth.side:.1f} % right side of {truth.what} · {inside} · "
+                f"|d - truth| 0-{ERROR_MAX_PX:g} px, bright: the wrong side"
             )
         else:
             title = (

@@ -343,7 +343,7 @@ def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such
     (truth,) = Session.truth_errors(frame)
     assert truth.side == 1.0 and truth.bad2 == 0.0 and truth.epe == pytest.approx(1.0)
     title = render(frame, DisplaySpec()).errors[0][0]
-    assert title.startswith("bi3d: 100.0 % right side of 20-40 px, inside bad-2 0.0 %, EPE 1.00 px")
+    assert title.startswith("bi3d: 100.0 % right side of 20-40 px · inside bad-2 0.0 %, EPE 1.00 px")
     assert "closer than the range: disparity above 40 px, closer than 1.25 m" in work.readout(frame, 2, 0)
     assert "farther than the range: disparity below 20 px" in work.readout(frame, 0, 0)
     assert "unknown" not in work.readout(frame, 0, 0)

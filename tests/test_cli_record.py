@@ -682,9 +682,36 @@ def test_a_rig_of_another_size_is_refused_before_anything_is_recorded(
 
     write_opencv_yaml(tmp_path / "rig.yml", true_rig())
     message = bad(capsys, "record", SYNTH, str(tmp_path / "rec"), "--calib", str(tmp_path / "rig.yml"))
-    assert "the calibration is for 640x480 frames but the source's are 80x48" in message
+    assert "the calibration is for 640x480 images but the frames are 80x48 (another aspect ratio)" in message
     assert not (tmp_path / "rec").exists()
     assert "give --calib too" in bad(capsys, "record", SYNTH, str(tmp_path / "r2"), "--calib2", "x.yml")
+
+
+def test_a_rig_of_another_size_of_the_same_shape_is_rescaled_as_depth_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`depth --calib` scaled a 640x480 rig to 320x240 frames, `record --calib` refused it
+    (review): the recording keeps the rig rescaled, and plays back rectified with it."""
+    from app.engine.calibration.files import load_calibration, load_for_frames, write_opencv_yaml
+    from app.engine.calibration.rig import Rectifier
+    from tests.engine.calibration.test_chessboard import true_rig
+
+    write_opencv_yaml(tmp_path / "rig.yml", true_rig())
+    raw = pairs_folder(tmp_path / "raw", 2, size=(240, 320))
+    rec = tmp_path / "rec"
+    code, out, _ = run(capsys, "record", str(raw), str(rec), "--calib", str(tmp_path / "rig.yml"))
+    assert code == 0 and "wrote 2 frames" in out
+    assert "scaled its intrinsics by 0.5 to the 320x240 frames" in out
+    _, kept = load_calibration(rec / "rig.yml")
+    assert kept is not None and kept.image_size == (320, 240)
+    _, scaled, _ = load_for_frames(tmp_path / "rig.yml", None, (320, 240))  # as depth fits it
+    assert scaled is not None
+    rectifier = Rectifier(scaled)
+    with open_source(str(raw)) as plain, open_source(str(rec)) as played:
+        for a, b in zip(plain, played, strict=True):
+            np.testing.assert_array_equal(b.left, rectifier.rectify(a.left, a.right)[0])
+            assert b.calibration is not None
+            assert b.calibration.focal_px == pytest.approx(rectifier.calibration.focal_px)
 
 
 def test_a_rectified_pairs_calibration_is_kept_as_the_recordings(

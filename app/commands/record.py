@@ -119,6 +119,8 @@ def _record(args: argparse.Namespace) -> int:
         finally:
             recorder.set_source(source.describe())  # a video's layout, decided on its first frame
             recorder.close()
+        if recorder.rig_note:  # the rig rescaled to the frames' size
+            print(f"note: {recorder.rig_note}")
         for note in source.notes:  # e.g. a video recorded in the other layout than it holds
             if note not in said:  # a skipped frame was said as it happened
                 print(f"note: {note}")

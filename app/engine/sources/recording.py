@@ -146,6 +146,8 @@ class Recorder:
         frames are kept and still play as a rectified pair in metres anywhere."""
         self.folder = Path(folder)
         self._rig = rig
+        self._rig_fitted = rig is None  # the rig meets the first frame's size before it is kept
+        self.rig_note: str | None = None  # how the rig was fitted to the frames (rescaled), if it was
         self._lock = threading.Lock()
         self._closed = False
         self.restored = False  # ``discard`` put back the recording --overwrite was replacing
@@ -237,8 +239,23 @@ class Recorder:
             raise
 
     def _check_rig(self, pair: StereoPair) -> None:
-        """Frames of another size than the rig's would play back refused by its rectification."""
+        """Frames of another size than the rig's would play back refused by its rectification. A
+        rig made for another size of the same aspect ratio is rescaled to the first frame's, as
+        ``depth --calib`` does (``record --calib`` refused the rig ``depth`` used: review)."""
         assert self._rig is not None
+        if not self._rig_fitted:
+            from app.engine.calibration.validate import fit_to_frames
+
+            frame = (pair.left.shape[1], pair.left.shape[0])
+            given = self._calibration if self._calibration is not None else self._rig.rectified()
+            calibration, rig, self.rig_note = fit_to_frames(
+                given, self._rig, self._rig.image_size, frame, "the calibration"
+            )
+            assert rig is not None
+            self._rig, self._rig_fitted = rig, True
+            if self._calibration is not None:
+                self._calibration = calibration
+                self._write_session()
         w, h = self._rig.image_size
         if pair.left.shape[:2] != (h, w):
             raise UserError(

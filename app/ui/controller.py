@@ -117,7 +117,7 @@ class SessionController(QObject):
         self._refusal: str | None = None
         self._open_error: str | None = None  # the last failed open's error, while it may be on screen
         self.workDone.connect(self._on_done)
-        self.pairGrabbed.connect(self.view.show_pair)
+        self.pairGrabbed.connect(self._pair_grabbed)
         self._timer = QTimer(self, interval=tick_ms)
         self._timer.timeout.connect(self._tick)
 
@@ -243,6 +243,13 @@ class SessionController(QObject):
             self._step = False
             job = Job(self._generation, self._request, still, self._display_fn())
         self._submit(lambda: self._work(job))
+
+    def _pair_grabbed(self, pair: StereoPair) -> None:
+        """A grabbed frame's images, shown before its depth only while no depth of the source is
+        shown: the first frame of a source waits for nothing, but a playing one showed frame N + 1's
+        left image under frame N's red overlay, beside N's depth and counter (review)."""
+        if self.last is None:
+            self.view.show_pair(pair)
 
     def _wants_quick(self) -> bool:
         """A quick answer first when the full one will keep the user waiting (> 300 ms)."""

@@ -544,6 +544,10 @@ class MainWindow(QMainWindow):
         for pane in (self.depth_view, self.compare_main, self.baseline_view):
             pane.clear_image()
             pane.set_title(NEW_SOURCE_DEPTH)
+        # the last source's error maps and scores stood beside the new images (review)
+        for pane in (self.error_main, self.error_base):
+            pane.clear_image()
+            pane.set_title(NEW_SOURCE_DEPTH)
         self.fit_images()  # a new source is shown whole, whatever the last one was zoomed to
         self.readout.setText("")
         self._ended = False

@@ -2,8 +2,11 @@
 
 The controls and calibration panels scroll; rolling the wheel down them landed on a combo box
 (Device) and switched it (an error about CUDA stood on screen), or on a spin box or a slider.
-A field takes the wheel once it has the keyboard focus (a click); until then the wheel scrolls
-the panel it is in, as in most desktop applications.
+A spin box or slider takes the wheel once it has the keyboard focus (a click); until then the
+wheel scrolls the panel it is in, as in most desktop applications. A combo box never takes it
+there: one keeps the focus after a value is picked from its list, and the next roll of the wheel
+down the panel switched the mode, or turned the optical flow off, unseen (review); its keys and
+its list still change it.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ class WheelGuard(QObject):
             return False
         if event.type() != QEvent.Type.Wheel:
             return False
-        if obj.hasFocus():
+        if obj.hasFocus() and not isinstance(obj, QComboBox):
             return False
         area = _scroll_area(obj)
         if area is None:  # not in a scrolling panel (the seek bar): the field's own

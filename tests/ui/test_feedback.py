@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -82,15 +83,30 @@ def test_a_finished_source_still_answers_the_controls(qtbot) -> None:  # type: i
 
 
 def test_a_new_source_clears_what_came_from_the_old_one(qtbot) -> None:  # type: ignore[no-untyped-def]
-    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    gate = threading.Event()
+    gate.set()
+
+    class Gated(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            gate.wait(10)
+            return super().compute(left, right, request)
+
+    window = _window(qtbot, lambda spec: FakeSource(1), Gated())
     window.open_spec("first")
     _shown(qtbot, window)
     window.left_view.show_lines(np.array([[[0, 0], [10, 10]]], float))
     window.latency.add({"planes": 5.0})
-    window.open_spec("second")
-    _shown(qtbot, window)
+    # the last source's error scores stood beside the new images while its depth was computed
+    window.error_main.set_title("bi3d: bad-2 16.3 %, EPE 2.30 px")
+    window.error_base.show_rgb(np.zeros((4, 4, 3), np.uint8), (0.0, 4.0))
+    gate.clear()
+    with qtbot.waitSignal(window.controller.sourceChanged, timeout=5000):
+        window.open_spec("second")
+    assert "bad-2" not in window.error_main.title.full_text
+    assert window.error_base.image.image is None
+    gate.set()
+    qtbot.waitUntil(lambda: window.latency.frames == 1, timeout=10_000)
     assert window.left_view.lines.xData is None or len(window.left_view.lines.xData) == 0
-    assert window.latency.frames == 1  # the history restarted with the new source
 
 
 def test_a_source_that_opens_takes_away_the_last_failed_opens_error(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -132,6 +148,23 @@ def test_pause_holds_the_frame_and_step_moves_on(qtbot) -> None:  # type: ignore
     assert source.reads == reads + 1
     window.pause_action.setChecked(False)
     qtbot.waitUntil(lambda: source.reads > reads + 3, timeout=5000)
+
+
+def test_a_playing_source_shows_each_frame_s_images_with_its_own_depth(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The images of a grabbed frame went up at once while its depth was computed: a playing
+    folder showed frame N + 1's left image under frame N's red overlay, beside N's depth and
+    counter (review). Only a source's first frame shows its images before its depth."""
+    source = FakeSource(1000)
+    window = _window(qtbot, lambda spec: source, RecordingEngine())
+    early: list[np.ndarray] = []
+    real = window.show_pair
+    window.show_pair = lambda pair: (early.append(pair.left), real(pair))[1]  # type: ignore[method-assign]
+    window.open_spec("live")
+    _shown(qtbot, window)
+    for _ in range(4):
+        result = _shown(qtbot, window)
+        np.testing.assert_array_equal(window.left_view.image.image, result.pair.left)
+    assert len(early) == 1  # the first frame's, before any depth of the source
 
 
 def test_hover_reads_the_pane_under_the_mouse_and_follows_new_results(qtbot) -> None:  # type: ignore[no-untyped-def]

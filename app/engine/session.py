@@ -33,7 +33,7 @@ from app.engine.fileio import atomic_write, config_dir, documents_dir
 from app.engine.flow.base import PARAMETERS, FlowOptions, FlowParam
 from app.engine.flow.choose import create_flow, resolve_backend
 from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend, flow_scale
-from app.engine.formats import COLORMAPS, colorize
+from app.engine.formats import COLORMAPS, colorize, read_image_rgb
 from app.engine.metrics import evaluate
 from app.engine.runtimes.select import FALLBACK as RUNTIME_FALLBACK
 from app.engine.sources.base import plural
@@ -382,6 +382,12 @@ class Session:
         for engine in (self.engine, self.baseline):
             if engine is not None:
                 engine.new_stream()
+
+    @staticmethod
+    def check_image(path: str) -> None:
+        """A ``UserError`` when ``path`` is not an image the sources can read (said before the
+        window asks for the other view of the pair: review)."""
+        read_image_rgb(path)
 
     @staticmethod
     def read_calibration(path: str) -> tuple[Calibration, StereoRig | None]:

@@ -469,6 +469,11 @@ class MainWindow(QMainWindow):
         if files:
             self.folders.chose(files[0])
         if len(files) == 1:  # the left view: ask for the right one beside it
+            try:  # a file that is no image was refused only after the right view was chosen
+                self.session.check_image(files[0])
+            except UserError as exc:
+                self.show_error(exc.worded(vocabulary.window_words))
+                return
             right, _ = QFileDialog.getOpenFileName(self, "Right image", str(Path(files[0]).parent), images)
             if right:
                 self.open_spec(f"{files[0]},{right}")

@@ -389,7 +389,8 @@ def test_the_side_panels_are_never_squeezed_below_their_contents(qtbot) -> None:
     assert window.minimumSizeHint().width() <= 1366  # still fits a laptop screen
 
 
-def test_open_image_pair_puts_the_left_named_image_left(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_open_image_pair_puts_the_left_named_image_left(qtbot, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import cv2
     from PySide6.QtWidgets import QFileDialog
 
     specs: list[str] = []
@@ -399,14 +400,25 @@ def test_open_image_pair_puts_the_left_named_image_left(qtbot, monkeypatch) -> N
         return FakeSource()
 
     window = _window(qtbot, opener)
-    chosen = [["/d/zleft.png", "/d/aright.png"], ["/d/b.png", "/d/a.png"], ["/d/solo.png"]]
+    solo, text = tmp_path / "solo.png", tmp_path / "notes.png"
+    cv2.imwrite(str(solo), np.zeros((8, 8, 3), np.uint8))
+    text.write_text("not an image")
+    chosen = [["/d/zleft.png", "/d/aright.png"], ["/d/b.png", "/d/a.png"], [str(solo)], [str(text)]]
+    asked: list[str] = []
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: (chosen.pop(0), ""))
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: ("/d/other.png", ""))
+    monkeypatch.setattr(
+        QFileDialog, "getOpenFileName", lambda *a, **k: (asked.append(a[1]), ("/d/other.png", ""))[1]
+    )
     for n in range(1, 4):
         window._pick_pair()
         qtbot.waitUntil(lambda n=n: len(specs) == n, timeout=5000)
     # named sides win; else the order chosen; one image chosen asks for the right one
-    assert specs == ["/d/zleft.png,/d/aright.png", "/d/b.png,/d/a.png", "/d/solo.png,/d/other.png"]
+    assert specs == ["/d/zleft.png,/d/aright.png", "/d/b.png,/d/a.png", f"{solo},/d/other.png"]
+    assert asked == ["Right image"]
+    # a left file that is no image is refused at once: it was said only after the right was chosen
+    window._pick_pair()
+    assert asked == ["Right image"] and len(specs) == 3
+    assert "notes.png is not a readable image" in window.last_error
 
 
 def test_a_screenshot_run_whose_source_fails_says_so_and_fails(qapp, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

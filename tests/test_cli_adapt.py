@@ -79,7 +79,12 @@ def test_bad_inputs_are_one_line(capsys, footage: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(footage: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(
+    footage: Path, tmp_path: Path, kind: signal.Signals
+) -> None:
+    """Ctrl-C, and SIGTERM alike (a scheduler's, ``kill``'s, ``timeout``'s: it ended the run at
+    once, "interrupted", the steps since the last periodic save lost: review)."""
     out = tmp_path / "adapted.pt"
     partial = Path(str(out) + ".partial")
     command = [
@@ -103,7 +108,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(footage: Path, tmp_pa
     while not partial.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)  # the partial checkpoint appears once the report before training is done
     time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(kind)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err  # stopped as asked: not an input error (it exited 2)
     last = err.strip().splitlines()[-1]

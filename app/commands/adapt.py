@@ -135,27 +135,38 @@ class _Bar:
 
 class _first_ctrl_c_cancels:
     """The first Ctrl-C asks the run to stop at the next step (it saves and says how to resume);
-    a second one interrupts at once."""
+    a second one interrupts at once. SIGTERM (a scheduler, ``kill``, ``timeout``) stops it as the
+    first Ctrl-C does: it ended the run at once, "interrupted", its last steps since the periodic
+    save lost (review)."""
 
     def __init__(self, cancel: threading.Event) -> None:
         self.cancel = cancel
         self.previous: Any = None
+        self.previous_term: Any = None
 
     def __enter__(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # signals reach the main thread only (tests call main() from others)
         self.previous = signal.getsignal(signal.SIGINT)
+        self.previous_term = signal.getsignal(signal.SIGTERM)
 
         def handler(_signum: int, _frame: FrameType | None) -> None:
             self.cancel.set()
             signal.signal(signal.SIGINT, signal.default_int_handler)
             print("\nstopping after this step (Ctrl-C again to stop at once)", file=sys.stderr)
 
+        def terminated(_signum: int, _frame: FrameType | None) -> None:
+            self.cancel.set()
+            print("\nterminated (SIGTERM): stopping after this step", file=sys.stderr)
+
         signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, terminated)
 
     def __exit__(self, *exc: object) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
+        if self.previous_term is not None:
+            signal.signal(signal.SIGTERM, self.previous_term)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

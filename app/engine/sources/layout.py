@@ -22,15 +22,19 @@ LAYOUT_NAMES: dict[Layout, str] = {"sbs": "side by side", "tb": "top-bottom"}
 WORK_WIDTH = 640  # px: each view is matched at most this wide (a 2560 px ZED frame in ~30 ms)
 ROW_PX = 4.0  # at the working scale: a match this close to its row counts as stereo
 MIN_MATCHES = 25  # stereo matches the other split needs before it is named
+# a raw (unrectified) rig's views sit up to a few percent of their height apart: a video of one,
+# to be rectified with --calib, was called "not a stereo video, depth from it is noise" (review)
+RAW_ROWS = 0.05  # share of the view's height a match may lie off its row to count as a raw rig's
 RATIO = 3.0  # ... and this many times those of the split in use
 MARK = "but its frames look"  # every note says this (the window finds it by it)
 NOT_STEREO_MARK = "does not look like a stereo video"  # and every note of a mono video this
 
 
-def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False) -> int:
+def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False, raw: bool = False) -> int:
     """ORB matches between two RGB views that a rectified (or nearly rectified) pair makes:
     on the same row within ``ROW_PX`` and at a disparity between -2 px and the view's width
-    (``either_way``: of either sign, as a pair given the wrong way round has them)."""
+    (``either_way``: of either sign, as a pair given the wrong way round has them; ``raw``:
+    within ``RAW_ROWS`` of the view's height of the row, as a raw rig's views are)."""
     scale = min(1.0, WORK_WIDTH / max(left.shape[1], 1))
     greys = []
     for view in (left, right):
@@ -45,7 +49,8 @@ def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False
         return 0
     dx, dy = pl[:, 0] - pr[:, 0], pl[:, 1] - pr[:, 1]
     low = -float(greys[0].shape[1]) if either_way else -2.0
-    return int(np.count_nonzero((np.abs(dy) <= ROW_PX) & (dx >= low) & (dx <= greys[0].shape[1])))
+    rows = max(ROW_PX, RAW_ROWS * greys[0].shape[0]) if raw else ROW_PX
+    return int(np.count_nonzero((np.abs(dy) <= rows) & (dx >= low) & (dx <= greys[0].shape[1])))
 
 
 def better_layout(frame: np.ndarray, layout: Layout) -> tuple[Layout, int, int] | None:
@@ -59,9 +64,10 @@ def better_layout(frame: np.ndarray, layout: Layout) -> tuple[Layout, int, int] 
     return other, found, used
 
 
-def layout_matches(frame: np.ndarray) -> dict[Layout, int]:
-    """Each split of ``frame`` (as read) with its stereo matches, the right way round or not."""
-    return {name: stereo_matches(*split_frame(frame, name), either_way=True) for name in LAYOUTS}
+def layout_matches(frame: np.ndarray, raw: bool = False) -> dict[Layout, int]:
+    """Each split of ``frame`` (as read) with its stereo matches, the right way round or not
+    (``raw``: as ``stereo_matches`` counts a raw rig's)."""
+    return {name: stereo_matches(*split_frame(frame, name), either_way=True, raw=raw) for name in LAYOUTS}
 
 
 def stereo_layout(frame: np.ndarray) -> tuple[Layout, int] | None:
@@ -75,8 +81,9 @@ def stereo_layout(frame: np.ndarray) -> tuple[Layout, int] | None:
 def not_stereo_note(frame: np.ndarray, what: str) -> str | None:
     """A note when neither split of ``frame`` looks like a stereo pair, the right way round or
     not (a mono video: its halves are parts of one image); None otherwise. Row-aligned matches
-    were 554-1295 in the side-by-side and top-bottom test videos, 0-3 in mono ones."""
-    counts = layout_matches(frame)
+    were 554-1295 in the side-by-side and top-bottom test videos, 0-3 in mono ones. A raw rig's
+    views, a few rows apart, count too: rectified (--calib), they are a stereo pair."""
+    counts = layout_matches(frame, raw=True)
     if max(counts.values()) >= MIN_MATCHES:
         return None
     return (

@@ -346,6 +346,13 @@ def test_a_video_opened_by_its_path_takes_the_layout_its_first_frame_shows(tmp_p
     with open_source(str(path)) as source:
         list(source)
     assert source.notes == []
+    # a raw rig's views, rows apart until --calib rectifies them, were "not a stereo video, depth
+    # from it is noise" (review)
+    raw = np.roll(right, round(0.035 * right.shape[0]), axis=0)
+    write_video(path, [np.concatenate([left, raw], axis=1)] * 2)
+    with open_source(str(path)) as source:
+        list(source)
+    assert source.notes == []
 
 
 def test_layout_note_needs_a_clear_stereo_pair() -> None:

@@ -88,8 +88,9 @@ def run_check(args: argparse.Namespace) -> int:
     figures: dict[str, Any] = report.summary(cli_words)
     print(f"matches: {report.matches} ({args.detector}, consistent with one epipolar geometry)")
     if report.misalignment is not None:
+        mean = round(report.vertical_mean_px, 3) + 0.0  # not "-0.000 px"
         print(
-            f"vertical offset: mean {report.vertical_mean_px:+.3f} px, rms {report.vertical_rms_px:.3f} px, "
+            f"vertical offset: mean {mean:+.3f} px, rms {report.vertical_rms_px:.3f} px, "
             f"p95 {report.vertical_p95_px:.3f} px"
         )
         print(f"misalignment: {report.misalignment}")

@@ -57,9 +57,11 @@ class Misalignment:
         return cls(float(shift), float(np.degrees(np.arctan(along_x))), float(-100.0 * along_y))
 
     def __str__(self) -> str:
-        return (
-            f"shift {self.shift_px:+.2f} px, roll {self.roll_deg:+.3f} deg, scale {self.scale_percent:+.2f} %"
+        # rounded first: "scale -0.00 %" read as a measured loss (review)
+        shift, roll, scale = (
+            round(v, n) + 0.0 for v, n in ((self.shift_px, 2), (self.roll_deg, 3), (self.scale_percent, 2))
         )
+        return f"shift {shift:+.2f} px, roll {roll:+.3f} deg, scale {scale:+.2f} %"
 
 
 def match_features(

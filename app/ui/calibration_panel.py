@@ -421,8 +421,9 @@ class CalibrationPanel(QWidget):
             if r.misalignment is None:
                 self.figures.setText(f"{r.matches} matches. {r.reason_in(window_words)}")
             else:
+                mean = round(r.vertical_mean_px, 2) + 0.0  # "-0.00 px" read as a measured offset (review)
                 self.figures.setText(
-                    f"vertical offset: mean {r.vertical_mean_px:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
+                    f"vertical offset: mean {mean:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
                     f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches; {r.misalignment}. "
                     f"{r.reason_in(window_words)}"
                 )

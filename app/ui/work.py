@@ -58,11 +58,11 @@ def _level_words(d: float, planes: np.ndarray, result: FrameResult) -> list[str]
     above = [p for p in edges if p > d]
     lo, hi = (below[-1] if below else None), (above[0] if above else None)
     if lo is None:
-        words = [f"disparity below {hi:g} px (the farthest level)"]
+        words = [f"disparity below {_px(hi)} px (the farthest level)"]
     elif hi is None:
-        words = [f"disparity above {lo:g} px (the nearest level)"]
-    else:
-        words = [f"disparity {lo:g}-{hi:g} px (a level)"]
+        words = [f"disparity above {_px(lo)} px (the nearest level)"]
+    else:  # "46.6667-56 px" read raw (review)
+        words = [f"disparity {_px(lo)}-{_px(hi)} px (a level)"]
     if result.calibration is not None:
         unit = result.calibration.depth_unit
         z = [
@@ -76,3 +76,8 @@ def _level_words(d: float, planes: np.ndarray, result: FrameResult) -> list[str]
         elif z[0] is not None and z[1] is not None:
             words.append(f"depth {z[1]:.2f}-{z[0]:.2f} {unit}")
     return words
+
+
+def _px(value: float | None) -> str:
+    """A level's edge to a tenth of a pixel, without trailing zeros: 46.7, 56."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")

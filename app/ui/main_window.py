@@ -567,7 +567,9 @@ class MainWindow(QMainWindow):
     def _source_ended(self) -> None:
         if self.loop_action.isChecked() and self.settings.source:
             self._from_the_start()
+            self._end_recording_with_the_source()
             return
+        self._end_recording_with_the_source()
         self._ended = True
         self._show_paused(True)  # the button offers Play, which starts it again
         self.latency.mark_ended()
@@ -576,6 +578,20 @@ class MainWindow(QMainWindow):
             self.show_error(cut[0].upper() + cut[1:])
             return
         self.show_status(f"source ended: its last frame stays live for every control; {PLAY_AGAIN}")
+
+    def _end_recording_with_the_source(self) -> None:
+        """A file source's recording ends with its last frame: over Loop, 6 pairs became 194
+        recorded frames and more, the same ones again (review). Said last, over the end's news."""
+        recorder = self.session.recorder
+        if recorder is None or not self.record_action.isChecked():
+            return
+        self.record_action.setChecked(False)  # says "recording stopped: N frames in FOLDER"
+        if recorder.frames_written:
+            again = "; Loop plays on" if self.loop_action.isChecked() else ""
+            self.show_status(
+                f"recording stopped at the end of the source: {plural(recorder.frames_written, 'frame')} "
+                f"in {recorder.folder}{again}"
+            )
 
     def _from_the_start(self) -> None:
         self._ended = False

@@ -810,7 +810,7 @@ def test_a_new_source_takes_back_the_old_ones_calibration_and_errors(qtbot) -> N
     assert window.error_main.title.full_text == "no ground truth for this source"
 
 
-def test_a_recording_goes_on_over_a_loop_and_says_where_it_went_when_the_source_changes(  # type: ignore[no-untyped-def]
+def test_a_recording_ends_with_its_source_and_says_where_it_went(  # type: ignore[no-untyped-def]
     qtbot, tmp_path: Path
 ) -> None:
     from app.engine.formats import write_color_png
@@ -832,16 +832,25 @@ def test_a_recording_goes_on_over_a_loop_and_says_where_it_went_when_the_source_
     window.record_action.setChecked(True)
     recorder = window.session.recorder
     assert recorder is not None
-    qtbot.waitUntil(lambda: recorder.frames_written >= 7, timeout=20_000)  # past the end, twice over
-    assert window.session.recorder is recorder  # the loop went back to the start: still recording
+    # over Loop, 6 pairs became 194 recorded frames and more, the same ones again (review): the
+    # recording ends with the source's last frame, and Loop plays on
+    qtbot.waitUntil(lambda: not window.record_action.isChecked(), timeout=20_000)
+    assert window.session.recorder is None and 1 <= recorder.frames_written <= 3
+    said = window.notices.text.text()
+    assert "recording stopped at the end of the source" in said and str(recorder.folder) in said
     stamps = [t for _, t in read_timestamps(recorder.folder)]
     assert all(b > a for a, b in itertools.pairwise(stamps)), stamps
+    qtbot.wait(300)
+    assert window.loop_action.isChecked() and not window._ended  # the source plays on
+    # a recording ended by a change of source says where its frames went
+    window.record_action.setChecked(True)
+    second = window.session.recorder
+    assert second is not None
     window.loop_action.setChecked(False)
-    window.open_spec(str(tmp_path / "pairs"))  # another source: the recording ends with the old one
-    qtbot.waitUntil(
-        lambda: "recording stopped with the source it recorded" in window.notices.text.text(), timeout=10_000
-    )
-    assert str(recorder.folder) in window.notices.text.text() and not window.record_action.isChecked()
+    window.open_spec(str(tmp_path / "pairs"))
+    qtbot.waitUntil(lambda: not window.record_action.isChecked(), timeout=10_000)
+    said = window.notices.text.text()
+    assert "recording stopped" in said and str(second.folder) in said
 
 
 def test_hovering_the_right_image_does_not_read_the_left_images_disparity(qtbot) -> None:  # type: ignore[no-untyped-def]

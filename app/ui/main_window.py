@@ -1257,12 +1257,11 @@ class MainWindow(QMainWindow):
         )
         return answer == QMessageBox.StandardButton.Yes
 
-    @staticmethod
-    def _restart() -> None:
-        """The same command again, as a new process (the interpreter and its arguments, or a
-        bundle's executable)."""
+    def _restart(self) -> None:
+        """The window again, as a new process (the interpreter and its arguments, or a bundle's
+        executable), on the source open now (``restart_args``)."""
         args = sys.orig_argv[1:] if not getattr(sys, "frozen", False) else sys.argv[1:]
-        QProcess.startDetached(sys.executable, args)
+        QProcess.startDetached(sys.executable, restart_args(args, self.settings.source))
 
     def _layout_store(self) -> QSettings:
         """The window's layout (geometry, docks, the central split), beside its settings file (in
@@ -1408,3 +1407,13 @@ def short_description(description: str) -> str:
         return description
     folder = str(left.parent)
     return f"{left.name}, {right.name}" + ("" if folder == "." else f" — {folder}")
+
+
+def restart_args(args: list[str], source: str) -> list[str]:
+    """The command line that starts the window again after a reset: up to ``gui`` as it was,
+    then the source open now (the command line's own source and flags went with the reset: it
+    reopened the folder given at start, not the demo opened since: review)."""
+    if "gui" not in args:
+        return [*args, "gui", *([source] if source else [])]
+    head = args[: args.index("gui") + 1]
+    return [*head, source] if source else head

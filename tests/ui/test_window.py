@@ -915,6 +915,23 @@ def test_reset_settings_writes_the_defaults_keeps_the_output_folder_and_restarts
     assert saved.mode == "continuous" and saved.output_folder == str(tmp_path)  # closing kept the defaults
 
 
+def test_a_reset_starts_the_window_again_on_the_source_open_now() -> None:
+    """It reopened the folder given on the command line, not the demo opened since (review)."""
+    from app.ui.main_window import restart_args
+
+    script = ["/v/bin/bi3d-studio"]
+    assert restart_args([*script, "gui", "pairs", "--calib", "c.yaml"], "demo") == [*script, "gui", "demo"]
+    assert restart_args(["-m", "app", "--debug", "gui"], "a.png,b.png") == [
+        "-m",
+        "app",
+        "--debug",
+        "gui",
+        "a.png,b.png",
+    ]
+    assert restart_args([*script, "gui", "pairs"], "") == [*script, "gui"]
+    assert restart_args(script, "rec") == [*script, "gui", "rec"]
+
+
 def test_min_confidence_can_be_typed_back_to_its_default(qtbot) -> None:  # type: ignore[no-untyped-def]
     """Dragging the slider gave 0.09 or 0.11, never 0.10 again (review): a number box beside it."""
     from app.ui.controls import ControlsPanel

@@ -817,3 +817,28 @@ def test_a_board_in_view_decides_the_check_s_verdict(
     )
     figures = json.loads(out.read_text())
     assert figures["verdict"] == "rectified" and figures["features_verdict"] == "not rectified"
+
+
+def test_a_folder_that_takes_no_file_is_refused_before_the_calibration(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only --out folder was found only after the whole calibration ran (review)."""
+    import errno
+    import tempfile
+
+    from app.engine.calibration import folder as calibration_folder
+
+    real = tempfile.mkstemp
+    ran: list[bool] = []
+
+    def refused(*args, dir=None, **kwargs):  # type: ignore[no-untyped-def]
+        if dir is not None and Path(dir) == tmp_path / "ro":
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    monkeypatch.setattr(calibration_folder, "calibrate_folder", lambda *a, **k: ran.append(True))
+    (tmp_path / "ro").mkdir()
+    argv = ["calib", "chessboard", str(SAMPLE), "--pattern", "9x6", "--square", "0.025"]
+    message = _bad(capsys, *argv, "--out", str(tmp_path / "ro" / "rig.yaml"))
+    assert "cannot write" in message and "Permission denied" in message and not ran

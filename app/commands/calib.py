@@ -211,6 +211,7 @@ def _check_out(path: str) -> str:
 
     from app.engine.calibration.files import is_rig_file
     from app.engine.errors import UserError
+    from app.engine.fileio import check_can_write
 
     out = Path(path)
     folder = out.parent
@@ -218,6 +219,8 @@ def _check_out(path: str) -> str:
         raise UserError(f"--out {out}: the folder {folder} does not exist; create it or choose another")
     if out.is_dir():
         raise UserError(f"--out {out} is a folder; give a file name ending .yaml, .yml or .xml")
+    # a read-only folder was found only after the whole calibration ran (review)
+    check_can_write(out)
     if not out.exists():
         return "wrote"
     if not is_rig_file(out):

@@ -50,6 +50,19 @@ def atomic_write(path: PathLike, data: bytes) -> None:
         raise
 
 
+def check_can_write(path: PathLike) -> None:
+    """A ``UserError`` before any work when ``path``'s folder takes no new file (read-only,
+    no permission), as ``atomic_write`` would say it after the work: a temporary file is made
+    there and removed."""
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _write_error(target, exc) from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
+
+
 def _write_error(target: Path, exc: OSError) -> UserError:
     if exc.errno == errno.EFBIG:  # a size limit (ulimit -f, a FAT32 disk's 4 GB), not a full disk
         return DiskFailure(

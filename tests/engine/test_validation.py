@@ -86,7 +86,9 @@ def test_a_plane_past_the_default_maximum_names_bi3d_s_reach_and_sgbm() -> None:
     refused by Bi3D ("use --max-disparity 192"): SGBM is what searches farther (review)."""
     from app.engine.types import DepthRequest, Mode
 
-    with pytest.raises(UserError, match=r"192 px is the default .*max_disparity.* and Bi3D's reach; SGBM"):
+    with pytest.raises(
+        UserError, match=r"192 px is the most .*max_disparity.* auto sweeps, and Bi3D's reach; SGBM"
+    ):
         DepthRequest(mode=Mode.BINARY, planes=(300.0,))
     with pytest.raises(UserError, match=r"\(96 px\) bounds it"):  # a maximum given is named as such
         DepthRequest(mode=Mode.BINARY, planes=(100.0,), max_disparity=96)

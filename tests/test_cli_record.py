@@ -664,6 +664,15 @@ def test_a_raw_rig_is_recorded_raw_with_its_rig_and_plays_rectified(
     np.testing.assert_array_equal(kept, first.left)
     # rectified once: a rig given again is refused, not applied twice
     assert "leave out --calib" in bad(capsys, "depth", str(rec), "--calib", str(tmp_path / "rig.yml"))
+    # its depth is in the rectified left image's pixels, said and kept as with --calib (review)
+    code, out, _ = run(capsys, "depth", str(rec), "--out", str(tmp_path / "played"), "--mode", "continuous")
+    assert code == 0 and "rectified with the recording's rig.yml" in out and "not its left/ frames'" in out
+    kept = cv2.cvtColor(cv2.imread(str(tmp_path / "played" / "left_rectified.png")), cv2.COLOR_BGR2RGB)
+    np.testing.assert_array_equal(kept, rectifier.rectify(first.left, first.right)[0])
+    assert any(
+        "left_rectified.png" in n
+        for n in json.loads((tmp_path / "played" / "result.json").read_text())["notes"]
+    )
     # an index rebuilt from the frames keeps the rig (it is found by its file)
     (rec / "timestamps.txt").unlink()
     assert run(capsys, "record", "--reindex", str(rec))[0] == 0

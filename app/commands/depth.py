@@ -200,12 +200,17 @@ def _calibration(
     if note:
         notes.append(note)
     if rig is not None:  # the output's pixels moved unsaid, and the image they are in was not kept (review)
-        notes.append(
-            f"rectified with {path}'s rig: the disparity is in the rectified left image's pixels "
-            f"(left_rectified.png: f {calibration.focal_px:.1f} px, principal point "
-            f"{calibration.cx:.1f}, {calibration.cy:.1f}), not the input's"
-        )
+        notes.append(_rectified_note(f"{path}'s rig", calibration, "the input's"))
     return calibration, rig
+
+
+def _rectified_note(rig: str, calibration: Calibration, instead: str) -> str:
+    """That the disparity is in the rectified left image's pixels, kept as left_rectified.png."""
+    return (
+        f"rectified with {rig}: the disparity is in the rectified left image's pixels "
+        f"(left_rectified.png: f {calibration.focal_px:.1f} px, principal point "
+        f"{calibration.cx:.1f}, {calibration.cy:.1f}), not {instead}"
+    )
 
 
 def _rectifier(rig: Any) -> Rectify:
@@ -262,6 +267,11 @@ def run_source(args: argparse.Namespace) -> int:
                 "plays; leave out --calib"
             )
         calibration = given or first.calibration  # --calib wins over the source's own
+        # a raw rig's recording plays rectified: its output's pixels are not its left/ frames'
+        # (said and kept as for --calib; unsaid, an overlay on left/ was misaligned: review)
+        source_rectifies = getattr(source, "rectifies_frames", False)
+        if source_rectifies and calibration is not None:
+            calib_notes.append(_rectified_note("the recording's rig.yml", calibration, "its left/ frames'"))
         rectify = _rectifier(rig)
         if args.swap_views:
             rectify = _swapped(rectify)
@@ -299,7 +309,7 @@ def run_source(args: argparse.Namespace) -> int:
                 extra["inputs"] = _inputs(left, right, args.calib)
             replaced = earlier_result(out)
             overwritten += bool(args.frames and replaced)
-            shown = views[0] if rig is not None else None  # the image the disparity is in
+            shown = views[0] if rig is not None or source_rectifies else None  # the image the disparity is in
             write_result(out, result, request, extra, not args.no_probabilities, shown)
             if not numbers:  # said once, of the first frame
                 say_large_npz(out, args.no_probabilities, _frames_to_write(args.frames, source))

@@ -61,6 +61,15 @@ class UserError(Exception):
         return self.worded(plain_words)
 
 
+class BudgetTooLow(UserError):
+    """A latency budget below the fastest answer of a measured frame size; ``minimum_ms`` is the
+    least budget that answers (the window moves its slider there)."""
+
+    def __init__(self, message: str, minimum_ms: float) -> None:
+        super().__init__(message)
+        self.minimum_ms = minimum_ms
+
+
 class DiskFailure(UserError):
     """The disk refused a write (full, a quota, a file-size limit): a failure while running, not
     bad input, so the command line exits with status 1, not the usage errors' 2. The message

@@ -47,6 +47,8 @@ class MainView(Protocol):
 
     def show_refused(self) -> None: ...
 
+    def raise_budget(self, minimum_ms: float) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Job:
@@ -69,6 +71,7 @@ class Outcome:
     first: StereoPair | None = None  # its only pair, for still sources
     description: str = ""
     refused: bool = False  # the engine refused the request (a setting): cleared by a later answer
+    minimum_ms: float | None = None  # refused for a budget below this (the least that answers)
     failed_open: bool = False  # a source could not be opened: cleared when another one opens
 
 
@@ -282,7 +285,8 @@ class SessionController(QObject):
         try:
             result = self.session.process(pair, job.request, job.generation, capture)
         except UserError as exc:  # the engine refused the settings (a budget below its fastest answer)
-            return Outcome(job, error=exc.worded(window_words), refused=True)
+            minimum = getattr(exc, "minimum_ms", None)  # a budget below the fastest answer
+            return Outcome(job, error=exc.worded(window_words), refused=True, minimum_ms=minimum)
         result.display = render(result, job.display)
         if job.quick:
             # the mode in the title is the quick one's: say it stands in for the one asked for
@@ -307,6 +311,11 @@ class SessionController(QObject):
     def _on_done(self, outcome: Outcome) -> None:
         """GUI thread: the one place results are applied."""
         self._busy = False
+        if outcome.minimum_ms is not None and self.view.raise_budget(outcome.minimum_ms):
+            # the slider reached below anything that answers: it moves to the least that does
+            # (the refusal stood, and the refused budget was kept for the next start: review)
+            self._kick()
+            return
         if outcome.error:
             self.view.show_error(outcome.error)
             self._refusal = outcome.error if outcome.refused else None

@@ -22,6 +22,12 @@ def round_value(value: float) -> int:
     return int(step * round(value / step))
 
 
+def round_up(value: float) -> int:
+    """The least value ``round_value`` gives that is not below ``value``."""
+    step = 1 if value < 100 else 5 if value < 1000 else 50
+    return int(step * math.ceil(value / step))
+
+
 class LogSlider(QSlider):
     """Integer values from ``minimum`` to ``maximum`` (both > 0) on a logarithmic track.
 

@@ -63,6 +63,7 @@ from app.ui.controller import SessionController
 from app.ui.controls import ANSWERING_AGAIN, NEXT_FITS, SWAP_LABEL, ControlsPanel
 from app.ui.folders import FolderMemory
 from app.ui.latency import LatencyPlot
+from app.ui.log_slider import round_up
 from app.ui.measure_panel import MeasurePanel
 from app.ui.notices import NotesLabel, NoticeBar, RecBadge
 from app.ui.render import ERROR_MAX_PX, DisplaySpec, Rendered, render
@@ -1134,6 +1135,20 @@ class MainWindow(QMainWindow):
                 self.show_error(exc.worded(vocabulary.window_words))
                 return
             self.show_status(f"wrote {count} points to {path}")
+
+    def raise_budget(self, minimum_ms: float) -> bool:
+        """The budget moved up to ``minimum_ms``, the least that answers at this frame size; False
+        when it cannot go there (the refusal is then shown)."""
+        before = self.controls.budget.number()
+        self.controls.budget.set_number(round_up(minimum_ms))
+        now = self.controls.budget.number()
+        if now <= before or now < minimum_ms:
+            return False
+        self.show_status(
+            f"budget raised to {now} ms: the fastest answer at this frame size (one plane) takes about "
+            f"{minimum_ms:.0f} ms"
+        )
+        return True
 
     def show_refused(self) -> None:
         self.controls.show_refused()

@@ -779,6 +779,33 @@ def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) ->
     assert window.notices.level == "error" and "cannot open" in window.notices.text.text()
 
 
+def test_a_budget_below_the_fastest_answer_moves_the_slider_to_the_least_that_answers(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The slider went down to 5 ms and the refusal stood ("use at least 44 ms"), the refused
+    budget kept for the next start (review): it moves up to the least budget that answers."""
+    from app.engine.errors import BudgetTooLow
+
+    class Floor(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            if request.budget_ms is not None and request.budget_ms < 44:
+                raise BudgetTooLow(
+                    f"the latency budget {request.budget_ms:g} ms is below the fastest answer", 44.0
+                )
+            return super().compute(left, right, request)
+
+    engine = Floor()
+    window = _window(qtbot, lambda spec: FakeSource(1), engine)
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    c = window.controls
+    c.budget_on.setChecked(True)
+    _wait_result(qtbot, window)
+    c.budget.set_number(15)
+    qtbot.waitUntil(lambda: engine.requests[-1].budget_ms == 44.0, timeout=5000)
+    assert c.budget.number() == 44 and window.settings.budget_ms == 44.0
+    assert "budget raised to 44 ms" in window.notices.text.text() and window.notices.level == "info"
+    assert not window.last_error
+
+
 def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibration(
     qtbot, monkeypatch, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

@@ -30,7 +30,7 @@ from app.engine.depth.subpixel import (
     shift_count,
     stage_config,
 )
-from app.engine.errors import UserError, setting
+from app.engine.errors import BudgetTooLow, setting
 
 # most accurate first; every step is a multiple of the 3 px feature column
 LADDER: tuple[Strategy, ...] = (
@@ -148,9 +148,11 @@ def refuse_below_one_plane(costs: CostModel, size: tuple[int, int], budget_ms: f
     frame size (after its first frame's probe alone, one plane runs to measure it), naming the minimum."""
     minimum = costs.fastest_ms(size)
     if minimum > budget_ms and costs.costs[size].samples >= 2:
-        raise UserError(
+        least = float(np.ceil(minimum))
+        raise BudgetTooLow(
             f"{setting('budget_ms')} {budget_ms:g} ms is below the fastest answer here "
-            f"(one plane, about {minimum:.0f} ms for this frame size); use at least {np.ceil(minimum):.0f} ms"
+            f"(one plane, about {minimum:.0f} ms for this frame size); use at least {least:.0f} ms",
+            least,
         )
 
 

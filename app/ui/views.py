@@ -154,6 +154,9 @@ class DrawingBox(pg.ViewBox):
         super().mouseDragEvent(ev, axis)
 
 
+RINGED_PX = 3.0  # match lines shorter than this (a rectified pair's) get a ring to be seen
+
+
 class ImagePane(pg.GraphicsLayoutWidget):
     """An RGB image with an optional tint overlay and line overlay (matches, epipolar lines)."""
 
@@ -170,11 +173,19 @@ class ImagePane(pg.GraphicsLayoutWidget):
         self.box.setDefaultPadding(0.0)  # fitted: the image's edges touch the pane's
         self.image = pg.ImageItem()
         self.overlay = pg.ImageItem()
-        self.lines = pg.PlotDataItem(connect="pairs", pen=pg.mkPen((255, 230, 0, 200), width=1))
+        # match lines and board corners: yellow over a dark edge, each line's start ringed, so that
+        # a rectified pair's near-zero lines show as marks (1 px yellow dots were lost on a yellow
+        # cloth: review)
+        self.lines_edge = pg.PlotDataItem(connect="pairs", pen=pg.mkPen((0, 0, 0, 170), width=3))
+        self.lines = pg.PlotDataItem(connect="pairs", pen=pg.mkPen((255, 230, 0, 230), width=1.5))
+        self.line_starts = pg.ScatterPlotItem(
+            size=7, symbol="o", pen=pg.mkPen((255, 230, 0, 230), width=1.5), brush=None
+        )
         for item in (self.image, self.overlay):
             _image_axes(item)
             self.box.addItem(item)
-        self.box.addItem(self.lines)
+        for item in (self.lines_edge, self.lines, self.line_starts):
+            self.box.addItem(item)
         self.scene().sigMouseMoved.connect(self._moved)
         self.scene().sigMouseClicked.connect(self._clicked)
         self._shape: tuple[int, int] | None = None
@@ -217,12 +228,23 @@ class ImagePane(pg.GraphicsLayoutWidget):
         self.overlay.setImage(rgba, autoLevels=False)
 
     def show_lines(self, segments: np.ndarray | None) -> None:
-        """N x 2 x 2 segments ((x0, y0), (x1, y1)) in pixels; None clears them."""
+        """N x 2 x 2 segments ((x0, y0), (x1, y1)) in pixels, ends kept inside the image (lines ran
+        below it: review); a segment shorter than ``RINGED_PX`` (a match on its row) is ringed.
+        None clears them."""
         if segments is None or len(segments) == 0:
-            self.lines.setData([], [])
+            for item in (self.lines_edge, self.lines):
+                item.setData([], [])
+            self.line_starts.setData([], [])
             return
-        pts = np.asarray(segments, np.float64).reshape(-1, 2)
-        self.lines.setData(pts[:, 0], pts[:, 1])
+        pts = np.asarray(segments, np.float64).reshape(-1, 2).copy()
+        if self._shape is not None:
+            pts[:, 0] = np.clip(pts[:, 0], 0, self._shape[1] - 1)
+            pts[:, 1] = np.clip(pts[:, 1], 0, self._shape[0] - 1)
+        for item in (self.lines_edge, self.lines):
+            item.setData(pts[:, 0], pts[:, 1])
+        short = np.hypot(*(pts[1::2] - pts[0::2]).T) < RINGED_PX
+        starts = pts[0::2][short]
+        self.line_starts.setData(starts[:, 0], starts[:, 1])
 
     def pixel_at(self, pos: QPointF) -> tuple[int, int] | None:
         """The image pixel (x, y) under a scene position, or None off the image."""

@@ -65,6 +65,13 @@ def test_calibration_panel_loads_checks_and_draws(qtbot, demo_dir: Path) -> None
         panel.run_check()
     assert "RECTIFIED" in panel.verdict.text() and "matches" in panel.figures.text()
     assert window.left_view.lines.xData is not None and len(window.left_view.lines.xData) > 40
+    # a rectified pair's lines are near zero long: ringed to be seen, and their meaning said (1 px
+    # yellow dots were lost on a yellow cloth; lines ran below the image: review)
+    assert "drawn 10 times longer" in panel.figures.text()
+    assert len(window.left_view.line_starts.data) > 20
+    h = window.controller.last.pair.left.shape[0]
+    window.left_view.show_lines(np.array([[[5.0, h - 20.0], [5.0, h + 400.0]]]))
+    assert window.left_view.lines.yData.max() <= h - 1 and len(window.left_view.line_starts.data) == 0
 
 
 def test_snapshot_and_point_cloud(qtbot, demo_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

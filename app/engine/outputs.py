@@ -403,12 +403,18 @@ def summary(result: DepthResult) -> dict[str, Any]:
 
 
 def _planes_text(planes: np.ndarray) -> str:
+    """Planes to a tenth of a pixel ("23.3064, 26.1818" of levels spaced in depth read raw: review)."""
     if len(planes) <= 8:
-        return ", ".join(f"{p:g}" for p in planes)
+        return ", ".join(_tenth(p) for p in planes)
     steps = np.diff(planes)
     if np.allclose(steps, steps[0]):  # a grid: its step says why the last plane may pass the range
-        return f"{len(planes)} every {steps[0]:g} from {planes[0]:g} to {planes[-1]:g}"
-    return f"{len(planes)} from {planes[0]:g} to {planes[-1]:g}"
+        return f"{len(planes)} every {_tenth(steps[0])} from {_tenth(planes[0])} to {_tenth(planes[-1])}"
+    return f"{len(planes)} from {_tenth(planes[0])} to {_tenth(planes[-1])}"
+
+
+def _tenth(value: float) -> str:
+    """A pixel figure to a tenth, without trailing zeros: 23.3, 48."""
+    return f"{float(value):.1f}".rstrip("0").rstrip(".")
 
 
 def format_summary(

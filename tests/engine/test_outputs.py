@@ -214,3 +214,11 @@ def test_mask_png_tells_unknown_from_farther(tmp_path: Path) -> None:
     info = outputs.summary(result)
     assert "valid_fraction" not in info and info["unknown_fraction"] == round(2 / 6, 4)
     assert "2 / 6" not in outputs.format_summary(result) and "33.3% unknown" in outputs.format_summary(result)
+
+
+def test_planes_read_to_a_tenth_of_a_pixel() -> None:
+    """Levels spaced in depth read "23.3064, 26.1818, ... 100.8 px" (review)."""
+    from app.engine.outputs import _planes_text
+
+    assert _planes_text(np.array([23.3064, 26.1818, 100.8, 48.0])) == "23.3, 26.2, 100.8, 48"
+    assert _planes_text(np.arange(0, 30, 3.0)) == "10 every 3 from 0 to 27"

@@ -870,7 +870,7 @@ class Bi3DEngine:
         disparity[guesses] = np.nan
         confidence[guesses] = 0.0
         result = self._result(request, disparity, probs, plan.planes, confidence=confidence)
-        result.notes.extend(one_level_note(probs, plan.planes, explicit=bool(request.planes)))
+        result.notes.extend(one_level_note(disparity, plan.planes, explicit=bool(request.planes)))
         return result
 
     def _dense_result(
@@ -1042,14 +1042,18 @@ def beyond_note(result: DepthResult, top: float | None = None) -> list[str]:
     return [beyond_text(beyond, last if top is None else min(last, float(top)))]
 
 
-def one_level_note(probs: np.ndarray, planes: np.ndarray, explicit: bool = False) -> list[str]:
+def one_level_note(disparity: np.ndarray, planes: np.ndarray, explicit: bool = False) -> list[str]:
     """Quantized levels that miss the scene: a note when most pixels (``ONE_LEVEL_SHARE``) lie
-    nearer than the nearest plane or farther than the farthest, from P x H x W probabilities of
-    "closer than the plane" at ascending ``planes`` (``explicit``: the user's own planes, whose
-    remedy is other planes, not a range)."""
+    nearer than the nearest plane or farther than the farthest, in the H x W quantized answer
+    (bin midpoints, NaN unknown) at ascending ``planes`` (``explicit``: the user's own planes,
+    whose remedy is other planes, not a range). Read from the answer, not the nearest plane's
+    own probability: a far plane's false "closer" that the answer passes over made the note say
+    53 % where 24.6 % of the answer was (review)."""
     if len(planes) < 2:
         return []
-    nearer, farther = float(np.mean(probs[-1] > 0.5)), float(np.mean(probs[0] <= 0.5))
+    with np.errstate(invalid="ignore"):
+        nearer = float(np.mean(disparity > planes[-1]))
+        farther = float(np.mean(disparity < planes[0]))
     if max(nearer, farther) < ONE_LEVEL_SHARE:
         return []
     where, plane = (

@@ -531,15 +531,17 @@ def test_quantized_levels_that_miss_the_scene_say_so() -> None:
     from app.engine.depth.bi3d import one_level_note
 
     planes = np.array([3.0, 6.0, 12.0])
-    probs = np.zeros((3, 10, 10), np.float32)
-    probs[:, :, :7] = 0.9  # 70 % closer than every level
-    (note,) = one_level_note(probs, planes)
+    answer = np.full((10, 10), 4.5, np.float32)
+    answer[:, :7] = 15.0  # 70 % nearer than every level (the top bin's midpoint)
+    (note,) = one_level_note(answer, planes)
     assert note.startswith("70 % of the pixels are nearer than the nearest level (12.0 px)")
-    probs[:] = 0.1  # all farther than the farthest
-    assert "farther than the farthest level (3.0 px)" in one_level_note(probs, planes)[0]
-    probs[0] = 0.9  # between the levels
-    assert one_level_note(probs, planes) == []
-    assert one_level_note(probs[:1], planes[:1]) == []  # one plane: binary, no levels
+    answer[:] = 1.5  # all farther than the farthest
+    assert "farther than the farthest level (3.0 px)" in one_level_note(answer, planes)[0]
+    answer[:] = 4.5  # between the levels
+    assert one_level_note(answer, planes) == []
+    assert one_level_note(answer, planes[:1]) == []  # one plane: binary, no levels
+    answer[:, :7] = np.nan  # unknown pixels are not nearer
+    assert one_level_note(answer, planes) == []
 
 
 def test_a_continuous_answer_makes_its_probability_record_when_read(pair) -> None:  # type: ignore[no-untyped-def]

@@ -262,6 +262,9 @@ def test_images_of_different_sizes(capsys, small_pair, tmp_path: Path) -> None: 
     cv2.imwrite(str(other), np.zeros((100, 100, 3), np.uint8))
     msg = _bad(capsys, "depth", str(small_pair[0]), str(other), "--engine", "sgbm", "--out", str(tmp_path))
     assert "differ in size" in msg
+    # refused before the engine's line: it stood above the error (review)
+    assert main(["depth", str(small_pair[0]), str(other), "--out", str(tmp_path)]) == 2
+    assert "engine:" not in capsys.readouterr().out
 
 
 def test_non_image_file(capsys, small_pair, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

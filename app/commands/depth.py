@@ -22,7 +22,7 @@ from app.commands.common import (
     refuse_inside_recording,
 )
 from app.engine.errors import UserError, word_settings
-from app.engine.types import Calibration
+from app.engine.types import Calibration, check_pair
 from app.vocabulary import cli_words
 
 
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         )
     notes: list[str] = []
     left, right = read_pair_rgb(args.left, args.right, notes)
+    check_pair(left, right)  # before the engine's line: it stood above "differ in size" (review)
     # a swapped pair is refused; this wrote an all-0 px answer, exit 0 (a flat pair, a lens cap on
     # both cameras, is identical too: its own note says so)
     if identical_pair_note(left, right) is not None and flat_pair_note(left, right) is None:

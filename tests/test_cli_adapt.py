@@ -26,7 +26,8 @@ def test_adapt_writes_a_model_that_loads_as_weights(capsys, footage: Path, tmp_p
         capsys, "adapt", str(footage), "--out", str(out), "--steps", "2", "--eval-frames", "1"
     )
     assert code == 0, err
-    assert "held-back frames, before -> after:" in stdout
+    assert "the 1 held-back frame, before -> after:" in stdout
+    assert "  frames: " not in stdout  # "frames: 5 -> 5" read as a figure that did not move (review)
     # said once, with the training's whole time (a resumed run gave its own minutes as the whole)
     assert stdout.count(f"wrote {out}") == 1 and "min of training; this run " in stdout
     assert "  dense bad-2 against ground truth (%, lower is better): " in stdout

@@ -66,11 +66,16 @@ def run(args: argparse.Namespace) -> int:
             _remove_if_empty(made)  # a refused footage left an empty --out folder behind
             raise
         bar.end()
+    from app.engine.sources.base import plural
     from app.engine.training.adapt_report import describe
 
-    print("held-back frames, before -> after:")
+    # the count is said in the heading ("frames: 5 -> 5" read as a figure that did not move: review)
+    held = int(result.before.get("frames", 0))
+    heading = f"the {plural(held, 'held-back frame')}" if held else "held-back frames"
+    print(f"{heading}, before -> after:")
     for name, before in result.before.items():
-        print(f"  {describe(name, before, result.after.get(name, float('nan')))[0]}")
+        if name != "frames":
+            print(f"  {describe(name, before, result.after.get(name, float('nan')))[0]}")
     if result.warning is not None:
         print(f"note: {result.warning}")
     # a resumed run's training began in an earlier run: its own minutes read as the whole (review)

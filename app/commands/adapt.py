@@ -66,16 +66,15 @@ def run(args: argparse.Namespace) -> int:
             _remove_if_empty(made)  # a refused footage left an empty --out folder behind
             raise
         bar.end()
+    from app.engine.session import Session
     from app.engine.sources.base import plural
-    from app.engine.training.adapt_report import describe
 
     # the count is said in the heading ("frames: 5 -> 5" read as a figure that did not move: review)
     held = int(result.before.get("frames", 0))
     heading = f"the {plural(held, 'held-back frame')}" if held else "held-back frames"
     print(f"{heading}, before -> after:")
-    for name, before in result.before.items():
-        if name != "frames":
-            print(f"  {describe(name, before, result.after.get(name, float('nan')))[0]}")
+    for line in Session.adapt_figures(result):
+        print(f"  {line}")
     if result.warning is not None:
         print(f"note: {result.warning}")
     # a resumed run's training began in an earlier run: its own minutes read as the whole (review)

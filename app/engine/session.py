@@ -44,6 +44,7 @@ from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, p
 from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
+from app.engine.training.adapt_report import describe
 from app.engine.types import Calibration, DepthRequest, DepthResult, FrameResult, Mode, StereoPair
 
 __all__ = [
@@ -234,6 +235,16 @@ class Session:
     def load_weights(self, path: str | Path) -> str:
         """Run Bi3D with the checkpoint at ``path`` (checked first: a bad file keeps the engine)."""
         return self.set_engine(dataclasses.replace(self.options, engine="bi3d", weights=Path(path)))
+
+    @staticmethod
+    def adapt_figures(result: AdaptResult) -> list[str]:
+        """The held-back frames' figures before -> after, in words, as `adapt` prints them (the
+        window said "photometric_l1 33.400 -> 30.100")."""
+        return [
+            describe(name, before, result.after.get(name, float("nan")))[0]
+            for name, before in result.before.items()
+            if name != "frames"
+        ]
 
     def adapt(
         self,

@@ -1226,13 +1226,9 @@ class MainWindow(QMainWindow):
         return path
 
     def _adapted(self, result: AdaptResult) -> None:
-        after, before = result.after, result.before
-        summary = ", ".join(
-            f"{name} {before[name]:.3f} -> {after[name]:.3f}"
-            for name in ("photometric_l1", "pseudo_bad2", "dense_bad2")
-            if name in before and name in after
-        )
-        self.show_status(f"adapted model written to {result.out} ({summary})")
+        # in words, as `adapt` says them ("photometric_l1 33.400 -> 30.100" read raw: review)
+        summary = "; ".join(self.session.adapt_figures(result))
+        self.show_status(f"adapted model written to {result.out}; held-back frames: {summary}")
         if self.ask_load_adapted(result):
             self.load_model(str(result.out))
 

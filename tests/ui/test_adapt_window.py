@@ -35,11 +35,17 @@ def test_adapt_runs_in_the_background_and_loads_the_result(qtbot, footage: Path,
     offered: list[AdaptResult] = []
     window.ask_adapt_path = lambda: str(out)
     window.ask_load_adapted = lambda result: offered.append(result) or True
+    news: list[str] = []
+    shown_info = window.notices.info
+    window.notices.info = lambda message: (news.append(message), shown_info(message))[1]  # type: ignore[method-assign]
     window.adapt_action.trigger()
     assert window.adapt_runner.running and window.adapt_runner.dialog is not None
     with qtbot.waitSignal(window.controller.resultShown, timeout=20000):
         window.controller.refresh()  # the frame worker answers while the model adapts
     qtbot.waitUntil(lambda: bool(offered), timeout=180000)
+    # the figures in words, as `adapt` prints them ("photometric_l1 33.400 -> 30.100": review)
+    written = next(m for m in news if m.startswith("adapted model written to"))
+    assert "photometric error (grey levels, lower is better): " in written and "photometric_l1" not in written
     assert offered[0].out == out and out.is_file()
     assert window.session.options.weights == out and window.session.engine.name == "bi3d"
     assert window.settings.weights == str(out)

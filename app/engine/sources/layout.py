@@ -24,7 +24,7 @@ ROW_PX = 4.0  # at the working scale: a match this close to its row counts as st
 MIN_MATCHES = 25  # stereo matches the other split needs before it is named
 # a raw (unrectified) rig's views sit up to a few percent of their height apart: a video of one,
 # to be rectified with --calib, was called "not a stereo video, depth from it is noise" (review)
-RAW_ROWS = 0.05  # share of the view's height a match may lie off its row to count as a raw rig's
+RAW_ROWS = 0.05  # share of the view's height a raw rig's rows may lie apart
 RATIO = 3.0  # ... and this many times those of the split in use
 MARK = "but its frames look"  # every note says this (the window finds it by it)
 NOT_STEREO_MARK = "does not look like a stereo video"  # and every note of a mono video this
@@ -34,7 +34,8 @@ def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False
     """ORB matches between two RGB views that a rectified (or nearly rectified) pair makes:
     on the same row within ``ROW_PX`` and at a disparity between -2 px and the view's width
     (``either_way``: of either sign, as a pair given the wrong way round has them; ``raw``:
-    within ``RAW_ROWS`` of the view's height of the row, as a raw rig's views are)."""
+    within ``ROW_PX`` of the matches' median row offset, when that lies within ``RAW_ROWS`` of the
+    view's height, as a raw rig's views are)."""
     scale = min(1.0, WORK_WIDTH / max(left.shape[1], 1))
     greys = []
     for view in (left, right):
@@ -49,8 +50,12 @@ def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False
         return 0
     dx, dy = pl[:, 0] - pr[:, 0], pl[:, 1] - pr[:, 1]
     low = -float(greys[0].shape[1]) if either_way else -2.0
-    rows = max(ROW_PX, RAW_ROWS * greys[0].shape[0]) if raw else ROW_PX
-    return int(np.count_nonzero((np.abs(dy) <= rows) & (dx >= low) & (dx <= greys[0].shape[1])))
+    along = (dx >= low) & (dx <= greys[0].shape[1])
+    offset = 0.0
+    if raw and along.any():  # a raw rig's rows sit apart by about one offset: matched around it
+        median = float(np.median(dy[along]))  # (a wide band let a mono video's chance matches in)
+        offset = median if abs(median) <= RAW_ROWS * greys[0].shape[0] else 0.0
+    return int(np.count_nonzero((np.abs(dy - offset) <= ROW_PX) & along))
 
 
 def better_layout(frame: np.ndarray, layout: Layout) -> tuple[Layout, int, int] | None:

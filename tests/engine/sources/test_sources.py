@@ -353,6 +353,17 @@ def test_a_video_opened_by_its_path_takes_the_layout_its_first_frame_shows(tmp_p
     with open_source(str(path)) as source:
         list(source)
     assert source.notes == []
+    # ... while one camera's chessboard frames still are not stereo (a band of rows let 15-22
+    # chance matches of their squares in, against 25 needed: review)
+    board = cv2.cvtColor(
+        cv2.imread(str(Path(__file__).parents[2] / "data" / "opencv_stereo" / "left01.jpg")),
+        cv2.COLOR_BGR2RGB,
+    )
+    write_video(path, [board] * 2)
+    with open_source(str(path)) as source:
+        list(source)
+    (note,) = source.notes
+    assert "does not look like a stereo video" in note
 
 
 def test_layout_note_needs_a_clear_stereo_pair() -> None:

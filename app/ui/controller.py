@@ -72,6 +72,7 @@ class Outcome:
     description: str = ""
     refused: bool = False  # the engine refused the request (a setting): cleared by a later answer
     minimum_ms: float | None = None  # refused for a budget below this (the least that answers)
+    pair: StereoPair | None = None  # a refused frame's images (shown: the view froze otherwise)
     failed_open: bool = False  # a source could not be opened: cleared when another one opens
 
 
@@ -249,9 +250,10 @@ class SessionController(QObject):
 
     def _pair_grabbed(self, pair: StereoPair) -> None:
         """A grabbed frame's images, shown before its depth only while no depth of the source is
-        shown: the first frame of a source waits for nothing, but a playing one showed frame N + 1's
-        left image under frame N's red overlay, beside N's depth and counter (review)."""
-        if self.last is None:
+        shown, or when the source is not playing (a step, a seek): the first frame of a source waits
+        for nothing, but a playing one showed frame N + 1's left image under frame N's red overlay,
+        beside N's depth and counter (review)."""
+        if self.last is None or not self._live:  # a step or seek shows its frame at once too
             self.view.show_pair(pair)
 
     def _wants_quick(self) -> bool:
@@ -286,7 +288,7 @@ class SessionController(QObject):
             result = self.session.process(pair, job.request, job.generation, capture)
         except UserError as exc:  # the engine refused the settings (a budget below its fastest answer)
             minimum = getattr(exc, "minimum_ms", None)  # a budget below the fastest answer
-            return Outcome(job, error=exc.worded(window_words), refused=True, minimum_ms=minimum)
+            return Outcome(job, error=exc.worded(window_words), refused=True, minimum_ms=minimum, pair=pair)
         result.display = render(result, job.display)
         if job.quick:
             # the mode in the title is the quick one's: say it stands in for the one asked for
@@ -311,13 +313,20 @@ class SessionController(QObject):
     def _on_done(self, outcome: Outcome) -> None:
         """GUI thread: the one place results are applied."""
         self._busy = False
+        if outcome.refused and outcome.job.generation < self._generation:
+            # refused settings the user has changed since: their own answer follows (a late
+            # refusal of 15 ms moved a budget raised to 100 back down to 44: code review)
+            self._kick()
+            return
         if outcome.minimum_ms is not None and self.view.raise_budget(outcome.minimum_ms):
             # the slider reached below anything that answers: it moves to the least that does
-            # (the refusal stood, and the refused budget was kept for the next start: review)
-            self._kick()
+            # (the refusal stood, and the refused budget was kept for the next start: review);
+            # the raised budget is the request at once (raise_budget), no refusal in between
             return
         if outcome.error:
             self.view.show_error(outcome.error)
+            if outcome.pair is not None:  # a playing source's images go on beside the last depth
+                self.view.show_pair(outcome.pair)
             self._refusal = outcome.error if outcome.refused else None
             self._open_error = outcome.error if outcome.failed_open else self._open_error
             if outcome.refused:

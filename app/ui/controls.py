@@ -610,6 +610,12 @@ class ControlsPanel(QWidget):
         self.max_disparity_auto.setText(reach)
         return over_budget
 
+    def apply_now(self) -> None:
+        """A change waiting out the debounce is sent now."""
+        if self._debounce.isActive():
+            self._debounce.stop()
+            self.requestChanged.emit()
+
     def show_refused(self) -> None:
         """The engine refused these settings (a budget below its fastest answer): the choice of the
         last answer ("chose 5 quantized planes, took 175 ms") no longer describes them."""

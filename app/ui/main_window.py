@@ -570,15 +570,15 @@ class MainWindow(QMainWindow):
             self._from_the_start()
             self._end_recording_with_the_source()
             return
-        self._end_recording_with_the_source()
         self._ended = True
         self._show_paused(True)  # the button offers Play, which starts it again
         self.latency.mark_ended()
         cut = self.session.cut_short_note()
         if cut is not None:  # not a whole file's end: said as a problem, not as news
             self.show_error(cut[0].upper() + cut[1:])
-            return
-        self.show_status(f"source ended: its last frame stays live for every control; {PLAY_AGAIN}")
+        else:
+            self.show_status(f"source ended: its last frame stays live for every control; {PLAY_AGAIN}")
+        self._end_recording_with_the_source()  # said last: where the recording went
 
     def _end_recording_with_the_source(self) -> None:
         """A file source's recording ends with its last frame: over Loop, 6 pairs became 194
@@ -889,9 +889,11 @@ class MainWindow(QMainWindow):
         )
 
     def show_pair(self, pair: StereoPair) -> None:
-        """The images of a new frame, before its depth is ready."""
+        """The images of a new frame, before its depth is ready (the last depth's red overlay goes:
+        it belongs to another frame)."""
         self.left_view.show_image(pair.left)
         self.right_view.show_image(pair.right)
+        self.left_view.show_tint(None)
 
     def show_result(self, result: FrameResult) -> None:
         spec = self.display_spec()
@@ -1139,11 +1141,16 @@ class MainWindow(QMainWindow):
     def raise_budget(self, minimum_ms: float) -> bool:
         """The budget moved up to ``minimum_ms``, the least that answers at this frame size; False
         when it cannot go there (the refusal is then shown)."""
-        before = self.controls.budget.number()
-        self.controls.budget.set_number(round_up(minimum_ms))
+        before, target = self.controls.budget.number(), round_up(minimum_ms)
+        if (
+            not self.controls.budget_on.isChecked()
+            or target <= before
+            or target > self.controls.budget.maximum_number()
+        ):
+            return False  # not the budget's doing, or no higher budget answers: the refusal is said
+        self.controls.budget.set_number(target)
         now = self.controls.budget.number()
-        if now <= before or now < minimum_ms:
-            return False
+        self.controls.apply_now()  # the request at once: ticks sent the refused one again meanwhile
         self.show_status(
             f"budget raised to {now} ms: the fastest answer at this frame size (one plane) takes about "
             f"{minimum_ms:.0f} ms"

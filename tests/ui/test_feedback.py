@@ -165,6 +165,13 @@ def test_a_playing_source_shows_each_frame_s_images_with_its_own_depth(qtbot) ->
         result = _shown(qtbot, window)
         np.testing.assert_array_equal(window.left_view.image.image, result.pair.left)
     assert len(early) == 1  # the first frame's, before any depth of the source
+    # a step shows its frame at once, without the last depth's overlay (code review)
+    window.pause_action.setChecked(True)
+    qtbot.wait(200)
+    shown = len(early)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.step_action.trigger()
+    assert len(early) == shown + 1
 
 
 def test_hover_reads_the_pane_under_the_mouse_and_follows_new_results(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -851,6 +858,26 @@ def test_a_recording_ends_with_its_source_and_says_where_it_went(  # type: ignor
     qtbot.waitUntil(lambda: not window.record_action.isChecked(), timeout=10_000)
     said = window.notices.text.text()
     assert "recording stopped" in said and str(second.folder) in said
+
+
+def test_without_loop_the_end_of_a_recorded_source_says_where_the_recording_went(  # type: ignore[no-untyped-def]
+    qtbot, tmp_path: Path
+) -> None:
+    """The end's news came after the recording's and hid where it went (code review)."""
+    source = FakeSource(1000)
+    window = _window(qtbot, lambda spec: source, RecordingEngine())
+    window.session.output_root = tmp_path / "out"
+    window.open_spec("live")
+    _shown(qtbot, window)
+    window.record_action.setChecked(True)
+    recorder = window.session.recorder
+    assert recorder is not None
+    qtbot.waitUntil(lambda: recorder.frames_written >= 1, timeout=10_000)
+    window.controller._stop_pulling()
+    window._source_ended()
+    said = window.notices.text.text()
+    assert not window.record_action.isChecked() and "at the end of the source" in said
+    assert str(recorder.folder) in said
 
 
 def test_hovering_the_right_image_does_not_read_the_left_images_disparity(qtbot) -> None:  # type: ignore[no-untyped-def]

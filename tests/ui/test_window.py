@@ -804,6 +804,43 @@ def test_a_budget_below_the_fastest_answer_moves_the_slider_to_the_least_that_an
     assert c.budget.number() == 44 and window.settings.budget_ms == 44.0
     assert "budget raised to 44 ms" in window.notices.text.text() and window.notices.level == "info"
     assert not window.last_error
+    # a late refusal of settings changed since moves nothing back (a budget raised to 100 went
+    # down to 44, and the stale refusal was shown: code review)
+    from app.ui.controller import Job, Outcome
+
+    c.budget.set_number(100)
+    c.apply_now()
+    stale = Outcome(
+        Job(0, DepthRequest(budget_ms=15.0), None), error="15 ms refused", refused=True, minimum_ms=44.0
+    )
+    window.controller._on_done(stale)
+    assert c.budget.number() == 100 and not window.last_error
+
+
+def test_a_playing_source_under_a_too_low_budget_raises_it_without_a_refusal(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Ticks sent the refused request again while the raised one waited out the debounce: the
+    refusal flashed five times (code review)."""
+    from app.engine.errors import BudgetTooLow
+
+    class Floor(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            if request.budget_ms is not None and request.budget_ms < 44:
+                raise BudgetTooLow(
+                    f"the latency budget {request.budget_ms:g} ms is below the fastest answer", 44.0
+                )
+            return super().compute(left, right, request)
+
+    engine = Floor()
+    window = _window(qtbot, lambda spec: FakeSource(1000), engine)
+    errors: list[str] = []
+    window.notices.error = lambda message: errors.append(message)  # type: ignore[method-assign]
+    window.open_spec("live")
+    _wait_result(qtbot, window)
+    window.controls.budget_on.setChecked(True)
+    window.controls.budget.set_number(15)
+    qtbot.waitUntil(lambda: engine.requests[-1].budget_ms == 44.0, timeout=5000)
+    qtbot.wait(300)
+    assert errors == [] and window.controls.budget.number() == 44
 
 
 def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibration(

@@ -813,10 +813,11 @@ def test_a_board_in_view_decides_the_check_s_verdict(
     code, stdout, _ = run(capsys, "calib", "check", *map(str, paths), "--pattern", "9x6", "--json", str(out))
     verdict = next(line for line in stdout.splitlines() if line.startswith("verdict:"))
     assert code == 0 and verdict.startswith(
-        "verdict: rectified (the chessboard's 54 corners: epipolar rms 0."
+        "verdict: rectified (the chessboard's 54 corners decide: epipolar rms 0."
     )
     figures = json.loads(out.read_text())
     assert figures["verdict"] == "rectified" and figures["features_verdict"] == "not rectified"
+    assert figures["reason"].startswith("the chessboard's 54 corners decide")  # not the features' reason
 
 
 def test_a_folder_that_takes_no_file_is_refused_before_the_calibration(

@@ -109,12 +109,13 @@ def run_check(args: argparse.Namespace) -> int:
         # 54 corners" for a rectified pair, exit 1 (review)
         verdict = verdict_for(board.epipolar_rms_px)
         features = f"{report.vertical_rms_px:.2f} px" if report.misalignment is not None else "no verdict"
+        better = report.misalignment is None or board.epipolar_rms_px < report.vertical_rms_px
+        why = ": the board's repeated squares match a period away" if better else ""
         reason = (
-            f"the chessboard's {board.corners} corners: epipolar rms {board.epipolar_rms_px:.3f} px; the "
-            f"feature matches read {features} ({report.verdict}): the board's repeated squares "
-            "match a period away"
+            f"the chessboard's {board.corners} corners decide: epipolar rms {board.epipolar_rms_px:.3f} px; "
+            f"the feature matches read {features} ({report.verdict}){why}"
         )
-        figures.update(verdict=verdict, features_verdict=report.verdict)
+        figures.update(verdict=verdict, reason=reason, features_verdict=report.verdict)
     print(f"verdict: {verdict} ({reason})")
     if board is not None:
         figures.update(_board_figures(board, args))

@@ -271,8 +271,10 @@ def run_source(args: argparse.Namespace) -> int:
         # a raw rig's recording plays rectified: its output's pixels are not its left/ frames'
         # (said and kept as for --calib; unsaid, an overlay on left/ was misaligned: review)
         source_rectifies = getattr(source, "rectifies_frames", False)
-        if source_rectifies and calibration is not None:
-            calib_notes.append(_rectified_note("the recording's rig.yml", calibration, "its left/ frames'"))
+        if source_rectifies and first.calibration is not None:  # its rig's figures, not a --calib's
+            calib_notes.append(
+                _rectified_note("the recording's rig.yml", first.calibration, "its left/ frames'")
+            )
         rectify = _rectifier(rig)
         if args.swap_views:
             rectify = _swapped(rectify)

@@ -139,7 +139,7 @@ class DepthRequest:
         bound = (
             f"{setting('max_disparity')} ({top} px) bounds it"
             if top != DEFAULT_MAX_DISPARITY
-            else f"{top} px is the most {setting('max_disparity')} auto sweeps, and Bi3D's reach; SGBM "
+            else f"{top} px is where {setting('max_disparity')} auto stops, and Bi3D's reach; SGBM "
             f"({setting('engine', 'sgbm')}) searches farther with a larger {setting('max_disparity')}"
         )
         for p in self.planes:

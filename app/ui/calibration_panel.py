@@ -426,7 +426,8 @@ class CalibrationPanel(QWidget):
                     f"vertical offset: mean {mean:.2f} px, RMS {r.vertical_rms_px:.2f} px, "
                     f"p95 {r.vertical_p95_px:.2f} px over {r.matches} matches; {r.misalignment}. "
                     f"{r.reason_in(window_words)}. On the left image each match's line is its "
-                    f"vertical offset drawn {LINE_GAIN:g} times longer (ringed: on its row)"
+                    f"vertical offset drawn {LINE_GAIN:g} times longer, up to the image's edge "
+                    "(ringed: on its row)"
                 )
             self._marked = None
             self.linesReady.emit(match_segments(report))

@@ -87,7 +87,7 @@ def test_a_plane_past_the_default_maximum_names_bi3d_s_reach_and_sgbm() -> None:
     from app.engine.types import DepthRequest, Mode
 
     with pytest.raises(
-        UserError, match=r"192 px is the most .*max_disparity.* auto sweeps, and Bi3D's reach; SGBM"
+        UserError, match=r"192 px is where .*max_disparity.* auto stops, and Bi3D's reach; SGBM"
     ):
         DepthRequest(mode=Mode.BINARY, planes=(300.0,))
     with pytest.raises(UserError, match=r"\(96 px\) bounds it"):  # a maximum given is named as such

@@ -504,9 +504,11 @@ def test_gui_calib2_takes_a_ros_camera_info_pair(
         # 1280) sets the rig aside a moment later, sooner or later by the machine (CI read it
         # after that at a fixed 300 ms)
         def loaded(path, second=None):  # type: ignore[no-untyped-def]
-            load(path, second)
-            labels.append(window.calibration.file_label.text())
-            QTimer.singleShot(0, window.close)
+            try:
+                load(path, second)
+                labels.append(window.calibration.file_label.text())
+            finally:  # a failed load must not leave the window open (the test would hang)
+                QTimer.singleShot(0, window.close)
 
         window.calibration.load = loaded  # type: ignore[method-assign]
         return window

@@ -48,6 +48,15 @@ def window_size() -> tuple[int, int]:
     return min(width, free.width()), min(height, free.height())
 
 
+def fits_screen(width: int, height: int) -> bool:
+    """Whether a window of this size fits the primary screen's free area (no screen: it does)."""
+    screen = QGuiApplication.primaryScreen()
+    if screen is None:
+        return True
+    free = screen.availableGeometry()
+    return width <= free.width() and height <= free.height()
+
+
 def create_window(source: str | None = None, settings_path: Path | None = None) -> MainWindow:
     settings, warning = load_settings(settings_path)
     session, problem = build_session(settings)
@@ -55,8 +64,11 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
         settings = settings.model_copy(update=engine_values(Settings()))
     window = MainWindow(session, settings, None, settings_path)
     size = window_size()
-    window.resize(*size)
-    window.fit_width(size[0])  # a laptop's first opening: the side docks as tabs, the images wider
+    # the size the window had when it closed, when it still fits the screen (it opened at 1500 x 950
+    # whatever the user had made it: review); else the opening size
+    if not (window.geometry_restored and fits_screen(window.width(), window.height())):
+        window.resize(*size)
+        window.fit_width(size[0])  # a laptop's first opening: the side docks as tabs, the images wider
     if problem is None:
         window.apply_engine()  # again, now that engine-build progress can reach the status bar
     window.open_spec(source or session.demo_spec())

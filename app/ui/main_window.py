@@ -1291,8 +1291,7 @@ class MainWindow(QMainWindow):
         q = self._layout_store()
         geometry, state, split = q.value("geometry"), q.value("windowState"), q.value("centralSplit")
         self.layout_restored = state is not None
-        if geometry is not None:
-            self.restoreGeometry(geometry)
+        self.geometry_restored = geometry is not None and bool(self.restoreGeometry(geometry))
         if state is not None:
             self.restoreState(state)
         if split is not None:

@@ -80,3 +80,20 @@ def test_the_layout_is_kept_beside_the_settings_with_the_central_split(qtbot, tm
     assert (tmp_path / "layout.ini").is_file()  # in the config folder, not Qt's own place
     second = window()
     assert second.central_split.sizes() == sizes
+
+
+def test_the_window_opens_at_the_size_it_closed_at(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """It opened at the opening size whatever the user had made it (review); a size the screen no
+    longer holds gives way to the opening size."""
+    from app.ui.app import create_window, window_size
+
+    first = create_window(None, tmp_path / "settings.json")
+    qtbot.addWidget(first)
+    first.show()
+    first.resize(800, 650)
+    qtbot.waitUntil(lambda: first.height() == 650, timeout=5000)
+    first.close()
+    second = create_window(None, tmp_path / "settings.json")
+    qtbot.addWidget(second)
+    assert (second.width(), second.height()) == (800, 650) != window_size()
+    second.close()

@@ -49,6 +49,7 @@ class LatencyPlot(pg.PlotWidget):
         }
         self.frames = 0
         self.still = False
+        self.ended = False  # the source ended: the next streamed frame starts a new rate
         self.names: dict[str, str] = {}
         self._drawn = 0.0
         self.first_total: float | None = None  # the first frame (start-up, warm-up) is marked apart
@@ -61,6 +62,7 @@ class LatencyPlot(pg.PlotWidget):
             values.clear()
         self.arrivals.clear()
         self.streamed.clear()
+        self.ended = False
         self.frames = 0
         self.first_total = None
         self.first_marker.setData([], [])
@@ -74,9 +76,9 @@ class LatencyPlot(pg.PlotWidget):
         answered again after a change, where frames per second would measure the user's clicks;
         ``engine``: the depth engine's name, whose stages the text names (``ENGINE_STAGES``)."""
         self.names = ENGINE_STAGES.get(engine, {})
-        if self.still and not still:
-            self.streamed.clear()
-        self.still = still
+        if (self.still or self.ended) and not still:  # playing again: its rate counts afresh (after
+            self.streamed.clear()  # an end, Play's replay read 0.34 fps, the wait counted: review)
+        self.still, self.ended = still, False
         self.frames += 1
         now = time.perf_counter()
         self.arrivals.append(now)
@@ -126,6 +128,7 @@ class LatencyPlot(pg.PlotWidget):
     def mark_ended(self) -> None:
         """The source has ended: the rate shown is of the frames that were, not a live one."""
         running = self.frames >= 2 and not self.still
+        self.ended = True
         self.setTitle(
             f"source ended · {self.rate_text()} while it ran" if running else "source ended", size=TITLE_SIZE
         )

@@ -1217,6 +1217,12 @@ class MainWindow(QMainWindow):
         if not spec:
             self.show_error("open a recording, a video or a folder of pairs first, then adapt the model")
             return
+        if getattr(self.session.source, "frame_count", None) == 1:  # said after the file dialog (review)
+            self.show_error(
+                "adaptation learns from footage of several frames, and this source is one pair: open a "
+                "recording, a video or a folder of pairs of your rig, then adapt the model"
+            )
+            return
         out = self.ask_adapt_path()
         if not out:
             return

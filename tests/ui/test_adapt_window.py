@@ -94,3 +94,13 @@ def test_a_bad_model_file_is_a_message_and_keeps_the_engine(qtbot, tmp_path: Pat
     good = default_weights()
     assert good is not None and window.load_model(str(good))
     assert window.notices.level == "info" and f"model {good.name} loaded" in window.notices.text.text()
+
+
+def test_adapt_on_a_still_pair_is_refused_before_the_file_dialog(qtbot, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """It asked where to write adapted.pt, then refused the one-frame source (review)."""
+    window = _window(qtbot, steps=2)
+    _open(qtbot, window, demo_dir)
+    asked: list[bool] = []
+    window.ask_adapt_path = lambda: asked.append(True) or ""  # type: ignore[func-returns-value]
+    window.adapt_action.trigger()
+    assert not asked and "this source is one pair" in window.last_error

@@ -493,7 +493,7 @@ def progress_text(frames: int, size_bytes: int, seconds: float, free_bytes: int 
     long it lasts at that rate when that is under an hour (a camera at full rate fills gigabytes
     a minute): the window's REC badge and ``record``'s progress line."""
     elapsed = int(seconds)
-    text = f"{frames} frames · {size_bytes / 1e6:.1f} MB · {elapsed // 60}:{elapsed % 60:02d}"
+    text = f"{plural(frames, 'frame')} · {size_bytes / 1e6:.1f} MB · {elapsed // 60}:{elapsed % 60:02d}"
     rate = size_bytes / seconds if seconds >= 2 else 0.0
     if rate > 0:
         text += f" · {rate / 1e6:.0f} MB/s"

@@ -278,3 +278,11 @@ def test_a_recording_inside_another_is_refused(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "timestamps.txt").write_text("a user's notes\n")  # no frames: not a recording
     Recorder(tmp_path / "plain" / "rec").close()
+
+
+def test_the_progress_counts_one_frame_in_the_singular() -> None:
+    """The REC badge read "REC 1 frames · 0.6 MB" (review)."""
+    from app.engine.sources.recording import progress_text
+
+    assert progress_text(1, 600_000, 1.0).startswith("1 frame · 0.6 MB")
+    assert progress_text(2, 600_000, 1.0).startswith("2 frames · ")

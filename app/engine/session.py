@@ -205,7 +205,9 @@ class Session:
         self._previous_left: np.ndarray | None = None
         self._previous_number: int | None = None  # its frame number, for a file's frames
         self._grabbed: tuple[StereoPair | None, int | None] = (None, None)  # the last grab, its number
-        self._flow_of: tuple[StereoPair | None, np.ndarray | None] = (None, None)  # the last flow's frame
+        # the last flow's frame, its flow, and the left image it was computed from (a held frame's
+        # flow is computed again from it when the method changes)
+        self._flow_of: tuple[StereoPair | None, np.ndarray | None, np.ndarray | None] = (None, None, None)
         self._frames = 0
         self.events = SessionEvents()
         self.recorder: Recorder | None = None
@@ -325,7 +327,7 @@ class Session:
         self._ended_recording = self.stop_recording() or self._ended_recording
         with self._lock:
             old, self.source = self.source, source
-            self._previous_left, self._flow_of = None, (None, None)
+            self._previous_left, self._flow_of = None, (None, None, None)
             self._new_stream()
         if old is not None and old is not source:
             old.close()
@@ -413,8 +415,12 @@ class Session:
         return PARAMETERS.get(resolve_backend(name), ()) if name != "off" else ()
 
     def set_flow(self, backend: FlowBackend | None) -> None:
+        """Flow by ``backend`` from the next answer on; a held frame's (an ended or paused source)
+        is computed again from the frame before it (it kept the last method's image, its title
+        saying otherwise: review)."""
         with self._lock:
-            self.flow, self._previous_left, self._flow_of = backend, None, (None, None)
+            pair, _, before = self._flow_of
+            self.flow, self._previous_left, self._flow_of = backend, None, (pair, None, before)
 
     def set_flow_backend(self, name: str, values: dict[str, Any] | None = None) -> str:
         """Flow by the backend ``name`` (``off``: none) with its parameter ``values``; a status line.
@@ -735,6 +741,10 @@ class Session:
         if flow is not None:
             if pair is self._flow_of[0]:  # the same frame again (a setting changed): its flow stands
                 flow_field = self._flow_of[1]  # (computed again, it was the frame against itself)
+                before = self._flow_of[2]
+                if flow_field is None and before is not None and before.shape == left.shape:
+                    flow_field = np.asarray(flow.compute(before, left))  # another method: again
+                    self._flow_of = (pair, flow_field, before)
             else:
                 number = self._grabbed[1] if self._grabbed[0] is pair else None
                 previous = self._previous_left
@@ -745,7 +755,7 @@ class Session:
                 if previous is not None and previous.shape == left.shape and follows:
                     flow_field = np.asarray(flow.compute(previous, left))
                 self._previous_left, self._previous_number = left, number
-                self._flow_of = (pair, flow_field)
+                self._flow_of = (pair, flow_field, previous if flow_field is not None else None)
         timings["flow"] = (time.perf_counter() - t1) * 1000
         self._frames += 1
         result = FrameResult(

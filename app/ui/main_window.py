@@ -838,9 +838,14 @@ class MainWindow(QMainWindow):
         self._flow_failed = status if name != "off" and self.session.flow is None else ""
         if self.session.flow is not None:
             self.extra.setCurrentWidget(self.flow_view)
-        # a held frame is not answered again for flow: the title says the new state at once
-        # (it read "Optical flow is off" beside a method just chosen)
+        else:  # off, or it could not start: the last method's image is not this one's (review)
+            self.flow_view.clear_image()
+            self._flow_drawn = False
+        # the title says the new state at once (it read "Optical flow is off" beside a method just
+        # chosen); a held frame (ended, paused) is answered again: its flow by the new method
         self._flow_title(self.session.flow is not None and self._flow_drawn)
+        if self.session.flow is not None and self.controller.holds_still():
+            self.controller.refresh()
 
     def _flow_title(
         self, drawn: bool, scale: float | None = None, arrows: bool = False, layout: str | None = None

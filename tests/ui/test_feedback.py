@@ -902,6 +902,19 @@ def test_hovering_the_right_image_does_not_read_the_left_images_disparity(qtbot)
     assert window.flow_view.title.full_text.startswith("Optical flow needs a moving source")
 
 
+def test_another_flow_method_on_an_ended_source_computes_its_flow_again(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The last method's image stayed under the new method's title on an ended video (review)."""
+    window = _window(qtbot, lambda spec: FakeSource(3), RecordingEngine())
+    window.controls.flow.setCurrentText("farneback")
+    window.open_spec("clip")
+    qtbot.waitUntil(lambda: window._ended, timeout=10_000)
+    assert window.controller.last is not None and window.controller.last.flow is not None
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000) as shown:
+        window.controls.flow.setCurrentText("dis")
+    redone = shown.args[0]
+    assert redone.flow is not None and window.session.flow is not None
+
+
 def test_the_seek_label_counts_time_from_the_recordings_first_frame(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from app.cli import main
 

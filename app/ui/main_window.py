@@ -981,7 +981,8 @@ class MainWindow(QMainWindow):
         for pane, error in zip((self.error_main, self.error_base), (*shown.errors, None, None), strict=False):
             if error is not None:
                 pane.set_title(error[0])
-                pane.show_rgb(error[1], (0.0, ERROR_MAX_PX))
+                # a binary answer's map is right or wrong: no 0-4 px bar beside it (review)
+                pane.show_rgb(error[1], (0.0, ERROR_MAX_PX), answered=error[2])
             elif not shown.errors:
                 pane.set_title("no ground truth for this source")
                 pane.clear_image()  # not the last source's errors

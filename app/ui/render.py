@@ -36,7 +36,8 @@ class Rendered:
     flow_rgb: np.ndarray | None = None
     flow_scale: float | None = None  # px the colour wheel's rim stands for (said in the pane's title)
     flow_arrows: bool = False  # drawn as arrows: flow_scale is the longest arrow's flow
-    errors: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (title, rgb) per engine
+    # (title, rgb, whether a 0-4 px colour bar reads it: not a binary answer's right or wrong side)
+    errors: list[tuple[str, np.ndarray, bool]] = field(default_factory=list)
     histogram: tuple[np.ndarray, np.ndarray, str] | None = None  # counts, edges, unit (m or px)
     answered: bool = True  # some pixel has a value: the colour bar means something
 
@@ -175,7 +176,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
                 f"{truth.engine}: bad-2 {100 * truth.bad2:.1f} %, EPE {truth.epe:.2f} px · |d - truth| "
                 f"0-{ERROR_MAX_PX:g} px · a pixel without an answer counts as wrong"
             )
-        out.errors.append((title, rgb))
+        out.errors.append((title, rgb, depth.mode is not Mode.BINARY))
     if result.flow is not None:
         flow = np.asarray(result.flow)
         if spec.flow_view == "arrows":

@@ -1271,7 +1271,7 @@ def test_the_errors_beside_say_sgbm_is_the_main_engine(qtbot) -> None:  # type: 
     window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
     window.settings.compare = True
     shown = Rendered(DisplaySpec(), np.zeros((4, 4, 3), np.uint8), (0.0, 1.0), "sgbm continuous", None)
-    shown.errors = [("sgbm: bad-2 20.0 %", np.zeros((4, 4, 3), np.uint8))]
+    shown.errors = [("sgbm: bad-2 20.0 %", np.zeros((4, 4, 3), np.uint8), True)]
     window._show_errors(shown, sgbm_main=True)
     assert window.error_base.title.full_text.startswith("SGBM is the main engine")
     window._show_errors(shown)

@@ -363,6 +363,8 @@ def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such
     (truth,) = Session.truth_errors(plane)
     assert truth.side == pytest.approx(7 / 12)  # 12 pixels with truth: 4 + 4 right, 1 of them unanswered
     assert render(plane, DisplaySpec()).errors[0][0].startswith("sgbm: 58.3 % on the right side of 20 px")
+    # right or wrong: no 0-4 px colour bar reads it (review); a selective map's does
+    assert render(plane, DisplaySpec()).errors[0][2] is False and render(frame, DisplaySpec()).errors[0][2]
     assert "no answer here" in work.readout(plane, 0, 0) and "nan" not in work.readout(plane, 0, 0)
 
 

@@ -382,6 +382,10 @@ class MainWindow(QMainWindow):
         )
         self.reset_action.triggered.connect(self.reset_settings)
         self.view_menu.addAction(self.reset_action)
+        # Space and → were in no menu: only the playback bar's tooltips named them (review)
+        self.playback_menu = self.menuBar().addMenu("&Playback")
+        for action in (self.pause_action, self.step_action, self.loop_action, self.record_action):
+            self.playback_menu.addAction(action)
 
     def _large_tabs(self, on: bool) -> None:
         """The tabs below the images take three quarters of the split (``on``), or the sizes they

@@ -1008,3 +1008,10 @@ def test_min_confidence_can_be_typed_back_to_its_default(qtbot) -> None:  # type
     assert panel.min_confidence_box.value() == 0.37 and panel.settings.min_confidence == 0.37
     panel.min_confidence_box.setValue(0.1)
     assert panel.min_confidence.value() == 10 and panel.settings.min_confidence == 0.1
+
+
+def test_playback_keys_are_found_in_a_menu(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Space and → were in no menu, only in the playback bar's tooltips (review)."""
+    window = _window(qtbot, lambda spec: FakeSource(1))
+    names = {a.text(): a.shortcut().toString() for a in window.playback_menu.actions()}
+    assert names["Pause"] == "Space" and names["Step"] == "Right" and "Loop" in names

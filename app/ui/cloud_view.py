@@ -52,6 +52,9 @@ class CloudView(QWidget):
         self.message = QLabel("")
         self.message.setWordWrap(True)
         layout.addWidget(self.message)
+        # the row and its words stay at the top until the 3D view takes the room below (without a
+        # calibration the slider floated mid-pane, live over nothing: review)
+        layout.addStretch(1)
         self._layout = layout
         self.view = None  # the GL widget, created when first needed
         self.scatter = None
@@ -95,7 +98,9 @@ class CloudView(QWidget):
             self.message.setText(exc.worded(window_words))
             self.positions, self.colours = np.zeros((0, 3), np.float32), np.zeros((0, 4), np.float32)
             self._clear_points()  # the last cloud stood under the words that there is none
+            self.max_depth.setEnabled(False)  # nothing for it to limit
             return
+        self.max_depth.setEnabled(True)
         shown = len(self.positions)
         thinned = f", {shown} shown" if shown < total else ""
         self.message.setText(
@@ -128,4 +133,5 @@ class CloudView(QWidget):
             self.message.setText(f"the 3D view needs OpenGL, which is not available here ({exc})")
             return
         self.view, self.scatter = view, scatter
-        self._layout.addWidget(view, 1)
+        self._layout.insertWidget(self._layout.count() - 1, view, 1)  # above the stretch, which it outgrows
+        self._layout.setStretch(self._layout.count() - 1, 0)

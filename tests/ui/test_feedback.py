@@ -485,9 +485,11 @@ def test_the_3d_view_builds_from_depth_and_calibration(qtbot, monkeypatch) -> No
     _shown(qtbot, window)
     window.extra.setCurrentWidget(window.cloud_view)
     assert "calibration" in window.cloud_view.message.text()  # says what it needs
+    assert not window.cloud_view.max_depth.isEnabled()  # it floated live over nothing (review)
     window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controller.refresh()
+    assert window.cloud_view.max_depth.isEnabled()
     cloud = window.cloud_view
     d = float(window.controller.last.depth.disparity[0, 0])  # type: ignore[union-attr]
     assert len(cloud.positions) == 120 * 200 and np.allclose(cloud.positions[:, 1], 500.0 * 0.1 / d)

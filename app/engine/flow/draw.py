@@ -155,9 +155,16 @@ def draw_flow_arrows(
             shrink = min(1.0, limit / mag[y, x]) if mag[y, x] > 0 else 0.0
             dx, dy = f[y, x] * shrink * px_per_px
             length = float(np.hypot(dx, dy))
+            # each mark over a dark edge: green arrows were lost on a green scene (review)
             if length < 1.0:
+                cv2.circle(out, (x, y), 2, _EDGE, -1, cv2.LINE_AA)
                 cv2.circle(out, (x, y), 1, color, -1, cv2.LINE_AA)
                 continue
             tip = (round(x + dx), round(y + dy))
-            cv2.arrowedLine(out, (x, y), tip, color, 1, cv2.LINE_AA, tipLength=min(0.4, 4.0 / length))
+            tip_length = min(0.4, 4.0 / length)
+            cv2.arrowedLine(out, (x, y), tip, _EDGE, 3, cv2.LINE_AA, tipLength=tip_length)
+            cv2.arrowedLine(out, (x, y), tip, color, 1, cv2.LINE_AA, tipLength=tip_length)
     return out
+
+
+_EDGE = (0, 0, 0)  # the dark edge under every arrow and dot

@@ -107,3 +107,17 @@ def test_a_few_stray_vectors_do_not_wash_out_the_automatic_scale() -> None:
     flow[0, :5, 0] = 40.0  # 5 stray vectors of 10 000
     assert flow_scale(flow) == pytest.approx(4.0)
     assert flow_scale(field((0, 0), (0, 0), (3, 4))) == pytest.approx(5.0)  # percentile 0: the longest
+
+
+def test_arrows_keep_a_dark_edge_on_a_scene_of_their_own_colour() -> None:
+    """Green arrows were lost on a green scene (review): each is drawn over a dark edge."""
+    from app.engine.flow.draw import draw_flow_arrows
+
+    green = np.zeros((64, 64, 3), np.uint8)
+    green[..., 1] = 255
+    flow = np.zeros((64, 64, 2), np.float32)
+    flow[..., 0] = 6.0
+    drawn = draw_flow_arrows(green, flow, step=16)
+    dark = (drawn.sum(axis=2) < 100).sum()
+    assert dark > 4 * 4 * 6  # an edge along every one of the 16 arrows
+    assert (drawn[..., 1] == 255).any()  # the arrows themselves are still the colour asked for

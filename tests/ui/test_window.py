@@ -783,7 +783,8 @@ def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) ->
 
 def test_a_budget_below_the_fastest_answer_moves_the_slider_to_the_least_that_answers(qtbot) -> None:  # type: ignore[no-untyped-def]
     """The slider went down to 5 ms and the refusal stood ("use at least 44 ms"), the refused
-    budget kept for the next start (review): it moves up to the least budget that answers."""
+    budget kept for the next start (review): it moves up to the least budget that answers, with
+    room over the prediction (raised to a predicted 29 ms, an answer took 37: review)."""
     from app.engine.errors import BudgetTooLow
 
     class Floor(RecordingEngine):
@@ -802,9 +803,9 @@ def test_a_budget_below_the_fastest_answer_moves_the_slider_to_the_least_that_an
     c.budget_on.setChecked(True)
     _wait_result(qtbot, window)
     c.budget.set_number(15)
-    qtbot.waitUntil(lambda: engine.requests[-1].budget_ms == 44.0, timeout=5000)
-    assert c.budget.number() == 44 and window.settings.budget_ms == 44.0
-    assert "budget raised to 44 ms" in window.notices.text.text() and window.notices.level == "info"
+    qtbot.waitUntil(lambda: engine.requests[-1].budget_ms == 58.0, timeout=5000)
+    assert c.budget.number() == 58 and window.settings.budget_ms == 58.0
+    assert "budget raised to 58 ms" in window.notices.text.text() and window.notices.level == "info"
     assert not window.last_error
     # a late refusal of settings changed since moves nothing back (a budget raised to 100 went
     # down to 44, and the stale refusal was shown: code review)
@@ -840,9 +841,9 @@ def test_a_playing_source_under_a_too_low_budget_raises_it_without_a_refusal(qtb
     _wait_result(qtbot, window)
     window.controls.budget_on.setChecked(True)
     window.controls.budget.set_number(15)
-    qtbot.waitUntil(lambda: engine.requests[-1].budget_ms == 44.0, timeout=5000)
+    qtbot.waitUntil(lambda: engine.requests[-1].budget_ms == 58.0, timeout=5000)
     qtbot.wait(300)
-    assert errors == [] and window.controls.budget.number() == 44
+    assert errors == [] and window.controls.budget.number() == 58
 
 
 def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibration(

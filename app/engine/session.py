@@ -420,7 +420,7 @@ class Session:
         saying otherwise: review)."""
         with self._lock:
             pair, _, before = self._flow_of
-            self.flow, self._previous_left, self._flow_of = backend, None, (pair, None, before)
+            self.flow, self._flow_of = backend, (pair, None, before)
 
     def set_flow_backend(self, name: str, values: dict[str, Any] | None = None) -> str:
         """Flow by the backend ``name`` (``off``: none) with its parameter ``values``; a status line.
@@ -738,24 +738,26 @@ class Session:
             timings["sgbm"] = (time.perf_counter() - t_base) * 1000
         flow_field = None
         t1 = time.perf_counter()
-        if flow is not None:
-            if pair is self._flow_of[0]:  # the same frame again (a setting changed): its flow stands
-                flow_field = self._flow_of[1]  # (computed again, it was the frame against itself)
-                before = self._flow_of[2]
-                if flow_field is None and before is not None and before.shape == left.shape:
-                    flow_field = np.asarray(flow.compute(before, left))  # another method: again
-                    self._flow_of = (pair, flow_field, before)
-            else:
-                number = self._grabbed[1] if self._grabbed[0] is pair else None
-                previous = self._previous_left
-                # a file's frames: only the one just before (a seek back, a loop or a skipped
-                # damaged frame showed flow between frames 9 and 2, 22 px where steps were 2-6)
-                last = self._previous_number
-                follows = number is None or last is None or number == last + 1
-                if previous is not None and previous.shape == left.shape and follows:
-                    flow_field = np.asarray(flow.compute(previous, left))
-                self._previous_left, self._previous_number = left, number
-                self._flow_of = (pair, flow_field, previous if flow_field is not None else None)
+        if pair is self._flow_of[0]:  # the same frame again (a setting changed): its flow stands
+            flow_field = self._flow_of[1]  # (computed again, it was the frame against itself)
+            before = self._flow_of[2]
+            if flow is not None and flow_field is None and before is not None:
+                # another method, or flow turned on, on a held frame: from the frame before it
+                flow_field = np.asarray(flow.compute(before, left))
+                self._flow_of = (pair, flow_field, before)
+        else:  # a new frame: the frame before it is kept with flow off too (turned on at the end
+            # of a folder, it had none to compare with: review)
+            number = self._grabbed[1] if self._grabbed[0] is pair else None
+            previous = self._previous_left
+            # a file's frames: only the one just before (a seek back, a loop or a skipped
+            # damaged frame showed flow between frames 9 and 2, 22 px where steps were 2-6)
+            last = self._previous_number
+            follows = number is None or last is None or number == last + 1
+            before = previous if previous is not None and previous.shape == left.shape and follows else None
+            if flow is not None and before is not None:
+                flow_field = np.asarray(flow.compute(before, left))
+            self._previous_left, self._previous_number = left, number
+            self._flow_of = (pair, flow_field, before)
         timings["flow"] = (time.perf_counter() - t1) * 1000
         self._frames += 1
         result = FrameResult(

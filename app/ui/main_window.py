@@ -849,7 +849,7 @@ class MainWindow(QMainWindow):
         # the title says the new state at once (it read "Optical flow is off" beside a method just
         # chosen); a held frame (ended, paused) is answered again: its flow by the new method
         self._flow_title(self.session.flow is not None and self._flow_drawn)
-        if self.session.flow is not None and self.controller.holds_still():
+        if self.controller.holds_still():  # its flow by the new method, or none (its time too)
             self.controller.refresh()
 
     def _flow_title(

@@ -915,6 +915,14 @@ def test_another_flow_method_on_an_ended_source_computes_its_flow_again(qtbot) -
         window.controls.flow.setCurrentText("dis")
     redone = shown.args[0]
     assert redone.flow is not None and window.session.flow is not None
+    # off, then on again at the end: the frame before is kept with flow off too (it said "no
+    # previous frame to compare this one with": review); off answers again without a flow time
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000) as shown:
+        window.controls.flow.setCurrentText("off")
+    assert shown.args[0].flow is None and shown.args[0].timings["flow"] < 0.5
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000) as shown:
+        window.controls.flow.setCurrentText("farneback")
+    assert shown.args[0].flow is not None
 
 
 def test_the_seek_label_counts_time_from_the_recordings_first_frame(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -231,11 +231,11 @@ class ControlsPanel(QWidget):
         self.flow = _combo(vocabulary.FLOW.choices, s.flow)
         self.flow.currentTextChanged.connect(self._on_flow)
         form.addRow(vocabulary.FLOW.label, self.flow)
-        self.flow_params = QWidget()
-        self.flow_form = QFormLayout(self.flow_params)
-        self.flow_form.setContentsMargins(0, 0, 0, 0)
+        # the method's own parameters are rows of this form, under the method (a form of their
+        # own inside it set its "Preset" box apart from every other row's: review)
+        self._flow_host = form
+        self.flow_param_boxes: list[QComboBox] = []
         self.flow_values: dict[str, object] = {}
-        form.addRow(self.flow_params)
         self.flow_status = QLabel("")
         self.flow_status.setWordWrap(True)
         form.addRow("", self.flow_status)
@@ -298,9 +298,11 @@ class ControlsPanel(QWidget):
 
     def _build_flow_params(self, name: str) -> None:
         """Controls for the chosen backend's own parameters, as the backend describes them."""
-        while self.flow_form.rowCount():
-            self.flow_form.removeRow(0)
+        for box in self.flow_param_boxes:
+            self._flow_host.removeRow(box)
+        self.flow_param_boxes = []
         self.flow_values = {}
+        row = self._flow_host.getWidgetPosition(self.flow)[0] + 1  # type: ignore[index]
         for param in self._flow_parameters(name):
             # a switch reads off / on (it read False / False: review)
             shown = {c: ("on" if c else "off") if isinstance(c, bool) else str(c) for c in param.choices}
@@ -310,8 +312,8 @@ class ControlsPanel(QWidget):
             box.currentTextChanged.connect(
                 lambda text, p=param.name, c=choices: self._set_flow_param(p, c[text])
             )
-            self.flow_form.addRow(param.label, box)
-        self.flow_params.setVisible(bool(self.flow_values))
+            self._flow_host.insertRow(row + len(self.flow_param_boxes), param.label, box)
+            self.flow_param_boxes.append(box)
 
     def _set_flow_param(self, name: str, value: object) -> None:
         self.flow_values[name] = value

@@ -187,8 +187,11 @@ def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-unty
     window.open_spec("live")
     _wait_result(qtbot, window)
     window.controls.flow.setCurrentText("dis")
-    labels = [window.controls.flow_form.itemAt(i).widget() for i in range(window.controls.flow_form.count())]
-    assert any(getattr(w, "currentText", lambda: "")() == "fast" for w in labels)  # DIS preset offered
+    boxes = window.controls.flow_param_boxes
+    assert any(w.currentText() == "fast" for w in boxes)  # DIS preset offered
+    # a row of the panel's own form, aligned with the others (its own form set it apart: review)
+    form = window.controls.flow.parentWidget().layout()
+    assert form.getWidgetPosition(boxes[0])[0] == form.getWidgetPosition(window.controls.flow)[0] + 1
     qtbot.waitUntil(
         lambda: window.controller.last is not None and window.controller.last.flow is not None, timeout=10_000
     )
@@ -218,11 +221,7 @@ def test_flow_backend_and_its_parameters(qtbot) -> None:  # type: ignore[no-unty
     assert window.controls.flow_status.text() != ""
     if window.session.flow is None:  # the pane said "off: choose a method" beside nvof chosen (review)
         assert window.flow_view.title.full_text.startswith("Optical flow could not start: nvof is not")
-        texts = [
-            w.currentText()
-            for i in range(window.controls.flow_form.count())
-            if hasattr(w := window.controls.flow_form.itemAt(i).widget(), "currentText")
-        ]
+        texts = [w.currentText() for w in window.controls.flow_param_boxes]
         assert "off" in texts and "False" not in texts  # a switch reads off / on
 
 

@@ -912,3 +912,32 @@ def test_bench_refuses_width_with_weights(capsys, tmp_path: Path) -> None:  # ty
     weights.write_bytes(b"")
     msg = _bad(capsys, "bench", "--weights", str(weights), "--width", "0.5")
     assert "--width times random models and --weights loads one" in msg
+
+
+def test_eval_notes_name_settings_in_words_not_marks() -> None:
+    """eval printed "(\\x1eprecision=fp32\\x1f times onnxruntime too)" where depth printed
+    "(--precision fp32 ...)", and its JSON held the same marks (review)."""
+    import json as _json
+
+    from app.engine.bench.evaluation import EvalRow, eval_notes
+    from app.engine.errors import setting
+    from app.engine.metrics import evaluate
+    from app.vocabulary import cli_words
+
+    note = f"onnxruntime skipped ({setting('precision', 'fp32')} times onnxruntime too)"
+    metrics = evaluate(np.full((4, 4), 5.0, np.float32), np.full((4, 4), 5.0, np.float32))
+    row = EvalRow("demo", "bi3d", metrics, 1.0, 48, (note,), "torch", "bf16")
+    (line,) = eval_notes([row], cli_words)
+    assert "--precision fp32 times" in line and "\x1e" not in line and "\x1f" not in line
+    held = _json.dumps(row.to_json())
+    assert "\\u001e" not in held and "\\u001f" not in held
+
+
+def test_bench_names_a_size_too_small_and_export_sizes_read_in_their_unit(capsys) -> None:  # type: ignore[no-untyped-def]
+    """bench --size 8x8 said "give a larger pair" of no pair; export wrote "refine.onnx (0.0 MB)"
+    for 21 KB (review)."""
+    from app.commands.export import _size
+
+    message = _bad(capsys, "bench", "--size", "8x8", "--repeat", "1")
+    assert "--size 8x8 is too small" in message and "pair" not in message
+    assert (_size(21_000), _size(2_500_000)) == ("21 KB", "2.5 MB")

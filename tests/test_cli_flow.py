@@ -161,6 +161,9 @@ def test_frames_of_different_sizes(capsys, frames, tmp_path: Path) -> None:  # t
     small = tmp_path / "small.png"
     cv2.imwrite(str(small), _texture(40, 40))
     assert "differ in size" in _bad(capsys, "flow", str(frames[0]), str(small), "--out", str(tmp_path))
+    # refused before the backend's line, which stood above the error on stdout (review)
+    assert main(["flow", str(frames[0]), str(tmp_path / "nope.png"), "--out", str(tmp_path)]) == 2
+    assert "backend:" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("backend", ["dis", "farneback"])

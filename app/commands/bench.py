@@ -25,6 +25,14 @@ def run(args: argparse.Namespace) -> int:
     trained = args.weights or (args.width is None and default_weights() is not None)
     widths: list[float | None] = [None] if trained else (args.width or [1.0])
     sizes = list(dict.fromkeys(args.size or [(480, 640)]))  # a size given twice is timed once
+    from app.engine.depth.limits import MIN_IMAGE_SIDE
+
+    small = [f"{h}x{w}" for h, w in sizes if min(h, w) < MIN_IMAGE_SIDE]
+    if small:  # the engines' "give a larger pair" named no pair of the bench's (review)
+        raise UserError(
+            f"--size {', '.join(small)} is too small: the engines need at least "
+            f"{MIN_IMAGE_SIDE}x{MIN_IMAGE_SIDE} px; give a larger --size"
+        )
     records = run_bench(
         args.engines,
         args.modes,

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         scenes, engines, engine_options(args), args.max_disparity, skipped, args.min_confidence
     )
     print(eval_table(rows))
-    for line in eval_notes(rows):
+    for line in eval_notes(rows, vocabulary.cli_words):
         print(line)
     for line in skipped:
         print(f"note: {line}")

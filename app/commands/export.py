@@ -130,7 +130,7 @@ def _export_onnx(model: SweepModel, folder: Path, precision: str) -> None:
     except OSError as exc:
         raise UserError(f"cannot write into {folder}: {exc.strerror}; choose another --onnx folder") from exc
     for path in paths:
-        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        print(f"wrote {path} ({_size(path.stat().st_size)})")
     if precision != "fp32":
         print("fp16 graphs are for TensorRT 11 (strongly typed); not compared on the CPU")
         return
@@ -196,3 +196,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"largest plane batch of the SegNet engine (default {MAX_PLANES})",
     )
     p.set_defaults(func=run, usage_error=p.error)
+
+
+def _size(nbytes: int) -> str:
+    """A file's size in the unit that shows it: "21 KB", not "0.0 MB" (review)."""
+    return f"{nbytes / 1e6:.1f} MB" if nbytes >= 100_000 else f"{max(1, round(nbytes / 1e3))} KB"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         refuse_foreign_files(Path(args.out or "out"), args.inputs, names, FLOW_RECORD, "backend")
         refuse_inside_recording(Path(args.out or "out"))
         earlier = earlier_result(Path(args.out or "out"), FLOW_RECORD, "backend")
+    # a pair's files are read before the backend's line: it stood above their one-line error (review)
+    frames = _read_pair(args.inputs) if len(args.inputs) == 2 else None
     options = FlowOptions(args.preset, args.grid, args.temporal_hints, args.cost, args.gpu)
     backend, reason = create_flow_backend(args.backend, options)
     print(f"backend: {backend.name} ({reason})")
@@ -49,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
         verb = "applies" if len(unused) == 1 else "apply"
         print(f"note: {', '.join(unused)} {verb} to nvof only; {backend.name} runs without them")
     try:
-        if len(args.inputs) == 2:
-            written = _pair(backend, args)
+        if frames is not None:
+            written = _pair(backend, args, frames)
         else:
             written = _video(backend, args)
     finally:
@@ -81,19 +83,29 @@ def _nvof_only(args: argparse.Namespace) -> list[str]:
     return [flag for flag, on in given.items() if on]
 
 
-def _pair(backend: Any, args: argparse.Namespace) -> list[str]:
-    from app.engine.fileio import make_folder
-    from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend, flow_scale
-    from app.engine.formats import read_pair_rgb, write_color_png, write_flo
+def _read_pair(inputs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """FRAME0 FRAME1, read and checked (files, images, sizes) before any work."""
+    from app.engine.formats import read_pair_rgb
     from app.engine.sources.video import VIDEO_SUFFIXES
+    from app.engine.types import check_pair
 
-    videos = [p for p in args.inputs if Path(p).suffix.lower() in VIDEO_SUFFIXES]
+    videos = [p for p in inputs if Path(p).suffix.lower() in VIDEO_SUFFIXES]
     if videos:  # "pan.avi is not a readable image" did not say what to give (review)
         raise UserError(
             f"{videos[0]} is a video: give one video alone (flow between its consecutive frames), "
             "or two images"
         )
-    frame0, frame1 = read_pair_rgb(*args.inputs)
+    frame0, frame1 = read_pair_rgb(inputs[0], inputs[1])
+    check_pair(frame0, frame1)
+    return frame0, frame1
+
+
+def _pair(backend: Any, args: argparse.Namespace, frames: tuple[np.ndarray, np.ndarray]) -> list[str]:
+    from app.engine.fileio import make_folder
+    from app.engine.flow.draw import draw_flow_arrows, flow_color_with_legend, flow_scale
+    from app.engine.formats import write_color_png, write_flo
+
+    frame0, frame1 = frames
     result = backend.compute(frame0, frame1)  # frames too small for flow are refused here
     h, w = frame0.shape[:2]
     if args.arrow_step // 2 >= min(h, w):  # it wrote a picture without a single arrow, unsaid (review)

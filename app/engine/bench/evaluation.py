@@ -10,7 +10,7 @@ import numpy as np
 
 from app.engine.depth.engines import EngineOptions, build_engine
 from app.engine.depth.sgbm import search_range
-from app.engine.errors import UserError
+from app.engine.errors import UserError, Wording, plain_words, word_settings
 from app.engine.metrics import StereoMetrics, evaluate, format_table, to_json_dict
 from app.engine.sources.spec import Scene
 from app.engine.types import (
@@ -42,7 +42,7 @@ class EvalRow:
             "total_ms": round(self.total_ms, 2),
             "max_disparity": self.max_disparity,
             **to_json_dict(self.metrics),
-            "notes": list(self.notes),
+            "notes": [word_settings(n, plain_words) for n in self.notes],  # no setting marks in JSON
         }
 
 
@@ -199,11 +199,12 @@ def _mean_metrics(items: list[StereoMetrics]) -> StereoMetrics:
     return StereoMetrics(**values, n_valid_gt=sum(m.n_valid_gt for m in items))
 
 
-def eval_notes(rows: list[EvalRow]) -> list[str]:
+def eval_notes(rows: list[EvalRow], words: Wording = plain_words) -> list[str]:
     """Each engine note once, with the first scene and engine it was said of (the table alone
-    dropped them: a swapped pair was scored without a word)."""
+    dropped them: a swapped pair was scored without a word), its settings named by ``words``
+    (their raw marks were printed: review)."""
     said: dict[str, str] = {}
     for r in rows:
         for note in r.notes:
             said.setdefault(note, f"{r.scene}/{r.engine}")
-    return [f"note ({where}): {note}" for note, where in said.items()]
+    return [f"note ({where}): {word_settings(note, words)}" for note, where in said.items()]

@@ -780,21 +780,23 @@ def test_a_refused_setting_is_no_longer_shown_once_a_valid_one_answers(qtbot) ->
     assert window.notices.level == "error" and "cannot open" in window.notices.text.text()
 
 
+class _FastestAnswerEngine(RecordingEngine):
+    """Refuses budgets under 44 ms as the Bi3D engine does, naming that minimum (``BudgetTooLow``)."""
+
+    def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+        from app.engine.errors import BudgetTooLow
+
+        if request.budget_ms is not None and request.budget_ms < 44:
+            message = f"the latency budget {request.budget_ms:g} ms is below the fastest answer"
+            raise BudgetTooLow(message, 44.0)
+        return super().compute(left, right, request)
+
+
 def test_a_budget_below_the_fastest_answer_moves_the_slider_to_the_least_that_answers(qtbot) -> None:  # type: ignore[no-untyped-def]
     """The slider went down to 5 ms and the refusal stood ("use at least 44 ms"), the refused
     budget kept for the next start (review): it moves up to the least budget that answers, with
     room over the prediction (raised to a predicted 29 ms, an answer took 37: review)."""
-    from app.engine.errors import BudgetTooLow
-
-    class Floor(RecordingEngine):
-        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
-            if request.budget_ms is not None and request.budget_ms < 44:
-                raise BudgetTooLow(
-                    f"the latency budget {request.budget_ms:g} ms is below the fastest answer", 44.0
-                )
-            return super().compute(left, right, request)
-
-    engine = Floor()
+    engine = _FastestAnswerEngine()
     window = _window(qtbot, lambda spec: FakeSource(1), engine)
     window.open_spec("pair")
     _wait_result(qtbot, window)
@@ -822,17 +824,7 @@ def test_a_budget_below_the_fastest_answer_moves_the_slider_to_the_least_that_an
 def test_a_playing_source_under_a_too_low_budget_raises_it_without_a_refusal(qtbot) -> None:  # type: ignore[no-untyped-def]
     """Ticks sent the refused request again while the raised one waited out the debounce: the
     refusal flashed five times (code review)."""
-    from app.engine.errors import BudgetTooLow
-
-    class Floor(RecordingEngine):
-        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
-            if request.budget_ms is not None and request.budget_ms < 44:
-                raise BudgetTooLow(
-                    f"the latency budget {request.budget_ms:g} ms is below the fastest answer", 44.0
-                )
-            return super().compute(left, right, request)
-
-    engine = Floor()
+    engine = _FastestAnswerEngine()
     window = _window(qtbot, lambda spec: FakeSource(1000), engine)
     errors: list[str] = []
     window.notices.error = lambda message: errors.append(message)  # type: ignore[method-assign]

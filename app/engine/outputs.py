@@ -33,6 +33,7 @@ from app.engine.formats import (
     write_pfm,
 )
 from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
+from app.engine.validation import tenth
 
 OUTPUT_NAMES = (
     *("result.npz", "disparity.pfm", "disparity.png", "disparity_color.png", "mask.png", "result.json"),
@@ -403,18 +404,13 @@ def summary(result: DepthResult) -> dict[str, Any]:
 
 
 def _planes_text(planes: np.ndarray) -> str:
-    """Planes to a tenth of a pixel ("23.3064, 26.1818" of levels spaced in depth read raw: review)."""
+    """Planes to a tenth of a pixel (``validation.tenth``)."""
     if len(planes) <= 8:
-        return ", ".join(_tenth(p) for p in planes)
+        return ", ".join(tenth(p) for p in planes)
     steps = np.diff(planes)
     if np.allclose(steps, steps[0]):  # a grid: its step says why the last plane may pass the range
-        return f"{len(planes)} every {_tenth(steps[0])} from {_tenth(planes[0])} to {_tenth(planes[-1])}"
-    return f"{len(planes)} from {_tenth(planes[0])} to {_tenth(planes[-1])}"
-
-
-def _tenth(value: float) -> str:
-    """A pixel figure to a tenth, without trailing zeros: 23.3, 48."""
-    return f"{float(value):.1f}".rstrip("0").rstrip(".")
+        return f"{len(planes)} every {tenth(steps[0])} from {tenth(planes[0])} to {tenth(planes[-1])}"
+    return f"{len(planes)} from {tenth(planes[0])} to {tenth(planes[-1])}"
 
 
 def format_summary(

@@ -48,6 +48,12 @@ def shown(x: float) -> str:
     return f"{x:g}"
 
 
+def tenth(x: float) -> str:
+    """A figure to a tenth, without trailing zeros: 23.3, 48 ("23.3064, 26.1818" and "46.6667" of
+    planes between whole pixels read raw: review)."""
+    return f"{float(x):.1f}".rstrip("0").rstrip(".")
+
+
 POSITIVE = Bounds(0.0, None, low_open=True)
 NON_NEGATIVE = Bounds(0.0)
 

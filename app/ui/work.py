@@ -6,6 +6,7 @@ import numpy as np
 
 from app.engine.session import range_side
 from app.engine.types import FrameResult, Mode
+from app.engine.validation import tenth
 
 
 def readout(result: FrameResult, x: int, y: int, baseline: bool = False) -> str:
@@ -58,11 +59,12 @@ def _level_words(d: float, planes: np.ndarray, result: FrameResult) -> list[str]
     above = [p for p in edges if p > d]
     lo, hi = (below[-1] if below else None), (above[0] if above else None)
     if lo is None:
-        words = [f"disparity below {_px(hi)} px (the farthest level)"]
+        assert hi is not None  # a quantized answer has planes
+        words = [f"disparity below {tenth(hi)} px (the farthest level)"]
     elif hi is None:
-        words = [f"disparity above {_px(lo)} px (the nearest level)"]
+        words = [f"disparity above {tenth(lo)} px (the nearest level)"]
     else:  # "46.6667-56 px" read raw (review)
-        words = [f"disparity {_px(lo)}-{_px(hi)} px (a level)"]
+        words = [f"disparity {tenth(lo)}-{tenth(hi)} px (a level)"]
     if result.calibration is not None:
         unit = result.calibration.depth_unit
         z = [
@@ -76,8 +78,3 @@ def _level_words(d: float, planes: np.ndarray, result: FrameResult) -> list[str]
         elif z[0] is not None and z[1] is not None:
             words.append(f"depth {z[1]:.2f}-{z[0]:.2f} {unit}")
     return words
-
-
-def _px(value: float | None) -> str:
-    """A level's edge to a tenth of a pixel, without trailing zeros: 46.7, 56."""
-    return f"{value:.1f}".rstrip("0").rstrip(".")

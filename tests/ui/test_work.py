@@ -406,9 +406,9 @@ def test_measuring_says_what_quantized_and_selective_answers_hold() -> None:
     )
     assert "disparity 20-30 px (a level)   depth 1.67-2.50 m" in work.readout(frame, 1, 1)
     # levels between whole pixels read to a tenth: "46.6667-56 px" read raw (review)
-    from app.ui.work import _px
+    from app.engine.validation import tenth
 
-    assert (_px(46.6667), _px(56.0), _px(0.04)) == ("46.7", "56", "0")
+    assert (tenth(46.6667), tenth(56.0), tenth(0.04)) == ("46.7", "56", "0")
     assert "disparity below 10 px (the farthest level)   depth farther than 5.00 m" in work.readout(
         frame, 0, 0
     )

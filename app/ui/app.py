@@ -37,24 +37,27 @@ def build_session(settings: Settings) -> tuple[Session, str | None]:
 WINDOW_SIZE = (1500, 950)
 
 
+def screen_free() -> tuple[int, int] | None:
+    """The primary screen's free area (width, height), None without a screen."""
+    screen = QGuiApplication.primaryScreen()
+    if screen is None:
+        return None
+    free = screen.availableGeometry()
+    return free.width(), free.height()
+
+
 def window_size() -> tuple[int, int]:
     """The window's opening size: 1500 x 950, or the screen's free area where it is smaller (a
     1366 x 768 laptop clipped the calibration panel and the status bar at the fixed size)."""
     width, height = WINDOW_SIZE
-    screen = QGuiApplication.primaryScreen()
-    if screen is None:
-        return width, height
-    free = screen.availableGeometry()
-    return min(width, free.width()), min(height, free.height())
+    free = screen_free()
+    return (width, height) if free is None else (min(width, free[0]), min(height, free[1]))
 
 
 def fits_screen(width: int, height: int) -> bool:
     """Whether a window of this size fits the primary screen's free area (no screen: it does)."""
-    screen = QGuiApplication.primaryScreen()
-    if screen is None:
-        return True
-    free = screen.availableGeometry()
-    return width <= free.width() and height <= free.height()
+    free = screen_free()
+    return free is None or (width <= free[0] and height <= free[1])
 
 
 def create_window(source: str | None = None, settings_path: Path | None = None) -> MainWindow:

@@ -16,15 +16,20 @@ from PySide6.QtWidgets import QSlider, QWidget
 STEPS = 400  # slider positions from the minimum to the maximum
 
 
+def _step(value: float) -> int:
+    """The grid the slider's values keep to near ``value``: 1, 5 from 100, 50 from 1000."""
+    return 1 if value < 100 else 5 if value < 1000 else 50
+
+
 def round_value(value: float) -> int:
     """``value`` rounded to a whole number, to 5 from 100 and to 50 from 1000."""
-    step = 1 if value < 100 else 5 if value < 1000 else 50
+    step = _step(value)
     return int(step * round(value / step))
 
 
 def round_up(value: float) -> int:
     """The least value ``round_value`` gives that is not below ``value``."""
-    step = 1 if value < 100 else 5 if value < 1000 else 50
+    step = _step(value)
     return int(step * math.ceil(value / step))
 
 

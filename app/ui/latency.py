@@ -24,9 +24,20 @@ SPANS = (10, 30, 100, HISTORY)  # frames the x axis shows: the smallest that hol
 ENGINE_STAGES = {"sgbm": {"features": "match", "refine": "readout"}}
 
 
+class FramesAgoAxis(pg.AxisItem):
+    """The x axis in frames before the newest, said in its ticks: "now" at 0 and "9 frames ago" at
+    the leftmost (bare -9 .. -1 gave no unit; an axis title takes height a 150 px dock lacks)."""
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        ago = [abs(round(v * scale)) for v in values]
+        leftmost = max(ago, default=0)
+        named = leftmost if len(ago) > 1 else None  # the unit once, at the leftmost tick
+        return ["now" if n == 0 else f"{n} frames ago" if n == named else str(n) for n in ago]
+
+
 class LatencyPlot(pg.PlotWidget):
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(axisItems={"bottom": FramesAgoAxis("bottom")})
         self.setMinimumHeight(70)  # a short window shrinks it (the images keep the room)
         self.setLabel("left", "ms")
         # no axis title below: the plot's own height is what a 150 px dock has to give (review: 50 px)

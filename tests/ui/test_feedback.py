@@ -1286,3 +1286,12 @@ def test_the_errors_beside_say_sgbm_is_the_main_engine(qtbot) -> None:  # type: 
     assert window.error_base.title.full_text.startswith("SGBM is the main engine")
     window._show_errors(shown)
     assert window.error_base.title.full_text == "SGBM's errors: computing…"
+
+
+def test_the_latency_axis_says_its_unit_in_its_ticks(qtbot) -> None:  # type: ignore[no-untyped-def]
+    plot = LatencyPlot()
+    qtbot.addWidget(plot)
+    axis = plot.getAxis("bottom")
+    # bare "-9 .. -1" under the plot named no unit (its tooltip alone did: review)
+    assert axis.tickStrings([-9.0, -6.0, -3.0, 0.0], 1.0, 3.0) == ["9 frames ago", "6", "3", "now"]
+    assert axis.tickStrings([0.0], 1.0, 1.0) == ["now"]

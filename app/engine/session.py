@@ -45,7 +45,7 @@ from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
 from app.engine.training.adapt_report import describe
-from app.engine.types import Calibration, DepthRequest, DepthResult, FrameResult, Mode, StereoPair
+from app.engine.types import Calibration, DepthRequest, DepthResult, FrameResult, Mode, Spacing, StereoPair
 
 __all__ = [
     "NOT_STEREO_MARK",
@@ -709,8 +709,7 @@ class Session:
         if rectifier is not None or swap:
             pair = dataclasses.replace(pair, left=left, right=right)
         timings["rectify"] = (time.perf_counter() - t0) * 1000
-        if calibration is not None and request.calibration is None:
-            request = dataclasses.replace(request, calibration=calibration)
+        request = with_calibration(request, calibration)
         depth = engine.compute(left, right, request)
         source_notes = getattr(self.source, "notes", ())  # e.g. a video opened in the other layout
         depth.notes[:0] = [n for n in source_notes if n not in depth.notes]
@@ -773,6 +772,19 @@ class Session:
             source, self.source = self.source, None
         if source is not None:
             source.close()
+
+
+def with_calibration(request: DepthRequest, calibration: Calibration | None) -> DepthRequest:
+    """The request answered with the frame's own calibration (``calibration``: the session's,
+    else the frame's, else None), whatever the window's request carried: a request made while
+    the last source played kept its calibration, and a snapshot of the next source's frames
+    saved their depth in metres by it (the demo's f * B for a synthetic scene's: review).
+    Without one, levels spaced in depth fall back to disparity, as the controls do."""
+    if request.calibration is calibration:
+        return request
+    if calibration is None and request.spacing is Spacing.DEPTH:
+        return dataclasses.replace(request, calibration=None, spacing=Spacing.DISPARITY)
+    return dataclasses.replace(request, calibration=calibration)
 
 
 def alike(request: DepthRequest, depth: DepthResult, width: int) -> DepthRequest:

@@ -239,3 +239,25 @@ def test_sgbm_beside_bi3d_answers_the_planes_bi3d_s_budget_chose() -> None:
     far = empty_result(image, "bi3d", Mode.QUANTIZED)
     far.planes, far.choice = np.array([30.0, 170.0], np.float32), {"planes": 2.0}
     assert alike(budgeted, far, 160) is budgeted and alike(budgeted, far, 640).planes == (30.0, 170.0)
+
+
+def test_a_frame_is_answered_with_its_own_calibration_not_the_request_s() -> None:
+    from app.engine.types import Calibration, Spacing
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _TimedEngine()  # type: ignore[assignment]
+    image = np.zeros((96, 128, 3), np.uint8)
+    demo = Calibration(focal_px=3997.7, baseline_m=0.193, doffs=31.1)  # the last source's
+    own = Calibration(focal_px=640.0, baseline_m=0.12)
+    # a request the window made while the demo played: a synthetic frame's snapshot saved its
+    # depth in metres by the demo's f * B (review)
+    stale = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48, calibration=demo)
+    frame = session.process(StereoPair(image, image, calibration=own), stale)
+    assert frame.request.calibration is own and frame.calibration is own
+    frame = session.process(StereoPair(image, image), stale)  # a pair without one: pixels only
+    assert frame.request.calibration is None and frame.calibration is None
+    levels = DepthRequest(
+        mode=Mode.QUANTIZED, levels=4, max_disparity=48, spacing=Spacing.DEPTH, calibration=demo
+    )
+    frame = session.process(StereoPair(image, image), levels)
+    assert frame.request.spacing is Spacing.DISPARITY and frame.request.calibration is None

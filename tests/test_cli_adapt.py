@@ -77,6 +77,13 @@ def test_bad_inputs_are_one_line(capsys, footage: Path, tmp_path: Path) -> None:
     (tmp_path / "mine.json").write_text('{"my": "notes"}')
     line = bad(capsys, "adapt", str(footage), "--out", str(tmp_path / "mine.pt"))
     assert "mine.json already exists" in line and (tmp_path / "mine.json").read_text() == '{"my": "notes"}'
+    # inside the footage it reads: a recorded frame was replaced by the checkpoint (review)
+    frame = footage / "left" / "000003.png"
+    before = frame.read_bytes()
+    line = bad(capsys, "adapt", str(footage), "--out", str(frame), "--overwrite")
+    assert "overlaps the source" in line and frame.read_bytes() == before
+    assert "overlaps the source" in bad(capsys, "adapt", str(footage), "--out", str(footage / "a.pt"))
+    assert not (footage / "a.pt").exists() and not (footage / "a.json").exists()
 
 
 @pytest.mark.slow

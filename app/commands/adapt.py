@@ -15,7 +15,8 @@ from app.commands.arguments import real, whole
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.common import EXIT_INTERRUPTED
+    from app.commands.common import EXIT_INTERRUPTED, refuse_inside_recording
+    from app.commands.record import refuse_overlap
     from app.engine.errors import UserError
     from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, adapt
 
@@ -25,6 +26,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             f"--out {out} names the checkpoint, and its report goes beside it as NAME.json; use .pt"
         )
+    # a recorded frame was replaced by the checkpoint (--overwrite), or the checkpoint and its
+    # report added to the recording, as depth, flow and record refuse (review)
+    refuse_inside_recording(out)
+    refuse_overlap(args.source, out, "checkpoint", "write the checkpoint")
     resuming = Path(args.out + ".partial").exists()
     for kept in (out, report):
         if kept.is_file() and not resuming and not args.overwrite:

@@ -162,6 +162,9 @@ class ControlsPanel(QWidget):
         self.min_confidence_box.setSingleStep(0.01)
         self.min_confidence_box.setDecimals(2)
         self.min_confidence_box.setValue(s.min_confidence)
+        # taken when typed (Enter, Tab, leaving the box): each key's value, sent on to the slider
+        # and back, rewrote the text under the cursor ("0.25" typed became 0.20 or 0.00: review)
+        self.min_confidence_box.setKeyboardTracking(False)
         self.min_confidence_box.setToolTip(
             f"{vocabulary.MIN_CONFIDENCE.help} (default {vocabulary.MIN_CONFIDENCE.default:g})"
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 
 from app.engine.depth.engines import EngineOptions
 from app.engine.errors import UserError
@@ -1000,6 +1000,14 @@ def test_min_confidence_can_be_typed_back_to_its_default(qtbot) -> None:  # type
     assert panel.min_confidence_box.value() == 0.37 and panel.settings.min_confidence == 0.37
     panel.min_confidence_box.setValue(0.1)
     assert panel.min_confidence.value() == 10 and panel.settings.min_confidence == 0.1
+    # typed key by key: the first digit was answered at once and rewritten to "0.00" under the
+    # cursor, and "0.25" ended as 0.20 or 0.00 (review)
+    box = panel.min_confidence_box
+    box.lineEdit().selectAll()
+    qtbot.keyClicks(box.lineEdit(), "0.25")
+    qtbot.keyClick(box.lineEdit(), Qt.Key.Key_Return)
+    assert box.value() == 0.25 and panel.settings.min_confidence == 0.25
+    assert panel.min_confidence.value() == 25
 
 
 def test_playback_keys_are_found_in_a_menu(qtbot) -> None:  # type: ignore[no-untyped-def]

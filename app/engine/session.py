@@ -37,7 +37,7 @@ from app.engine.formats import COLORMAPS, colorize, read_image_rgb
 from app.engine.metrics import evaluate
 from app.engine.runtimes.select import FALLBACK as RUNTIME_FALLBACK
 from app.engine.sources.base import plural
-from app.engine.sources.files import left_first
+from app.engine.sources.files import left_first, right_partner
 from app.engine.sources.layout import MARK as LAYOUT_MARK
 from app.engine.sources.layout import NOT_STEREO_MARK
 from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, progress_text
@@ -67,6 +67,7 @@ __all__ = [
     "plural",
     "progress_text",
     "range_side",
+    "right_partner",
 ]
 
 LIVE_QUEUE_BYTES = 256 << 20  # a camera recording's frames waiting for the disk (about 1.5 s of 720p stereo)

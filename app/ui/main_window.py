@@ -50,6 +50,7 @@ from app.engine.session import (
     dropped_note,
     left_first,
     plural,
+    right_partner,
 )
 from app.engine.types import Calibration, DepthResult, FrameResult, Mode, StereoPair
 
@@ -480,8 +481,16 @@ class MainWindow(QMainWindow):
             except UserError as exc:
                 self.show_error(exc.worded(vocabulary.window_words))
                 return
-            right, _ = QFileDialog.getOpenFileName(self, "Right image", str(Path(files[0]).parent), images)
-            if right:
+            # the right view beside it named alike is chosen already (aloeL.jpg -> aloeR.jpg); the
+            # left one chosen again gave a pair of one image, whose depth reads 0 px (review)
+            partner = right_partner(files[0])
+            start = str(partner) if partner is not None else str(Path(files[0]).parent)
+            right, _ = QFileDialog.getOpenFileName(self, "Right image", start, images)
+            if right and Path(right).resolve() == Path(files[0]).resolve():
+                self.show_error(
+                    f"{Path(right).name} was chosen as both views; choose the right camera's image"
+                )
+            elif right:
                 self.open_spec(f"{files[0]},{right}")
         elif len(files) == 2:
             self.open_spec(",".join(left_first(*files)))

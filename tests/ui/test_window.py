@@ -418,6 +418,23 @@ def test_open_image_pair_puts_the_left_named_image_left(qtbot, monkeypatch, tmp_
     window._pick_pair()
     assert asked == ["Right image"] and len(specs) == 3
     assert "notes.png is not a readable image" in window.last_error
+    # the right view named alike is chosen already; the left one chosen again is refused (it
+    # opened as a pair of one image, depth 0 px everywhere: review)
+    aloe_left, aloe_right = tmp_path / "aloeL.png", tmp_path / "aloeR.png"
+    for path in (aloe_left, aloe_right):
+        cv2.imwrite(str(path), np.zeros((8, 8, 3), np.uint8))
+    starts: list[str] = []
+    answers = [str(aloe_left), str(aloe_right)]
+    chosen.extend([[str(aloe_left)], [str(aloe_left)]])
+    monkeypatch.setattr(
+        QFileDialog, "getOpenFileName", lambda *a, **k: (starts.append(a[2]), (answers.pop(0), ""))[1]
+    )
+    window._pick_pair()
+    assert starts == [str(aloe_right)] and len(specs) == 3
+    assert "aloeL.png was chosen as both views" in window.last_error
+    window._pick_pair()
+    qtbot.waitUntil(lambda: len(specs) == 4, timeout=5000)
+    assert specs[-1] == f"{aloe_left},{aloe_right}"
 
 
 def test_a_screenshot_run_whose_source_fails_says_so_and_fails(qapp, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

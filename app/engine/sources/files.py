@@ -197,6 +197,26 @@ def left_first(first: str, second: str) -> tuple[str, str]:
     return (second, first) if (side(a), side(b)) == ("right", "left") else (first, second)
 
 
+# how a left view's file name turns into its right view's: whole words first, then a side letter
+# after a separator or at the end of a name in another case (aloeL -> aloeR, frame_l -> frame_r)
+_PARTNER_WORDS = (("left", "right"), ("Left", "Right"), ("LEFT", "RIGHT"), ("im0", "im1"), ("cam0", "cam1"))
+_PARTNER_LETTER = re.compile(r"(?:(?<=[^A-Za-z])[lL]|(?<=[a-z])L)(?=$|[^A-Za-z])")
+
+
+def right_partner(left: str | Path) -> Path | None:
+    """The right view's file beside a left one named alike (``aloeL.jpg`` -> ``aloeR.jpg``,
+    ``left01.jpg`` -> ``right01.jpg``, ``im0.png`` -> ``im1.png``), or None when none is there."""
+    path = Path(left)
+    stem = path.stem
+    candidates = [stem.replace(a, b) for a, b in _PARTNER_WORDS if a in stem]
+    candidates.append(_PARTNER_LETTER.sub(lambda m: "R" if m.group() == "L" else "r", stem))
+    for name in candidates:
+        partner = path.with_name(name + path.suffix)
+        if name != stem and partner.is_file():
+            return partner
+    return None
+
+
 # subfolders of the two cameras, as stereo rigs and datasets name them (case does not matter):
 # left/right, L/R, cam0/cam1 (EuRoC, with data/ inside), image_02/image_03 (KITTI raw, data/ inside)
 PAIR_FOLDERS = (

@@ -48,6 +48,7 @@ from app.engine.sources.files import (
     name_times,
     pair_folder_scenes,
     read_disparity,
+    right_partner,
 )
 from app.engine.sources.recording import is_recording, open_recording
 from app.engine.sources.recording_index import looks_like_recording
@@ -159,6 +160,9 @@ def _split_folders(path: Path) -> list[str]:
 def _file(path: Path) -> StereoSource:
     if path.suffix.lower() in IMAGE_SUFFIXES:
         read_image_rgb(path)  # not an image after all: that is what to say (and what to check)
+        partner = right_partner(path)
+        if partner is not None:  # the right view beside it, named alike: what to give
+            raise UserError(f"{path} is one image; give the pair as {path},{partner}")
         raise UserError(
             f"{path} is one image; give LEFT,RIGHT for a pair, a folder of pairs, or video:{path} if it "
             f"holds both views side by side (video:{path}?layout=tb: one above the other)"

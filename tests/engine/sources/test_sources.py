@@ -468,6 +468,12 @@ def test_a_single_image_is_not_a_source(tmp_path: Path) -> None:
     write_color_png(tmp_path / "x.png", image(1))
     with pytest.raises(UserError, match="is one image"):
         open_source(str(tmp_path / "x.png"))
+    write_color_png(tmp_path / "aloeL.png", image(1))
+    write_color_png(tmp_path / "aloeR.png", image(2))
+    # the right view beside it, named alike, is named as what to give (review)
+    left, right = tmp_path / "aloeL.png", tmp_path / "aloeR.png"
+    with pytest.raises(UserError, match=f"give the pair as {left},{right}$"):
+        open_source(str(left))
     (tmp_path / "y.png").write_text("not an image")  # it said "one image" of this too (review)
     with pytest.raises(UserError, match="is not a readable image"):
         open_source(str(tmp_path / "y.png"))
@@ -576,3 +582,41 @@ def test_two_videos_of_another_rate_or_length_are_said(tmp_path: Path) -> None:
     write_video(tmp_path / "r.avi", frames, fps=30.0)
     with open_source(f"{tmp_path / 'l.avi'},{tmp_path / 'r.avi'}") as source:
         assert source.notes == []
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("aloeL.jpg", "aloeR.jpg"),
+        ("left01.jpg", "right01.jpg"),
+        ("im0.png", "im1.png"),
+        ("frame_l.png", "frame_r.png"),
+        ("x_L_01.png", "x_R_01.png"),
+        ("cam0_7.png", "cam1_7.png"),
+        ("Lamp.png", None),  # a word that starts with L is no side
+        ("aloeR.jpg", None),  # a right view has no right partner
+    ],
+)
+def test_a_left_view_s_right_partner_is_found_by_its_name(
+    tmp_path: Path, left: str, right: str | None
+) -> None:
+    from app.engine.sources.files import right_partner
+
+    for name in (
+        "aloeL.jpg",
+        "aloeR.jpg",
+        "left01.jpg",
+        "right01.jpg",
+        "im0.png",
+        "im1.png",
+        "frame_l.png",
+        "frame_r.png",
+        "x_L_01.png",
+        "x_R_01.png",
+        "cam0_7.png",
+        "cam1_7.png",
+        "Lamp.png",
+        "Ramp.png",
+    ):
+        (tmp_path / name).write_bytes(b"")
+    assert right_partner(tmp_path / left) == (None if right is None else tmp_path / right)

@@ -160,6 +160,7 @@ class MainWindow(QMainWindow):
         self._open_source = open_source or session.open_source
         self._swap_warned = False  # the swapped-images warning shows once a stream
         self._unrectified_warned: str | None = None  # the unrectified-pair warning shown this stream
+        self._identical_warned = ""  # the warning that both images are the same, while it holds
         self._set_aside_warned: str | None = None  # a set-aside rig's error, of this source only
         self._ended = False  # the source gave its last frame (Play starts it again)
         self._flow_drawn = False  # the flow pane shows the last frame's flow
@@ -373,6 +374,12 @@ class MainWindow(QMainWindow):
         self.full_screen_action.setCheckable(True)
         self.full_screen_action.toggled.connect(lambda on: self.showFullScreen() if on else self.showNormal())
         self.view_menu.addAction(self.full_screen_action)
+        # the status bar's notes are cut to its width, and only a click on them opened them whole,
+        # which nothing pointed to (review: "no way to read them")
+        self.notes_action = QAction("Notes on the last frame", self, shortcut=QKeySequence("N"))
+        self.notes_action.setToolTip("every note of the frame shown, in a window whose text can be copied")
+        self.notes_action.triggered.connect(self._open_notes)
+        self.view_menu.addAction(self.notes_action)
         self.view_menu.addSeparator()
         for action in (*(d.toggleViewAction() for d in self.docks), playback.toggleViewAction()):
             self.view_menu.addAction(action)
@@ -559,6 +566,9 @@ class MainWindow(QMainWindow):
             if warned is not None:
                 self.clear_error(warned)
         self._unrectified_warned = self._set_aside_warned = None
+        if self._identical_warned:
+            self.clear_error(self._identical_warned)
+            self._identical_warned = ""
         self._layout_warned = False
         # the last source's depth stood under its own title for seconds beside the new images (review)
         for pane in (self.depth_view, self.compare_main, self.baseline_view):
@@ -813,6 +823,24 @@ class MainWindow(QMainWindow):
             f"image, a negative disparity), so the depth is noise: {advice}"
         )
 
+    def _open_notes(self) -> None:
+        if self.engine_label.notes:
+            self.engine_label.open_notes()
+        else:
+            self.show_status("the frame shown has no notes")
+
+    def _warn_if_identical(self, result: FrameResult) -> None:
+        """The engine's note that both images are the same, as an error while it holds (the depth
+        pane drew a plausible colour map and the note sat cut off in the status bar: review)."""
+        note = self.session.identical_note(result)
+        if note is None:
+            if self._identical_warned:
+                self.clear_error(self._identical_warned)
+                self._identical_warned = ""
+        elif not self._identical_warned:  # once while it holds: dismissed, it stays away
+            self._identical_warned = note[0].upper() + note[1:]
+            self.show_error(self._identical_warned)
+
     def _warn_if_unrectified(self, result: FrameResult) -> None:
         """The engine's note that the pair is not rectified, once a stream, as an error (its depth
         is noise that looks like an answer); it goes when a frame is rectified again (a
@@ -956,6 +984,7 @@ class MainWindow(QMainWindow):
         )
         self._show_choice(depth, result.timings)
         self._warn_if_swapped(result)
+        self._warn_if_identical(result)
         set_aside = self.session.take_set_aside()
         if set_aside is not None:  # a rig of another camera's frame size, kept from the last source
             self.calibration.set_aside(set_aside)

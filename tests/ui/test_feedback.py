@@ -717,6 +717,25 @@ def test_swapped_images_are_called_out_and_the_switch_swaps_them(qtbot) -> None:
     assert "was for the last source: off" in window.notices.text.text()
 
 
+def test_one_image_given_twice_is_an_error_while_it_holds(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The depth pane drew a plausible colour map of a pair of one image, and the engine's note
+    that both are the same sat cut off in the status bar (review)."""
+    same = _textured_pair(8)
+    same.right = same.left.copy()
+    window = _window(qtbot, lambda spec: same if spec == "same" else _textured_pair(8))
+    window.open_spec("same")
+    _shown(qtbot, window)
+    assert window.notices.level == "error" and "images are identical" in window.notices.text.text()
+    window.notes_action.trigger()  # the notes whole, from the View menu (a click on them alone did)
+    dialog = window.engine_label.dialog
+    assert dialog is not None and dialog.isVisible() and "images are identical" in dialog.text()
+    dialog.close()
+    with qtbot.waitSignal(window.controller.sourceChanged, timeout=10_000):
+        window.open_spec("a real pair")
+    _shown(qtbot, window)
+    assert "images are identical" not in window.notices.text.text() or not window.notices.isVisible()
+
+
 class _UnrectifiedEngine(RecordingEngine):
     """Answers as the engines do for a pair whose rows disagree: with the note that says so."""
 

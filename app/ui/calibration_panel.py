@@ -126,6 +126,10 @@ class CalibrationPanel(QWidget):
         self.baseline_known = True  # False: the rig's baseline is a 1 m placeholder
         self.rig_estimated = False  # the rig is a self-rectification of this panel
         self.rig_name = ""  # the loaded file's name, or how the rig was made
+        # what ``apply`` put in use, and the rig set aside for a source of another frame size, given
+        # back when a source of its size comes (it stayed away for good: review)
+        self._in_use: tuple[Calibration, StereoRig | None, str, bool] | None = None
+        self._aside: tuple[Calibration, StereoRig | None, str, bool] | None = None
         self.rig_baseline_m: float | None = None  # the rig's measured baseline (None: none, or unknown)
         self._odd_frame: str | None = None  # not captured for its size: a second try starts over
         self._errors: list[str] = []  # calibration errors shown: a calibration applied later supersedes them
@@ -310,6 +314,7 @@ class CalibrationPanel(QWidget):
         its intrinsics are a projective self-rectification's, made up (not a pose re-fit's)."""
         self.rig, self.rig_name = rig, name
         self.rig_estimated = estimated
+        self._in_use, self._aside = (calibration, rig, name, estimated), None
         self.baseline_known = calibration.baseline_known
         self._errors_superseded()
         self._show_rig_baseline(calibration if rig is not None else None)
@@ -340,6 +345,7 @@ class CalibrationPanel(QWidget):
         had_own = self.controller.session.calibration is not None
         from_source = self.file_label.text().startswith(SOURCE_CALIBRATION)
         self.rig = None
+        self._in_use = self._aside = None
         self.baseline_known = True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
@@ -356,7 +362,10 @@ class CalibrationPanel(QWidget):
             )
 
     def set_aside(self, why: str) -> None:
-        """The session stopped using the rig (it fits another frame size): the panel says so."""
+        """The session stopped using the rig (it fits another frame size): the panel says so, and
+        keeps it for the next frames of its size (``frame_shown``)."""
+        if self._in_use is not None and self._in_use[1] is not None:
+            self._aside = self._in_use
         self.rig, self.baseline_known = None, True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
@@ -565,6 +574,13 @@ class CalibrationPanel(QWidget):
         if self._marked is not None and (result.raw or result.pair).left is not self._marked:
             self._marked = None
             self.linesReady.emit(None)
+        aside = self._aside
+        if aside is not None and aside[1] is not None and self.controller.session.calibration is None:
+            frame = (result.raw or result.pair).left
+            if tuple(aside[1].image_size) == (frame.shape[1], frame.shape[0]):  # its camera's frames
+                self.apply(*aside)
+                w, h = aside[1].image_size
+                self.controller.view.show_status(f"{aside[2]} (made for {w}x{h} frames) is in use again")
 
     def calibrate(self) -> None:
         if self.image_size is None or len(self.views) < MIN_VIEWS:

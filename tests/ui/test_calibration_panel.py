@@ -377,6 +377,10 @@ def test_a_self_rectification_without_a_baseline_is_in_baselines_saved_later_and
     # the error was of that source: the next source takes it away (it stayed, naming the old size)
     _show(qtbot, window, holder, handheld)
     assert "set aside" not in window.notices.text.text()
+    # and the rig set aside comes back with frames of its size (it stayed away for good: review)
+    qtbot.waitUntil(lambda: panel.rig is not None, timeout=10_000)
+    assert window.session.rectifier is not None and "baseline 75.0 mm" in panel.file_label.text()
+    assert "is in use again" in window.notices.text.text()
     # a source with its own calibration: the rig still goes, but depth is metric, so it is news,
     # not an error that says "depth in pixels" (review)
     _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))  # the rig's frame size

@@ -362,6 +362,13 @@ class Session:
             self._new_stream()  # rectified anew: the alignment and the range are measured again
         self.events.calibration_changed.emit(calibration)
 
+    def hold_source(self, held: bool) -> None:
+        """Paused in the window (``held``) or playing again: a source whose time can wait (the
+        synthetic scene) waits; a camera goes on."""
+        hold = getattr(self.source, "hold", None)
+        if hold is not None:
+            hold(held)
+
     def set_swap_views(self, swap: bool) -> None:
         """Take the source's right image as the left camera's and its left as the right's (cameras
         given the wrong way round: the depth engines note it when most features match at negative

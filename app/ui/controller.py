@@ -185,6 +185,7 @@ class SessionController(QObject):
         if self._paused == paused:
             return
         self._paused = paused
+        self.session.hold_source(paused)
         if paused and self._live:
             self._live = False
             self._timer.stop()
@@ -370,6 +371,7 @@ class SessionController(QObject):
 
     def _adopt(self, source: FrameSource, first: StereoPair | None, description: str) -> None:
         self.session.set_source(source, description)
+        self.session.hold_source(self._paused)  # opened while paused: it waits too
         if self._open_error is not None:  # a source opened after all: the last failure is over
             self.view.clear_error(self._open_error)
             self._open_error = None

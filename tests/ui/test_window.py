@@ -1032,3 +1032,23 @@ def test_playback_keys_are_found_in_a_menu(qtbot) -> None:  # type: ignore[no-un
     window = _window(qtbot, lambda spec: FakeSource(1))
     names = {a.text(): a.shortcut().toString() for a in window.playback_menu.actions()}
     assert names["Pause"] == "Space" and names["Step"] == "Right" and "Loop" in names
+
+
+def test_pause_holds_a_source_whose_time_can_wait(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The synthetic scene went on while paused: Step after 10 s jumped 250 frames (review)."""
+
+    class _Held(FakeSource):
+        def __init__(self) -> None:
+            super().__init__(50)
+            self.held: list[bool] = []
+
+        def hold(self, held: bool) -> None:
+            self.held.append(held)
+
+    source = _Held()
+    window = _window(qtbot, lambda spec: source)
+    window.open_spec("synthetic")
+    _wait_result(qtbot, window)
+    window.controller.set_paused(True)
+    window.controller.set_paused(False)
+    assert source.held[-2:] == [True, False]

@@ -72,6 +72,7 @@ class SyntheticSource(StereoSource):
         self._left = self._right = np.zeros((0, 0, 3), np.uint8)
         self._disparity = np.zeros((0, 0), np.float32)
         self._clock_start: float | None = None
+        self._held = False  # paused in the window: the scene waits (``hold``)
         self._listeners: list[Callable[[StereoPair], object]] = []
 
     @property
@@ -134,12 +135,15 @@ class SyntheticSource(StereoSource):
     def latest(self) -> StereoPair | None:
         """The frame due now at ``fps``, waiting for the next one if the last is already taken."""
         self.open()
-        if self._clock_start is None:
-            self._clock_start = time.monotonic() - (self.frame_number + 1) / self.config.fps
-        due = int((time.monotonic() - self._clock_start) * self.config.fps)
-        if due <= self.frame_number:  # nothing new yet: wait at most one frame interval
+        if self._held:  # paused: a step is the next frame (it was the one due by the clock)
             due = self.frame_number + 1
-            time.sleep(max(0.0, self._clock_start + due / self.config.fps - time.monotonic()))
+        else:
+            if self._clock_start is None:
+                self._clock_start = time.monotonic() - (self.frame_number + 1) / self.config.fps
+            due = int((time.monotonic() - self._clock_start) * self.config.fps)
+            if due <= self.frame_number:  # nothing new yet: wait at most one frame interval
+                due = self.frame_number + 1
+                time.sleep(max(0.0, self._clock_start + due / self.config.fps - time.monotonic()))
         frame = None if self.ended or self._closed else self._frame_or_end(due)
         for listener in list(self._listeners):  # a recorder keeps the frames a slow reader skips
             for index in range(self.frame_number + 1, due):
@@ -153,6 +157,14 @@ class SyntheticSource(StereoSource):
             return None
         self.frame_number = frame.number
         return frame.pair
+
+    def hold(self, held: bool) -> None:
+        """Paused (``held``): the scene waits, and ``latest`` gives the next frame; resumed, its
+        clock starts again from the frame shown. A camera's world goes on, a rendered one need
+        not: Step after a 10 s pause jumped 250 frames, and its flow compared frames 25 s apart
+        (review)."""
+        self._held = held
+        self._clock_start = None
 
     def add_capture_listener(self, listener: Callable[[StereoPair], object]) -> None:
         """Call ``listener`` with every frame due on the clock, the ones ``latest`` skips included."""

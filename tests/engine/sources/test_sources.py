@@ -441,6 +441,14 @@ def test_synthetic_latest_follows_the_clock_and_skips() -> None:
         time.sleep(0.3)
         third = source.latest_frame()
         assert third is not None and third.number >= 6  # the frames in between were dropped
+        # paused in the window: the scene waits, and a step is the next frame (it jumped 250)
+        source.hold(True)  # type: ignore[attr-defined]
+        time.sleep(0.3)
+        held = source.latest_frame()
+        assert held is not None and held.number == third.number + 1
+        source.hold(False)  # type: ignore[attr-defined]  # playing again: on from there
+        again = source.latest_frame()
+        assert again is not None and held.number < again.number <= held.number + 2
 
 
 # ---- specs -------------------------------------------------------------------------------------

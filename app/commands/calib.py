@@ -436,7 +436,8 @@ def _calibration_file(text: str) -> str:
 
     if Path(text).suffix.lower() not in CALIBRATION_SUFFIXES:
         raise argparse.ArgumentTypeError(
-            f"{text}: a calibration is written as OpenCV YAML or XML; name it .yaml, .yml or .xml"
+            f"{text}: a calibration is written as OpenCV YAML or XML; name it .yaml, .yml or .xml "
+            "(or .txt, which holds YAML)"
         )
     return text
 

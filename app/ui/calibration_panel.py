@@ -92,6 +92,15 @@ _HINT_WORDS = (
 )
 
 
+def outlier_text(views: list[str]) -> str:
+    """'outlier views: none', 'outlier view: view 2 (frame 2, 0.50 px)', 'outlier views: views 2
+    (...), 5 (...)': "outlier views: 2 (frame 2) (0.50 px)" read as two views or view 2 (review)."""
+    if not views:
+        return "outlier views: none"
+    many = len(views) > 1
+    return f"outlier view{'s' if many else ''}: view{'s' if many else ''} {', '.join(views)}"
+
+
 def _panel_words(hint: str) -> str:
     """A target's hint (worded for the command line) in the panel's words."""
     for flag, field in _HINT_WORDS:
@@ -616,12 +625,12 @@ class CalibrationPanel(QWidget):
             rig = fit.rig
             worst = fit.view_errors_px.max(axis=1)
             self.outliers = [int(i) for i in np.flatnonzero(fit.outliers())]
-            flagged = ", ".join(f"{self._view_name(i)} ({worst[i]:.2f} px)" for i in self.outliers) or "none"
+            flagged = outlier_text([self._view_name(i, f"{worst[i]:.2f} px") for i in self.outliers])
             dropped, self._dropped_note = self._dropped_note, ""
             self.board_status.setText(
                 f"{dropped}RMS {fit.rms_px:.3f} px, baseline {rig.rectified().baseline_m:.4f} m over "
                 f"{len(views)} views; per view {worst.min():.2f}-{worst.max():.2f} px; "
-                f"outlier views: {flagged}"
+                f"{flagged}"
             )
             self.drop_button.setEnabled(
                 bool(self.outliers) and len(self.views) - len(self.outliers) >= MIN_VIEWS
@@ -630,10 +639,12 @@ class CalibrationPanel(QWidget):
 
         self._run(lambda: DESK.fit(views, size), done)
 
-    def _view_name(self, index: int) -> str:
-        """'3 (frame 12)': the view's place in the capture order and the source frame it was."""
+    def _view_name(self, index: int, figure: str = "") -> str:
+        """'3 (frame 12)': the view's place in the capture order and the source frame it was;
+        ``figure`` joins them in the brackets ('3 (frame 12, 0.52 px)')."""
         frame = self.view_frames[index] if index < len(self.view_frames) else ""
-        return f"{index + 1} ({frame})" if frame else str(index + 1)
+        said = ", ".join(x for x in (frame, figure) if x)
+        return f"{index + 1} ({said})" if said else str(index + 1)
 
     def drop_outliers(self) -> None:
         """Forget the views the last calibration flagged, then calibrate again."""

@@ -627,3 +627,12 @@ def test_a_self_rectifications_guessed_focal_length_is_said_wherever_its_metres_
     assert note is not None and "is a self-rectification's guess, so its depths in metres are rough" in note
     panel.load(out)  # loaded again: still said
     assert "f is a guess" in panel.file_label.text()
+
+
+def test_outlier_views_are_named_as_views_with_their_figures() -> None:
+    from app.ui.calibration_panel import outlier_text
+
+    # "outlier views: 2 (frame 2) (0.50 px)" read as two views or view 2 (review)
+    assert outlier_text([]) == "outlier views: none"
+    assert outlier_text(["2 (frame 2, 0.50 px)"]) == "outlier view: view 2 (frame 2, 0.50 px)"
+    assert outlier_text(["2 (0.5 px)", "5 (0.6 px)"]) == "outlier views: views 2 (0.5 px), 5 (0.6 px)"

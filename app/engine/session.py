@@ -453,7 +453,9 @@ class Session:
             self.set_flow(None)
             return f"{name} does not take these parameters ({exc})"
         self.set_flow(backend)
-        return str(getattr(backend, "status", backend.name))
+        status = str(getattr(backend, "status", backend.name))
+        # auto's line gave the accelerator's absence alone, not the method running (review)
+        return f"auto chose {backend.name}: {status}" if name == "auto" else status
 
     # ---- what the user keeps ---------------------------------------------------------------
     def snapshot(self, result: FrameResult, source: str = "", view: dict[str, Any] | None = None) -> Path:

@@ -261,3 +261,11 @@ def test_a_frame_is_answered_with_its_own_calibration_not_the_request_s() -> Non
     )
     frame = session.process(StereoPair(image, image), levels)
     assert frame.request.spacing is Spacing.DISPARITY and frame.request.calibration is None
+
+
+def test_auto_flow_names_the_method_it_chose() -> None:
+    session = Session(EngineOptions(engine="sgbm"))
+    status = session.set_flow_backend("auto")
+    # the accelerator's absence alone was said, not what runs instead (review)
+    assert session.flow is not None and status.startswith(f"auto chose {session.flow.name}: ")
+    assert not session.set_flow_backend("dis").startswith("auto")

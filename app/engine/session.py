@@ -533,9 +533,15 @@ class Session:
         return measure.region_stats(result.depth.disparity, result.calibration, x0, y0, x1, y1)
 
     @staticmethod
-    def histogram(result: FrameResult, bins: int = 64) -> tuple[np.ndarray, np.ndarray, str]:
-        """Counts and edges of the frame's depth (metres, with a calibration) or disparity (px)."""
+    def histogram(
+        result: FrameResult, bins: int = 64, box: tuple[int, int, int, int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, str]:
+        """Counts and edges of the frame's depth (metres, with a calibration) or disparity (px);
+        ``box`` (x0, y0, x1, y1): of that rectangle only."""
         d = result.depth.disparity
+        if box is not None:
+            x0, y0, x1, y1 = box
+            d = d[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)]
         if result.calibration is not None:
             return (*measure.histogram(result.calibration.depth_m(d), bins), "m")
         return (*measure.histogram(d, bins), "px")

@@ -1,8 +1,10 @@
 """Measuring on the depth view: two clicks for a 3D distance, a rectangle for its fill rate,
-mean distance and plane-fit RMS, and a histogram of the frame's depth."""
+mean distance and plane-fit RMS, and a histogram of the depth (the
+region's with the rectangle, else the whole frame's)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
@@ -78,20 +80,30 @@ class MeasurePanel(QWidget):
     def set_result(self, result: FrameResult) -> None:
         """A new frame: the histogram and the current measurement follow it."""
         self.result = result
-        shown = getattr(result.display, "histogram", None)
-        if shown is not None:  # computed with the display images, on the worker
+        tool = self.tool.currentText()
+        if tool == "region":
+            self._measure_region()  # its histogram is the region's
+        else:
+            self._frame_histogram()
+        if tool == "distance" and len(self.clicks) == 2:
+            self._measure_distance()
+
+    def _frame_histogram(self) -> None:
+        """The whole frame's histogram, computed with the display images on the worker."""
+        shown = None if self.result is None else getattr(self.result.display, "histogram", None)
+        self._show_histogram(shown, "whole frame")
+
+    def _show_histogram(self, shown: tuple[np.ndarray, np.ndarray, str] | None, where: str) -> None:
+        if shown is not None:
             counts, edges, unit = shown
             centres = (edges[:-1] + edges[1:]) / 2
             self.bars.setOpts(x=centres, height=counts, width=float(edges[1] - edges[0]))
-            self.histogram.setLabel("bottom", "depth" if unit == "m" else "disparity", units=unit)
+            what = "depth" if unit == "m" else "disparity"
+            # the region tool's figures sat above the whole frame's bars, and nothing said so (review)
+            self.histogram.setLabel("bottom", f"{what}, {where}", units=unit)
         else:  # binary: no depth to count (the last continuous frame's bars stood unchanged)
             self.bars.setOpts(x=[], height=[], width=1.0)
             self.histogram.setLabel("bottom", "no depth in binary mode", units=None)
-        tool = self.tool.currentText()
-        if tool == "distance" and len(self.clicks) == 2:
-            self._measure_distance()
-        elif tool == "region":
-            self._measure_region()
 
     def reset(self) -> None:
         """A new source: the marks and figures were of the last one's pixels."""
@@ -118,6 +130,7 @@ class MeasurePanel(QWidget):
             if self.roi in self.pane.box.addedItems:
                 self.pane.box.removeItem(self.roi)
             self.figures.setText(HINTS[tool])
+            self._frame_histogram()
 
     def _place_roi(self) -> None:
         """The rectangle in the middle of the part of the image the pane shows, a third of it
@@ -193,8 +206,11 @@ class MeasurePanel(QWidget):
             self._place_roi()
         (x, y), (w, h) = self.roi.pos(), self.roi.size()
         x0, y0 = round(x), round(y)
+        box = (x0, y0, x0 + round(w), y0 + round(h))
+        binary = getattr(self.result.display, "histogram", None) is None
+        self._show_histogram(None if binary else Session.histogram(self.result, box=box), "in the region")
         try:
-            stats = Session.region_stats(self.result, x0, y0, x0 + round(w), y0 + round(h))
+            stats = Session.region_stats(self.result, *box)
         except UserError as exc:
             self.figures.setText(exc.worded(window_words))
             return

@@ -405,6 +405,13 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     (x, y), (rw, rh) = panel.roi.pos(), panel.roi.size()
     assert abs(x + rw / 2 - w / 2) <= 1 and abs(y + rh / 2 - h / 2) <= 1 and abs(rw - w / 3) <= 1
     assert "fill rate 100.0 %" in text and "plane-fit RMS 0.0 mm" in text and f"{z:.3f} m" in text
+    # the histogram is the region's, and says so (the whole frame's stood under its figures: review)
+    assert panel.bars.opts["height"].sum() == round(rw) * round(rh)
+    assert "in the region" in panel.histogram.getAxis("bottom").labelText
+    panel.tool.setCurrentText("off")
+    assert panel.bars.opts["height"].sum() == np.isfinite(result.depth.disparity).sum()
+    assert "whole frame" in panel.histogram.getAxis("bottom").labelText
+    panel.tool.setCurrentText("region")
     # SGBM side by side: the rectangle and the clicks move to the pane that shows the depth
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controls.compare.setChecked(True)

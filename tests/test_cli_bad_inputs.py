@@ -296,6 +296,22 @@ def test_disk_full_during_depth_keeps_the_earlier_set(capsys, tiny, tmp_path, mo
     assert "the disk is full" in line
     assert f"could not write {out}{os.sep}" in line and ".result." not in line  # not the staging folder
     assert _snapshot(out) == before  # the binary set, whole: no quantized file beside it, none lost
+    # the planes' probabilities were being written (most of result.npz): leaving them out is said
+    assert line.endswith("(--no-probabilities)")
+    line = _failed(
+        capsys,
+        "depth",
+        *tiny,
+        *SGBM,
+        "--mode",
+        "quantized",
+        "--levels",
+        "4",
+        "--out",
+        str(out),
+        "--no-probabilities",
+    )
+    assert "the disk is full" in line and "--no-probabilities" not in line
 
 
 def test_disk_full_on_a_json_keeps_the_earlier_file(capsys, tiny, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

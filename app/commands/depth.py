@@ -35,7 +35,6 @@ def run(args: argparse.Namespace) -> int:
         earlier_result,
         format_summary,
         refuse_foreign_files,
-        write_result,
     )
 
     check_writable(Path(args.out))  # before the work, not after it (also: a file in the way)
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, calib)}
     replaced = earlier_result(Path(args.out))
     shown = left if rig is not None else None  # the disparity's pixels are the rectified image's
-    written = write_result(Path(args.out), result, request, extra, not args.no_probabilities, shown)
+    written = _write(Path(args.out), result, request, extra, args.no_probabilities, shown)
     print("wrote " + ", ".join(str(p) for p in written))
     say_large_npz(Path(args.out), args.no_probabilities)
     if replaced:  # said: two runs into ./out replaced each other unsaid (review)
@@ -117,6 +116,27 @@ def say_large_npz(out: Path, left_out: bool, frames: int | None = 1) -> None:
         parts.append(f"--no-probabilities leaves {'them' if said else 'the probabilities'} out")
     if parts:
         print(f"note: {'; '.join(parts)}")
+
+
+def _write(
+    out: Path,
+    result: Any,
+    request: Any,
+    extra: dict[str, Any],
+    no_probabilities: bool,
+    shown: np.ndarray | None,
+) -> list[Path]:
+    """``write_result``; a full disk's error names --no-probabilities while they were written
+    (most of result.npz: "free space" alone was said, review)."""
+    from app.engine.errors import DiskFailure
+    from app.engine.outputs import write_result
+
+    try:
+        return write_result(out, result, request, extra, not no_probabilities, shown)
+    except DiskFailure as exc:
+        if no_probabilities or not len(getattr(result, "planes", ())):
+            raise
+        raise DiskFailure(f"{exc}, or leave the planes' probabilities out (--no-probabilities)") from None
 
 
 def _frames_to_write(asked: int | None, source: Any) -> int | None:
@@ -238,7 +258,6 @@ def run_source(args: argparse.Namespace) -> int:
         format_summary,
         frame_folder,
         remove_stale_frames,
-        write_result,
     )
     from app.engine.sources.layout import MARK as LAYOUT_MARK
     from app.engine.sources.spec import is_source_spec, open_source
@@ -313,7 +332,7 @@ def run_source(args: argparse.Namespace) -> int:
             replaced = earlier_result(out)
             overwritten += bool(args.frames and replaced)
             shown = views[0] if rig is not None or source_rectifies else None  # the image the disparity is in
-            write_result(out, result, request, extra, not args.no_probabilities, shown)
+            _write(out, result, request, extra, args.no_probabilities, shown)
             if not numbers:  # said once, of the first frame
                 say_large_npz(out, args.no_probabilities, _frames_to_write(args.frames, source))
             if replaced and not args.frames:

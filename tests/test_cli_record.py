@@ -194,6 +194,20 @@ def test_reindex_refuses_a_folder_of_pairs_that_is_not_a_recording(
     assert run(capsys, "record", str(source), str(tmp_path / "rec"))[0] == 0  # still a source
 
 
+def test_a_source_that_ends_before_the_frames_asked_for_is_said(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = pairs_folder(tmp_path / "pairs", 3, size=(40, 60))
+    code, out, _ = run(capsys, "record", str(source), str(tmp_path / "rec"), "--frames", "50")
+    # "wrote 3 frames" alone, where depth says it ended short (review)
+    assert code == 0 and "ended after 3 frames of the 50 asked for" in out and "wrote 3 frames" in out
+    hidden = tmp_path / "rec2"
+    hidden.mkdir()
+    (hidden / ".DS_Store").write_bytes(b"finder")  # an empty folder to a user (refused: review)
+    code, out, _ = run(capsys, "record", str(source), str(hidden), "--frames", "2")
+    assert code == 0 and "asked for" not in out and (hidden / ".DS_Store").read_bytes() == b"finder"
+
+
 def test_an_unwritable_recording_folder_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

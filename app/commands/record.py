@@ -126,6 +126,12 @@ def _record(args: argparse.Namespace) -> int:
                 print(f"note: {note}")
         if live and live[0].dropped:
             print(f"note: {dropped_note(live[0], source.describe())}")
+        if code == 0 and args.frames and recorder.frames_written < args.frames and source.ended:
+            # as depth says it (review: "wrote 9 frames" of 50 asked for, unsaid)
+            print(
+                f"note: {source.describe()} ended after {plural(recorder.frames_written, 'frame')} of the "
+                f"{args.frames} asked for"
+            )
         if recorder.other_calibrations:  # played back, every frame would get the first one's
             print(
                 f"note: {plural(recorder.other_calibrations, 'frame')} of {source.describe()} carry another "

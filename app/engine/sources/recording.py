@@ -363,9 +363,15 @@ def _prepare(folder: Path, overwrite: bool) -> None:
         set_aside(folder)  # deleted once the new recording has its first frame, else put back
     elif looks_like_recording(folder):
         raise UserError(f"{folder} holds a recording with a damaged index; {reindex_hint(folder)}")
-    elif folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
+    elif folder.exists() and (not folder.is_dir() or any(not _ignorable(p) for p in folder.iterdir())):
         raise UserError(f"{folder} exists and is not an empty folder; record into a new or empty folder")
     make_folder(folder, "recording folder")
+
+
+def _ignorable(path: Path) -> bool:
+    """A file an empty folder may still hold: the recording's lock, or a hidden file a file
+    manager leaves (``.DS_Store``: the folder was refused as "not empty", review)."""
+    return path.name == LOCK or (path.name.startswith(".") and path.is_file())
 
 
 def is_recording(folder: Path) -> bool:

@@ -160,7 +160,8 @@ def test_bench_adds_flow_latency_per_backend(capsys, tmp_path: Path) -> None:  #
 def test_frames_of_different_sizes(capsys, frames, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     small = tmp_path / "small.png"
     cv2.imwrite(str(small), _texture(40, 40))
-    assert "differ in size" in _bad(capsys, "flow", str(frames[0]), str(small), "--out", str(tmp_path))
+    line = _bad(capsys, "flow", str(frames[0]), str(small), "--out", str(tmp_path))
+    assert "differ in size; give two frames of one camera" in line and "rectified pair" not in line
     # refused before the backend's line, which stood above the error on stdout (review)
     assert main(["flow", str(frames[0]), str(tmp_path / "nope.png"), "--out", str(tmp_path)]) == 2
     assert "backend:" not in capsys.readouterr().out
@@ -393,3 +394,11 @@ def test_an_nvof_preset_under_auto_runs_dis_at_its_slowest_on_a_cpu(capsys, fram
         pytest.skip("this OpenCV has CUDA")
     code, stdout, _ = run(capsys, "flow", *map(str, frames), "--preset", "slow", "--out", str(tmp_path / "o"))
     assert code == 0 and "its preset 'slow' is nvof's: dis runs 'medium', its slowest" in stdout
+
+
+def test_flow_help_names_every_file_it_writes(capsys) -> None:  # type: ignore[no-untyped-def]
+    from app.commands.flow import FLOW_RECORD
+
+    _code, out, _ = run(capsys, "flow", "--help")
+    text = " ".join(out.split())
+    assert FLOW_RECORD in text  # written by every run, and unnamed (review)

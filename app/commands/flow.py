@@ -96,6 +96,13 @@ def _read_pair(inputs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
             "or two images"
         )
     frame0, frame1 = read_pair_rgb(inputs[0], inputs[1])
+    if frame0.shape != frame1.shape:  # two frames of one camera, not a stereo pair (review)
+        h0, w0 = frame0.shape[:2]
+        h1, w1 = frame1.shape[:2]
+        raise UserError(
+            f"{inputs[0]} ({w0}x{h0}) and {inputs[1]} ({w1}x{h1}) differ in size; give two frames of "
+            "one camera, of the same size"
+        )
     check_pair(frame0, frame1)
     return frame0, frame1
 
@@ -410,9 +417,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="optical flow for two frames, or latency over a video or stereo source",
         description=(
             "FRAME0 FRAME1: writes OUT/flow.flo (Middlebury), flow.png (colour coding with its "
-            "legend) and flow_arrows.png. VIDEO: flow between consecutive frames (of the left view "
+            "legend), flow_arrows.png and flow.json (the backend and the inputs). VIDEO: "
+            "flow between consecutive frames (of the left view "
             "of a side-by-side or top-bottom stereo video), with per-frame latency (with --out: "
-            "OUT/latency.csv, and OUT/flow.avi, the colour-coded flow); SOURCE (a recording or "
+            "OUT/latency.csv, OUT/flow.avi, the colour-coded flow, and flow.json); SOURCE (a recording or "
             "folder of pairs, "
             f"synthetic, camera:N): the same over its left view ({LIVE_FRAMES} frame pairs of a live "
             "or endless one unless --frames). The 'nvof' backend needs an NVIDIA "

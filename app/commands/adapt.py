@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     # a resumed run's training began in an earlier run: its own minutes read as the whole (review)
     trained = float(result.provenance.get("train_elapsed_s", result.elapsed_s))
     resumed = ", resumed" if result.provenance.get("resumed") else ""
-    took = f"{result.steps} steps, {trained / 60:.1f} min of training{resumed}"
+    took = f"{plural(result.steps, 'step')}, {trained / 60:.1f} min of training{resumed}"
     took += f"; this run {result.elapsed_s / 60:.1f} min"
     print(f"wrote {result.out} ({took}) and {result.report_path}")
     return 0

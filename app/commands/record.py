@@ -278,7 +278,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "truth when the source has it. DIR plays back as a source. A camera or a synthetic scene "
             "is recorded at its frame rate; files and videos as fast as they are read, their "
             "timestamps kept. Stops when the source ends, after --frames or --seconds (of the "
-            "source's time), or on Ctrl-C (exit status 130, what was recorded kept). A full disk "
+            "source's time), or on Ctrl-C or SIGTERM (exit status 130, what was recorded kept). A full disk "
             "ends it with exit status 1, the frames before it kept."
         ),
     )

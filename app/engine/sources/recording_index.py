@@ -43,8 +43,11 @@ def read_session(folder: Path) -> tuple[dict[str, Any] | None, str]:
         return None, ""
     try:
         meta = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-        return None, f"{path} is damaged ({type(exc).__name__})"
+    except OSError as exc:
+        return None, f"{path} cannot be read ({exc.strerror or exc})"
+    except ValueError:  # not JSON, or not text (UnicodeDecodeError is a ValueError)
+        # not "(JSONDecodeError)": a Python name said nothing to a user (review)
+        return None, f"{path} is damaged (not the JSON it should hold)"
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         return None, f"{path} is not a bi3d-studio recording's session file"
     return meta, ""

@@ -147,6 +147,10 @@ def test_an_emptied_index_with_frames_on_disk_says_to_reindex(copy: Path, tmp_pa
 def test_a_rebuild_keeps_the_index_files_it_replaces(copy: Path) -> None:
     """`record --reindex` overwrote a damaged session.json: what it held was lost."""
     (copy / "session.json").write_bytes(b'{"format": "bi3d-studio recording", "calib')
+    from app.engine.sources.recording_index import read_session
+
+    # not "(JSONDecodeError)": a Python name (review)
+    assert read_session(copy)[1].endswith("session.json is damaged (not the JSON it should hold)")
     first = (copy / "timestamps.txt").read_bytes()
     (copy / "timestamps.txt").write_bytes(first + b"garbage\n")
     count, notes = rebuild_index(copy)

@@ -259,7 +259,7 @@ def run_source(args: argparse.Namespace) -> int:
         frame_folder,
         remove_stale_frames,
     )
-    from app.engine.sources.layout import MARK as LAYOUT_MARK
+    from app.engine.sources.layout import depth_is_noise
     from app.engine.sources.spec import is_source_spec, open_source
     from app.engine.sources.video import CUT_SHORT_WORDS
 
@@ -318,7 +318,7 @@ def run_source(args: argparse.Namespace) -> int:
             views = rectify(pair.left, pair.right)
             result = engine.compute(*views, request)
             result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
-            if any(LAYOUT_MARK in n for n in source.notes):  # split the wrong way: no range to raise
+            if depth_is_noise(source.notes):  # split the wrong way, or mono: no range to raise
                 result.notes = without_ceiling_notes(result.notes)
             lines = format_summary(result, calibration, _depth_unit(calibration), cli_words).splitlines()
             print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))

@@ -40,7 +40,7 @@ from app.engine.runtimes.select import FALLBACK as RUNTIME_FALLBACK
 from app.engine.sources.base import plural
 from app.engine.sources.files import left_first, right_partner
 from app.engine.sources.layout import MARK as LAYOUT_MARK
-from app.engine.sources.layout import NOT_STEREO_MARK
+from app.engine.sources.layout import NOT_STEREO_MARK, depth_is_noise
 from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, progress_text
 from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
@@ -735,7 +735,7 @@ class Session:
         depth = engine.compute(left, right, request)
         source_notes = getattr(self.source, "notes", ())  # e.g. a video opened in the other layout
         depth.notes[:0] = [n for n in source_notes if n not in depth.notes]
-        if any(LAYOUT_MARK in n for n in source_notes):  # split the wrong way: no range to raise
+        if depth_is_noise(source_notes):  # split the wrong way, or mono: no range to raise
             depth.notes = without_ceiling_notes(depth.notes)
         for stage in ("features", "planes"):
             timings[stage] = depth.timings.get(stage, 0.0)

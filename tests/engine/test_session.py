@@ -269,3 +269,26 @@ def test_auto_flow_names_the_method_it_chose() -> None:
     # the accelerator's absence alone was said, not what runs instead (review)
     assert session.flow is not None and status.startswith(f"auto chose {session.flow.name}: ")
     assert not session.set_flow_backend("dis").startswith("auto")
+
+
+def test_no_range_advice_where_the_source_says_its_depth_is_noise() -> None:
+    from app.engine.depth.scene_range import CEILING_WORDS
+    from app.engine.sources.synthetic import SyntheticSource
+
+    class _AtTheTop(_TimedEngine):
+        def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
+            result = super().compute(left, right, request)
+            result.notes.append(f"20 % of the answers read {CEILING_WORDS} (48 px): raise it")
+            return result
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _AtTheTop()  # type: ignore[assignment]
+    source = SyntheticSource()
+    session.set_source(source)
+    image = np.zeros((96, 128, 3), np.uint8)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    assert any(CEILING_WORDS in n for n in session.process(StereoPair(image, image), request).depth.notes)
+    # a mono video was called noise, then told to raise the range (review)
+    source.notes = ["video a.avi does not look like a stereo video (0 side by side): depth from it is noise"]
+    notes = session.process(StereoPair(image, image), request).depth.notes
+    assert not any(CEILING_WORDS in n for n in notes) and any("noise" in n for n in notes)

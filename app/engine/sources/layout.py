@@ -30,6 +30,13 @@ MARK = "but its frames look"  # every note says this (the window finds it by it)
 NOT_STEREO_MARK = "does not look like a stereo video"  # and every note of a mono video this
 
 
+def depth_is_noise(notes: list[str] | tuple[str, ...]) -> bool:
+    """Whether a source's ``notes`` say its frames are split the wrong way or are no stereo pair
+    at all: its depth is noise, and raising the range is no advice (a mono video was called
+    noise, then told to raise --max-disparity: review)."""
+    return any(MARK in n or NOT_STEREO_MARK in n for n in notes)
+
+
 def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False, raw: bool = False) -> int:
     """ORB matches between two RGB views that a rectified (or nearly rectified) pair makes:
     on the same row within ``ROW_PX`` and at a disparity between -2 px and the view's width

@@ -87,20 +87,27 @@ def test_swapped_views_reach_the_engine_and_the_panes_swapped_after_rectificatio
 
 
 def test_the_sources_notes_reach_the_depth_and_the_window_finds_the_layout_one() -> None:
+    source, process = _on_a_source(_TimedEngine())
+    frame = process()
+    assert Session.layout_note(frame) is None
+    note = "video x.avi was opened top-bottom, but its frames look side by side (...): open it as ..."
+    source.notes.append(note)
+    frame = process()
+    assert frame.depth.notes[0] == note and Session.layout_note(frame) == note
+
+
+def _on_a_source(engine: _TimedEngine):  # type: ignore[no-untyped-def]
+    """A session with ``engine`` on a synthetic source whose notes a test sets, and a call that
+    answers one blank pair of it."""
     from app.engine.sources.synthetic import SyntheticSource
 
     session = Session(EngineOptions(engine="sgbm"))
-    session.engine = _TimedEngine()  # type: ignore[assignment]
+    session.engine = engine  # type: ignore[assignment]
     source = SyntheticSource()
     session.set_source(source)
     image = np.zeros((96, 128, 3), np.uint8)
     request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
-    frame = session.process(StereoPair(image, image), request)
-    assert Session.layout_note(frame) is None
-    note = "video x.avi was opened top-bottom, but its frames look side by side (...): open it as ..."
-    source.notes.append(note)
-    frame = session.process(StereoPair(image, image), request)
-    assert frame.depth.notes[0] == note and Session.layout_note(frame) == note
+    return source, lambda: session.process(StereoPair(image, image), request)
 
 
 class _CountingFlow:
@@ -273,7 +280,6 @@ def test_auto_flow_names_the_method_it_chose() -> None:
 
 def test_no_range_advice_where_the_source_says_its_depth_is_noise() -> None:
     from app.engine.depth.scene_range import CEILING_WORDS
-    from app.engine.sources.synthetic import SyntheticSource
 
     class _AtTheTop(_TimedEngine):
         def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
@@ -281,14 +287,9 @@ def test_no_range_advice_where_the_source_says_its_depth_is_noise() -> None:
             result.notes.append(f"20 % of the answers read {CEILING_WORDS} (48 px): raise it")
             return result
 
-    session = Session(EngineOptions(engine="sgbm"))
-    session.engine = _AtTheTop()  # type: ignore[assignment]
-    source = SyntheticSource()
-    session.set_source(source)
-    image = np.zeros((96, 128, 3), np.uint8)
-    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
-    assert any(CEILING_WORDS in n for n in session.process(StereoPair(image, image), request).depth.notes)
+    source, process = _on_a_source(_AtTheTop())
+    assert any(CEILING_WORDS in n for n in process().depth.notes)
     # a mono video was called noise, then told to raise the range (review)
     source.notes = ["video a.avi does not look like a stereo video (0 side by side): depth from it is noise"]
-    notes = session.process(StereoPair(image, image), request).depth.notes
+    notes = process().depth.notes
     assert not any(CEILING_WORDS in n for n in notes) and any("noise" in n for n in notes)

@@ -490,3 +490,11 @@ def test_a_run_over_many_frames_says_what_it_will_take_of_the_disk(capsys, tmp_p
         capsys, "depth", str(folder), "--frames", "3", *quantized, "--out", str(tmp_path / "q")
     )
     assert code == 0 and "it fills near frame 1; --no-probabilities leaves the probabilities out" in stdout
+
+
+def test_a_range_past_the_model_s_says_what_reaches_further(capsys, tiny) -> None:  # type: ignore[no-untyped-def]
+    # "or a model trained for more" alone: none ships, and halving the images or SGBM do (review)
+    line = bad(capsys, "depth", *tiny, "--engine", "bi3d", "--max-disparity", "320")
+    assert "reaches 192 px" in line and "half size" in line and "--engine sgbm" in line
+    _, out, _ = run(capsys, "depth", "--help")
+    assert "the bundled Bi3D model reaches 192" in " ".join(out.split())

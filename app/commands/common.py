@@ -212,7 +212,8 @@ def add_engine_args(p: argparse.ArgumentParser, *, engine: bool = False, auto_ra
         default=AUTO,
         help=f"{vocabulary.MAX_DISPARITY.help}: auto (default) estimates each frame's reach and sweeps "
         f"up to it (at most {vocabulary.DEFAULT_MAX_DISPARITY} px), or a number of px "
-        f"({vocabulary.MAX_DISPARITY.minimum}-{vocabulary.MAX_DISPARITY.maximum})",
+        f"({vocabulary.MAX_DISPARITY.minimum}-{vocabulary.MAX_DISPARITY.maximum}; the bundled Bi3D model "
+        f"reaches {vocabulary.DEFAULT_MAX_DISPARITY}, SGBM more)",
     )
 
 

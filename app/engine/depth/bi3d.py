@@ -486,7 +486,8 @@ class Bi3DEngine:
         if request.max_disparity > top:
             raise UserError(
                 f"this model reaches {top} px of disparity, the request asks for {request.max_disparity}; "
-                f"use {setting('max_disparity', top)} or a model trained for more"
+                f"use {setting('max_disparity', top)} on the images at half size (disparities halve "
+                f"with them), or {setting('engine', 'sgbm')}, or a model trained for more"
             )
 
     def _check_memory(self, request: DepthRequest, size: tuple[int, int]) -> None:

@@ -35,9 +35,27 @@ class FramesAgoAxis(pg.AxisItem):
         return ["now" if n == 0 else f"{n} frames ago" if n == named else str(n) for n in ago]
 
 
+class MsAxis(pg.AxisItem):
+    """The y axis of a short plot: one labelled tick, the one nearest the middle (at the top or
+    the bottom its label is cut), where two labels would not fit (a 70 px dock drew "200" over
+    "100": review)."""
+
+    ROOM_PX = 40  # height under which two tick labels overlap
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:
+        levels = super().tickValues(minVal, maxVal, size)
+        if size >= self.ROOM_PX or not levels:
+            return levels
+        spacing, values = levels[0]
+        if not len(values):
+            return levels[:1]
+        middle = (minVal + maxVal) / 2
+        return [(spacing, [min(values, key=lambda v: (abs(v - middle), -v))])]
+
+
 class LatencyPlot(pg.PlotWidget):
     def __init__(self) -> None:
-        super().__init__(axisItems={"bottom": FramesAgoAxis("bottom")})
+        super().__init__(axisItems={"bottom": FramesAgoAxis("bottom"), "left": MsAxis("left")})
         self.setMinimumHeight(70)  # a short window shrinks it (the images keep the room)
         self.setLabel("left", "ms")
         # no axis title below: the plot's own height is what a 150 px dock has to give (review: 50 px)

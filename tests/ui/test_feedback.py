@@ -1321,3 +1321,12 @@ def test_the_latency_axis_says_its_unit_in_its_ticks(qtbot) -> None:  # type: ig
     # bare "-9 .. -1" under the plot named no unit (its tooltip alone did: review)
     assert axis.tickStrings([-9.0, -6.0, -3.0, 0.0], 1.0, 3.0) == ["9 frames ago", "6", "3", "now"]
     assert axis.tickStrings([0.0], 1.0, 1.0) == ["now"]
+
+
+def test_a_short_latency_plot_labels_one_tick(qtbot) -> None:  # type: ignore[no-untyped-def]
+    plot = LatencyPlot()
+    qtbot.addWidget(plot)
+    axis = plot.getAxis("left")
+    # 20 px of height drew "200" over "100" (review): one label, near the middle, not cut at an end
+    assert [values for _, values in axis.tickValues(0.0, 300.0, 20.0)] == [[200.0]]
+    assert len(axis.tickValues(0.0, 300.0, 120.0)[0][1]) > 1  # room: the usual ticks

@@ -58,6 +58,9 @@ def test_depth_writes_the_contract_files(capsys, small_pair, tmp_path: Path) -> 
     assert cv2.imread(str(out / "disparity_color.png")).shape == (200, 300, 3)
     meta = json.loads((out / "result.json").read_text())
     assert meta["engine"] == "sgbm" and meta["request"]["mode"] == "continuous"
+    # as the summary says it: "65 every 3 from 0 to 192" read as a plane sweep (review)
+    assert meta["planes_px"].startswith("every disparity from 0 to ") and "semi-global" in meta["planes_px"]
+    assert meta["request"]["min_confidence"] == 0.1  # what left pixels unknown
     assert meta["inputs"] == {"left": str(small_pair[0].resolve()), "right": str(small_pair[1].resolve())}
     with np.load(out / "result.npz") as z:
         np.testing.assert_allclose(meta["planes"], z["planes"], atol=1e-4)  # numbers, not only text

@@ -345,6 +345,7 @@ def request_json(request: DepthRequest) -> dict[str, Any]:
         "range": list(request.range) if request.range else None,
         "budget_ms": request.budget_ms,
         "max_disparity": "auto" if request.auto_range else request.max_disparity,
+        "min_confidence": request.min_confidence,  # what left the unknown pixels unknown (review)
     }
     if request.auto_range:  # what the frame swept is in the result's max_disparity_auto_px
         out["max_disparity_ceiling"] = request.max_disparity
@@ -355,13 +356,14 @@ def summary(result: DepthResult) -> dict[str, Any]:
     """Figures worth printing: what ran, what it chose, what it found, how long it took."""
     d = result.disparity
     valid = np.isfinite(d)
+    span = _every_disparity(result)
     out: dict[str, Any] = {
         "engine": result.engine,
         "runtime": result.runtime,
         "device": result.device,
         "precision": result.precision,
         "mode": result.mode.value,
-        "planes_px": _planes_text(result.planes),
+        "planes_px": _planes_text(result.planes) if span is None else f"every disparity from {span}",
         # a binary answer has no disparity: 0.0 read as "nothing valid" (its own fractions below)
         **({} if result.mode is Mode.BINARY else {"valid_fraction": round(float(valid.mean()), 4)}),
         "timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
@@ -413,16 +415,23 @@ def _planes_text(planes: np.ndarray) -> str:
     return f"{len(planes)} from {tenth(planes[0])} to {tenth(planes[-1])}"
 
 
+def _every_disparity(result: DepthResult) -> str | None:
+    """'0 to 192 px (semi-global matching)': what SGBM's continuous answer searched, where it
+    sweeps no planes but scores every whole disparity of the range; None for any other answer."""
+    if result.engine != "sgbm" or result.mode is not Mode.CONTINUOUS or not len(result.planes):
+        return None
+    return f"{float(result.planes[0]):g} to {float(result.planes[-1]):g} px (semi-global matching)"
+
+
 def format_summary(
     result: DepthResult, calibration: Calibration | None = None, unit: str = "m", words: Wording = plain_words
 ) -> str:
     """A few human-readable lines about a result; ``unit`` of depths ('baselines' where the
     calibration's baseline is a placeholder of 1); ``words``: how the notes name settings."""
     info = summary(result)
-    if result.engine == "sgbm" and result.mode is Mode.CONTINUOUS and len(result.planes):
-        # semi-global matching sweeps no planes: it scores every whole disparity of the range
-        lo, hi = float(result.planes[0]), float(result.planes[-1])
-        lines = [f"mode {info['mode']}, every disparity from {lo:g} to {hi:g} px (semi-global matching)"]
+    span = _every_disparity(result)
+    if span is not None:
+        lines = [f"mode {info['mode']}, every disparity from {span}"]
     else:
         lines = [f"mode {info['mode']}, planes: {info['planes_px']} px"]
     if "disparity_px" in info:

@@ -24,6 +24,8 @@ VIDEO_SUFFIXES = frozenset(
     {".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv", ".flv", ".ts", ".mts"}
 )
 DEFAULT_FPS = 30.0  # when a container does not say
+BLANK_STD = 2.0  # grey levels: a frame this uniform (black, a fade) shows no layout to judge
+MAX_BLANK_FRAMES = 300  # blank frames the layout check waits past (10 s at 30 fps) before judging
 
 # FFmpeg's own log lines ("moov atom not found") would sit beside the one-line error that says
 # what is wrong; read when the first capture opens. A user's own setting wins.
@@ -69,6 +71,7 @@ class VideoSource(StereoSource):
         self._fps = DEFAULT_FPS
         self._count: int | None = None
         self._layout_checked = False
+        self._blank_frames = 0  # blank first frames (a fade-in) the layout check waited past
         self._cut_noted = False
 
     @property
@@ -158,10 +161,14 @@ class VideoSource(StereoSource):
         is clearly the better split, and says so. Neither looking like a stereo pair is said too."""
         if self._layout_checked:
             return
+        if self._blank_frames < MAX_BLANK_FRAMES and float(frame.std()) < BLANK_STD:
+            # a black first frame matched nothing either way: "not a stereo video" (review)
+            self._blank_frames += 1
+            return
         self._layout_checked = True
         path = self.paths[0]
         what = f"video {path.name}"
-        if self.explicit:
+        if self.explicit or self._blank_frames:  # frames already split this way: said, not switched
             note = layout_note(frame, self.layout, what, f"video:{path}?layout={{layout}}")
         else:
             better = better_layout(frame, self.layout)

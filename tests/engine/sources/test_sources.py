@@ -342,6 +342,17 @@ def test_a_video_opened_by_its_path_takes_the_layout_its_first_frame_shows(tmp_p
         list(source)
     (note,) = source.notes
     assert note.startswith("video rig.avi does not look like a stereo video") and "noise" in note
+    # a black first frame (a fade-in) matched nothing: "not a stereo video" of a stereo one (review)
+    black = np.zeros_like(np.concatenate([left, right], axis=1))
+    write_video(path, [black, *[np.concatenate([left, right], axis=1)] * 2])
+    with open_source(str(path)) as source:
+        list(source)
+    assert source.layout == "sbs" and source.notes == []
+    write_video(path, [black, *[np.concatenate([left, np.fliplr(left)], axis=1)] * 2])
+    with open_source(str(path)) as source:
+        list(source)
+    (note,) = source.notes  # judged on the first frame with something in it
+    assert "does not look like a stereo video" in note
     write_video(path, [np.concatenate([right, left], axis=1)] * 2)  # swapped views are still stereo
     with open_source(str(path)) as source:
         list(source)

@@ -24,7 +24,7 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
-from app.engine.depth.exposure import identical_pair_note
+from app.engine.depth.exposure import exposure_mismatch_note, identical_pair_note, view_histograms
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import (
     STEP_PX,
@@ -149,7 +149,8 @@ class SGBMEngine:
         check_image_size(left.shape[0], left.shape[1])
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
         same = identical_pair_note(left, right)
-        notes = [*notes, same] if same else notes
+        apart = exposure_mismatch_note(*view_histograms(left, right))
+        notes = [*notes, *(n for n in (same, apart) if n)]
         t0 = time.perf_counter()
         ceiling = request.max_disparity
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto

@@ -77,3 +77,22 @@ def test_a_pair_of_identical_images_is_noted_by_both_engines() -> None:
     assert identical_pair_note(image, np.roll(image, 2, axis=1)) is None
     result = SGBMEngine().compute(image, image.copy(), DepthRequest(max_disparity=16))
     assert IDENTICAL_NOTE in result.notes
+
+
+def test_a_pair_exposed_apart_is_noted_by_both_engines() -> None:
+    from app.engine.depth.engines import EngineOptions, build_engine
+    from app.engine.depth.exposure import exposure_mismatch_note, view_histograms
+    from app.engine.depth.sgbm import SGBMEngine
+    from app.engine.types import DepthRequest
+
+    rng = np.random.default_rng(0)
+    left = rng.integers(60, 200, (64, 96, 3), dtype=np.uint8)
+    right = np.roll(left, -4, axis=1)
+    assert exposure_mismatch_note(*view_histograms(left, right)) is None
+    dark = (right * 0.4).astype(np.uint8)  # the right camera at 0.4 x the left's exposure (review)
+    note = exposure_mismatch_note(*view_histograms(left, dark))
+    assert note is not None and note.startswith("exposure: the right image is 2.5 x darker than the left")
+    assert "the left image is" in (exposure_mismatch_note(*view_histograms(dark, right)) or "")
+    assert note in SGBMEngine().compute(left, dark, DepthRequest(max_disparity=16)).notes
+    bi3d, _ = build_engine(EngineOptions(engine="bi3d"))
+    assert note in bi3d.compute(left, dark, DepthRequest(max_disparity=16)).notes

@@ -617,6 +617,17 @@ def test_results_are_never_written_into_a_recording(
     assert run(capsys, "depth", str(rec), "--frames", "1", "--engine", "sgbm", "--out", str(out))[0] == 0
     code, stdout, _ = run(capsys, "depth", str(rec), "--frames", "2", "--engine", "sgbm", "--out", str(out))
     assert code == 0 and f"note: this replaced the results of 1 frame(s) of an earlier run in {out}" in stdout
+    # a pair's result into that folder, and frames into a pair's: the other run's results are said
+    # (one folder read as one run's: review), and kept
+    code, stdout, _ = run(capsys, "depth", left, right, "--engine", "sgbm", "--out", str(out))
+    assert (
+        code == 0 and "also holds the results of an earlier run of 2 frame(s) (000000/ to 000001/)" in stdout
+    )
+    assert (out / "000001" / "result.json").is_file()
+    code, stdout, _ = run(capsys, "depth", str(rec), "--frames", "2", "--engine", "sgbm", "--out", str(out))
+    assert code == 0 and "result.json and its files are an earlier single pair's" in stdout
+    code, stdout, _ = run(capsys, "depth", left, right, "--engine", "sgbm", "--out", str(tmp_path / "new"))
+    assert code == 0 and "earlier" not in stdout
 
 
 def test_a_dataset_whose_scenes_have_their_own_calibrations_is_said(

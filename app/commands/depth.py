@@ -78,7 +78,24 @@ def run(args: argparse.Namespace) -> int:
     say_large_npz(Path(args.out), args.no_probabilities)
     if replaced:  # said: two runs into ./out replaced each other unsaid (review)
         print(f"note: this replaced the earlier result in {args.out}")
+    _say_other_run(Path(args.out), single=True)
     return 0
+
+
+def _say_other_run(out: Path, single: bool) -> None:
+    """A note when ``out`` also holds the other kind of run's results, which stay (a pair's
+    result.json beside a run of frames' 000000/..., or the reverse: one folder read as one run's,
+    review)."""
+    from app.engine.outputs import earlier_result, frame_results
+
+    if single and (frames := frame_results(out)):
+        first, last = frames[0].name, frames[-1].name
+        print(
+            f"note: {out} also holds the results of an earlier run of {len(frames)} frame(s) "
+            f"({first}/ to {last}/), not this pair's"
+        )
+    elif not single and earlier_result(out):
+        print(f"note: {out / 'result.json'} and its files are an earlier single pair's, not these frames'")
 
 
 LARGE_NPZ_BYTES = 100 << 20  # a result.npz this large is said, with how to leave the probabilities out
@@ -358,6 +375,7 @@ def run_source(args: argparse.Namespace) -> int:
     stale = remove_stale_frames(Path(args.out), numbers) if args.frames else 0
     if stale:
         print(f"note: removed the results of {stale} other frame(s) of an earlier run from {args.out}")
+    _say_other_run(Path(args.out), single=not args.frames)
     print(f"wrote {count} frame(s) to {args.out}")
     return 0
 

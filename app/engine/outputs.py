@@ -277,6 +277,19 @@ def frame_folder(out_dir: Path, index: int) -> Path:
     return out_dir / f"{index:0{FRAME_FOLDER_DIGITS}d}"
 
 
+def frame_results(out_dir: Path) -> list[Path]:
+    """The frame folders (``frame_folder``) in ``out_dir`` that hold a result set, in order."""
+    if not out_dir.is_dir():
+        return []
+    return sorted(
+        folder
+        for folder in out_dir.iterdir()
+        if len(folder.name) == FRAME_FOLDER_DIGITS
+        and folder.name.isdigit()
+        and (folder / "result.json").is_file()
+    )
+
+
 def remove_stale_frames(out_dir: Path, written: int | Collection[int]) -> int:
     """The frame folders (``frame_folder``) an earlier run left in ``out_dir`` beside this run's
     ``written`` ones (their numbers, or a count: 0 to count - 1): removed, so the folder holds one
@@ -285,17 +298,13 @@ def remove_stale_frames(out_dir: Path, written: int | Collection[int]) -> int:
     else as well (a user's notes) keeps it and stays. -> how many sets were removed."""
     keep = set(range(written)) if isinstance(written, int) else set(written)
     removed = 0
-    if not out_dir.is_dir():
-        return 0
-    for folder in out_dir.iterdir():
-        name = folder.name
-        if len(name) == FRAME_FOLDER_DIGITS and name.isdigit() and int(name) not in keep:
-            if folder.is_dir() and (folder / "result.json").is_file():
-                for own in OUTPUT_NAMES:
-                    (folder / own).unlink(missing_ok=True)
-                with contextlib.suppress(OSError):  # not empty: the user's files stay with it
-                    folder.rmdir()
-                removed += 1
+    for folder in frame_results(out_dir):
+        if int(folder.name) not in keep:
+            for own in OUTPUT_NAMES:
+                (folder / own).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # not empty: the user's files stay with it
+                folder.rmdir()
+            removed += 1
     return removed
 
 

@@ -61,6 +61,22 @@ def test_a_check_of_swapped_images_exits_1(
     assert code == 0 and json.loads(out.read_text())["swapped"] is False
 
 
+def test_a_check_of_blank_images_says_nothing_matched(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    paths = [tmp_path / "a.png", tmp_path / "b.png"]
+    for path in paths:
+        cv2.imwrite(str(path), np.full((100, 100, 3), 128, np.uint8))
+    code, stdout, _ = run(capsys, "calib", "check", *map(str, paths))
+    # "matches: 0 (orb, consistent with one epipolar geometry)" contradicted itself (review)
+    assert (
+        code == 0
+        and "matches: none (orb found no feature" in stdout
+        and "consistent" not in stdout.split("\n")[0]
+    )
+    assert "verdict: unknown" in stdout
+
+
 def test_check_of_a_rotated_pair_is_bad_and_exits_1(
     capsys: pytest.CaptureFixture[str], demo_pair: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -86,7 +86,10 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"rectified with {args.calib} (raw rig, {rig.image_size[0]}x{rig.image_size[1]})")
     report = check_epipolar(left, right, args.detector, args.max_features)
     figures: dict[str, Any] = report.summary(cli_words)
-    print(f"matches: {report.matches} ({args.detector}, consistent with one epipolar geometry)")
+    if report.matches:
+        print(f"matches: {report.matches} ({args.detector}, consistent with one epipolar geometry)")
+    else:  # "0 (orb, consistent with one epipolar geometry)" contradicted itself (review)
+        print(f"matches: none ({args.detector} found no feature seen in both images)")
     if report.misalignment is not None:
         mean = round(report.vertical_mean_px, 3) + 0.0  # not "-0.000 px"
         print(

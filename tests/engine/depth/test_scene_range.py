@@ -169,6 +169,12 @@ def test_a_scene_nearer_than_an_auto_range_can_reach_is_said_and_what_to_do() ->
     assert "this model reaches 192 px: give the images at half size" in word_settings(note, plain_words)
     disparity[0, :6] = 188.0  # more than a step below
     assert ceiling_note(disparity, 192, ceiling_remedy(192)) == []
+    # an estimate whose room above does not fit under the ceiling: aloe's 148 px for 211 (review)
+    (note,) = ceiling_note(disparity, 192, ceiling_remedy(192), estimate=148.0)
+    assert note.startswith(
+        "the scene may reach past the top of the range (192 px): its estimate is about 148"
+    )
+    assert ceiling_note(disparity, 192, ceiling_remedy(192), estimate=120.0) == []
 
 
 def test_sgbm_under_a_maximum_short_of_the_scene_says_so() -> None:

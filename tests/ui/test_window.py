@@ -870,6 +870,7 @@ def test_a_closed_panel_comes_back_from_the_view_menu_and_file_loads_a_calibrati
         "Fit images",
         "Large tabs below the images",
         "Full screen",
+        "Notes on the last frame",
         "Controls",
         "Calibration",
         "Measure",

@@ -67,7 +67,11 @@ class AlignConfig:
     features: int = 3000
     every: int = 300  # frames between estimates of a stream
     retry: int = 10  # frames between tries while there is no estimate
-    same_view: float = 0.9  # thumbnail correlation below which the view counts as new
+    same_view: float = 0.9  # thumbnail correlation below which the view counts as new ...
+    # ... unless its grey levels' histogram correlates this well: a pan or a moving camera (a new
+    # thumbnail every frame) re-measured every frame, 80-110 ms each of the synthetic demo's
+    # (review); another scene's histogram correlates -0.5-0.4, the pan's 1.0
+    same_levels: float = 0.9
 
 
 DEFAULT_ALIGN = AlignConfig()
@@ -266,6 +270,7 @@ class VerticalAligner:
         self._since: int | None = None  # frames since the last measurement
         self._maps: tuple[np.ndarray, np.ndarray] | None = None
         self._thumb: np.ndarray | None = None  # the left image when last measured
+        self._levels: np.ndarray | None = None  # ... and its grey levels' histogram
         self._swapped = False  # the last measured frame's images look swapped
         self._unrectified: float | None = None  # vertical RMS px of a pair that is not rectified
         self._stale = False  # new_stream() asked for a reset
@@ -280,8 +285,15 @@ class VerticalAligner:
             self._size = size
         wait = self.config.every if self.current is not None else self.config.retry
         gl = cv2.cvtColor(left, cv2.COLOR_RGB2GRAY)
-        thumb = _thumbnail(gl)
-        new_view = self._thumb is None or _correlation(thumb, self._thumb) < self.config.same_view
+        thumb, levels = _thumbnail(gl), _levels(gl)
+        new_view = (
+            self._thumb is None
+            or self._levels is None
+            or (
+                _correlation(thumb, self._thumb) < self.config.same_view
+                and _correlation(levels, self._levels) < self.config.same_levels
+            )
+        )
         if self._since is None or self._since >= wait or new_view:
             gr = cv2.cvtColor(right, cv2.COLOR_RGB2GRAY)
             geometry = _pair_geometry(gl, gr, self.config)
@@ -299,7 +311,7 @@ class VerticalAligner:
             )
             self._unrectified = geometry.vertical_rms_px if unrectified else None
             self._swapped = geometry.swapped
-            self._since, self._thumb = 0, thumb
+            self._since, self._thumb, self._levels = 0, thumb, levels
         self._since += 1
         maps, current = self._maps, self.current
         notes = [SWAPPED_NOTE] if self._swapped else []
@@ -319,6 +331,15 @@ class VerticalAligner:
 
 def _thumbnail(grey: np.ndarray) -> np.ndarray:
     return cv2.resize(grey, (32, 24), interpolation=cv2.INTER_AREA).astype(np.float64).ravel()
+
+
+def _levels(grey: np.ndarray) -> np.ndarray:
+    """32 bins of the grey levels of every 4th pixel of every 4th row."""
+    return (
+        cv2.calcHist([np.ascontiguousarray(grey[::4, ::4])], [0], None, [32], [0, 256])
+        .ravel()
+        .astype(np.float64)
+    )
 
 
 def _correlation(a: np.ndarray, b: np.ndarray) -> float:

@@ -104,12 +104,30 @@ def test_another_scene_of_the_same_size_is_measured_anew() -> None:
     aligner = VerticalAligner()
     left, right = _pair(down_px=1.2, seed=1)
     assert aligner.align(left, right)[1]
-    other_left, other_right = _pair(seed=2)  # rectified, same size: nothing of the last one holds
+    # rectified, same size, other grey levels: nothing of the last one holds
+    other_left, other_right = (image // 2 + 20 for image in _pair(seed=2))
     moved, notes, _ = aligner.align(other_left, other_right)
     assert moved is other_right and not notes
     blank = np.full_like(left, 90)
     assert aligner.align(left, right)[1]  # back: measured again at once
     assert aligner.align(blank, blank)[1] == []  # a view without an estimate keeps none
+
+
+def test_a_moving_view_of_one_scene_is_not_measured_every_frame() -> None:
+    """A pan (the synthetic demo, a camera on a robot) gave a new thumbnail every frame, and each
+    was measured anew: 80-110 ms a frame (review). Its grey levels stay: measured once."""
+    aligner = VerticalAligner()
+    left, right = _pair(down_px=1.2, seed=1)
+    assert aligner.align(left, right)[1]
+    other_left, other_right = _pair(down_px=1.2, seed=3)  # the same texture's statistics, moved on
+    calls: list[int] = []
+    original = alignment._pair_geometry
+    try:
+        alignment._pair_geometry = lambda *a: (calls.append(1), original(*a))[1]  # type: ignore[assignment]
+        _, notes, _ = aligner.align(other_left, other_right)
+    finally:
+        alignment._pair_geometry = original  # type: ignore[assignment]
+    assert calls == [] and notes  # the rig's alignment still applies, unmeasured
 
 
 def test_a_swapped_pair_is_named_in_a_note(demo_dir) -> None:  # type: ignore[no-untyped-def]

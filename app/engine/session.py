@@ -202,6 +202,7 @@ class Session:
         self.calibration: Calibration | None = None
         self.rectifier: Rectifies | None = None
         self._set_aside: str | None = None  # why the calibration was set aside, until taken
+        self._fresh = False  # the next frame processed is the new source's first
         self.flow: FlowBackend | None = None
         self.swap_views = False  # the source's right image is the left camera's (process swaps them)
         self._previous_left: np.ndarray | None = None
@@ -331,6 +332,7 @@ class Session:
             old, self.source = self.source, source
             self._previous_left, self._flow_of = None, (None, None, None)
             self._new_stream()
+            self._fresh = True
         if old is not None and old is not source:
             old.close()
         self.events.source_changed.emit(description)
@@ -615,23 +617,27 @@ class Session:
         self._failed_recording = (recorder, error)
 
     def _set_aside_calibration(
-        self, size: tuple[int, int], shape: tuple[int, ...], own: bool = False
+        self, size: tuple[int, int] | None, shape: tuple[int, ...], own: bool = False
     ) -> None:
-        """The calibration in use fits frames of another size (a new source of another camera):
-        it is set aside, not left to refuse every frame; ``take_set_aside`` says so once. ``own``:
-        the source carries its own calibration, which depth then uses (not pixels)."""
+        """The calibration in use fits frames of another size (a new source of another camera),
+        or (``size`` None) the new source carries its own: it is set aside, not left to refuse
+        every frame or to rectify another rig's; ``take_set_aside`` says so once. ``own``: the
+        source carries its own calibration, which depth then uses (not pixels)."""
         then = (
             "depth uses the source's own calibration"
             if own
             else "depth in pixels; load this camera's calibration"
         )
+        why = (
+            "this source carries its own calibration, so the one in use"
+            if size is None
+            else f"the calibration in use is for {size[0]}x{size[1]} frames but this source's are "
+            f"{shape[1]}x{shape[0]}:"
+        )
         with self._lock:
             self.calibration, self.rectifier = None, None
             self._new_stream()
-            self._set_aside = (
-                f"the calibration in use is for {size[0]}x{size[1]} frames but this source's are "
-                f"{shape[1]}x{shape[0]}: it is set aside ({then})"
-            )
+            self._set_aside = f"{why} it is set aside ({then})"
         self.events.calibration_changed.emit(None)
 
     def cut_short_note(self) -> str | None:
@@ -713,12 +719,19 @@ class Session:
             engine, baseline, flow = self.engine, self.baseline, self.flow
             rectifier, calibration = self.rectifier, self.calibration or pair.calibration
             swap = self.swap_views
+            fresh, self._fresh = self._fresh, False
         timings = {"capture": capture_ms}
         raw = pair
         t0 = time.perf_counter()
         left, right = pair.left, pair.right
         if rectifier is not None and getattr(self.source, "rectifies_frames", False):
             # a raw rig's recording, rectified with its own rig as it is read: not twice
+            rectifier, calibration = None, pair.calibration
+        elif fresh and pair.calibration is not None and self.calibration is not None:
+            # a new source with its own calibration (the synthetic scene, a dataset's calib.txt):
+            # a board calibration of another rig warped its frames into noise (review); one loaded
+            # while the source plays is the user's choice, and is used
+            self._set_aside_calibration(None, left.shape, own=True)
             rectifier, calibration = None, pair.calibration
         if rectifier is not None and (size := getattr(rectifier, "image_size", None)) is not None:
             if size != (left.shape[1], left.shape[0]):  # a loaded rig and another source's frames

@@ -584,9 +584,11 @@ class CalibrationPanel(QWidget):
             self._marked = None
             self.linesReady.emit(None)
         aside = self._aside
+        raw = result.raw or result.pair
+        # frames of its size without a calibration of their own (the synthetic scene's is its own)
         if aside is not None and aside[1] is not None and self.controller.session.calibration is None:
-            frame = (result.raw or result.pair).left
-            if tuple(aside[1].image_size) == (frame.shape[1], frame.shape[0]):  # its camera's frames
+            frame = raw.left
+            if raw.calibration is None and tuple(aside[1].image_size) == (frame.shape[1], frame.shape[0]):
                 self.apply(*aside)
                 w, h = aside[1].image_size
                 self.controller.view.show_status(f"{aside[2]} (made for {w}x{h} frames) is in use again")

@@ -1009,7 +1009,9 @@ class MainWindow(QMainWindow):
             self._timed = result
             self.latency.add(result.timings, still=self.controller.holds_still(), engine=depth.engine)
         self.controls.set_calibration(result.calibration)
-        self.calibration.note_source_calibration(result.calibration)
+        # the source's own, not the one depth used: after Clear, a frame answered with the board
+        # calibration put its figures under "from the source" (review)
+        self.calibration.note_source_calibration((result.raw or result.pair).calibration)
         self.calibration.frame_shown(result)
         status = f"{depth.engine} · {depth.runtime} · {depth.device} · {depth.precision}"
         if depth.searched is not None:

@@ -293,3 +293,40 @@ def test_no_range_advice_where_the_source_says_its_depth_is_noise() -> None:
     source.notes = ["video a.avi does not look like a stereo video (0 side by side): depth from it is noise"]
     notes = process().depth.notes
     assert not any(CEILING_WORDS in n for n in notes) and any("noise" in n for n in notes)
+
+
+def test_a_new_source_with_its_own_calibration_sets_the_one_in_use_aside() -> None:
+    """A board calibration of another rig (640 x 480, as the synthetic scene) rectified the
+    synthetic scene's frames into noise (review): a new source's own calibration wins; one loaded
+    while it plays is the user's choice."""
+    from app.engine.types import Calibration
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _TimedEngine()  # type: ignore[assignment]
+
+    class _Warps:  # a raw rig's rectifier of the same frame size
+        image_size = (128, 96)
+
+        def rectify(self, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return left + 1, right + 1
+
+    board = Calibration(focal_px=517.0, baseline_m=0.0833)
+    own = Calibration(focal_px=128.0, baseline_m=0.12)
+    session.set_calibration(board, _Warps())  # type: ignore[arg-type]
+    source = _SilentSource()
+    session.set_source(source)
+    image = np.zeros((96, 128, 3), np.uint8)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    frame = session.process(StereoPair(image, image, calibration=own), request)
+    assert frame.calibration is own and int(frame.pair.left[0, 0, 0]) == 0  # not warped
+    assert session.calibration is None and "carries its own calibration" in (session.take_set_aside() or "")
+    session.set_calibration(board, _Warps())  # type: ignore[arg-type]  # loaded while it plays: used
+    frame = session.process(StereoPair(image, image, calibration=own), request)
+    assert frame.calibration is board and int(frame.pair.left[0, 0, 0]) == 1
+
+
+class _SilentSource:
+    notes: tuple[str, ...] = ()
+
+    def close(self) -> None:
+        pass

@@ -389,6 +389,21 @@ def test_a_self_rectification_without_a_baseline_is_in_baselines_saved_later_and
     _show(qtbot, window, holder, dataclasses.replace(demo, calibration=Calibration(995.0, 0.193)))
     assert window.notices.level == "info" and "the source's own calibration" in window.notices.text.text()
     assert "pixels" not in window.notices.text.text()
+    # frames of the rig's size with a calibration of their own (the synthetic scene): the source's
+    # wins, where the rig warped them into noise; its figures are the panel's (review)
+    _show(qtbot, window, holder, StereoPair(*render_pair(*POSES[0])))
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        panel.apply(true_rig().rectified(), true_rig(), "true rig")
+    assert window.session.rectifier is not None  # in use on frames of its size
+    own = Calibration(640.0, 0.12)
+    _show(qtbot, window, holder, dataclasses.replace(StereoPair(*render_pair(*POSES[0])), calibration=own))
+    assert window.session.rectifier is None  # (these raw frames are then said to be unrectified)
+    last = window.controller.last
+    assert last is not None and last.calibration == own
+    qtbot.waitUntil(
+        lambda: panel.file_label.text().startswith(f"{calibration_panel.SOURCE_CALIBRATION}: f 640.0 px"),
+        timeout=5000,
+    )
 
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "opencv_stereo"

@@ -25,14 +25,26 @@ ENGINE_STAGES = {"sgbm": {"features": "match", "refine": "readout"}}
 
 
 class FramesAgoAxis(pg.AxisItem):
-    """The x axis in frames before the newest, said in its ticks: "now" at 0 and "9 frames ago" at
-    the leftmost (bare -9 .. -1 gave no unit; an axis title takes height a 150 px dock lacks)."""
+    """The x axis in frames before the newest, said in its ticks: "now" at 0 and "90 frames ago"
+    at the leftmost major tick inside the plot (bare -9 .. -1 gave no unit; an axis title takes
+    height a 150 px dock lacks). Minor ticks read their own values ("8" thrice was 7.5-8.5)."""
+
+    _major: float | None = None  # the major ticks' spacing of the last layout
+    _inside = 0.0  # a tick left of this is at the plot's edge, where its label is hidden
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:
+        levels = super().tickValues(minVal, maxVal, size)
+        self._major = levels[0][0] if levels else None
+        self._inside = minVal + 0.08 * (maxVal - minVal)
+        return levels
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
-        ago = [abs(round(v * scale)) for v in values]
-        leftmost = max(ago, default=0)
-        named = leftmost if len(ago) > 1 else None  # the unit once, at the leftmost tick
-        return ["now" if n == 0 else f"{n} frames ago" if n == named else str(n) for n in ago]
+        inside = [v for v in values if self._inside <= v < 0] if spacing == self._major else []
+        named = min(inside) if inside else None
+        return [
+            "now" if v == 0 else f"{-v * scale:g} frames ago" if v == named else f"{-v * scale:g}"
+            for v in values
+        ]
 
 
 class MsAxis(pg.AxisItem):

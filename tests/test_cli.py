@@ -582,6 +582,12 @@ def test_a_pair_given_the_wrong_way_round_is_refused_before_the_work(
         assert code == 0, stdout
         median = float(stdout.split("disparity: median ")[1].split(" px")[0])
         assert 40 < median < 50  # Motorcycle's median: about 44 px
+    # --swap-views on a pair in the right order: refused, saying to drop it (it wrote noise and
+    # advised swapping the cameras: review)
+    for given in ([str(left), str(right)], [f"{left},{right}"]):
+        msg = _bad(capsys, "depth", *given, "--swap-views", "--engine", "sgbm", "--out", str(tmp_path / "u"))
+        assert "look swapped" in msg and "drop --swap-views" in msg
+    assert not (tmp_path / "u").exists()
 
 
 def test_an_unrectified_pair_is_computed_with_a_note_not_refused_as_swapped(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -312,6 +312,9 @@ def test_disk_full_during_depth_keeps_the_earlier_set(capsys, tiny, tmp_path, mo
         "--no-probabilities",
     )
     assert "the disk is full" in line and "--no-probabilities" not in line
+    # SGBM's continuous answer writes no probabilities: the flag is no advice there (review)
+    line = _failed(capsys, "depth", *tiny, *SGBM, "--out", str(out))
+    assert "the disk is full" in line and "--no-probabilities" not in line
 
 
 def test_disk_full_on_a_json_keeps_the_earlier_file(capsys, tiny, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

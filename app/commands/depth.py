@@ -63,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     left, right = _rectifier(rig)(left, right)
     if args.swap_views:
         left, right = right, left
+        # a pair in the right order, swapped: noise, and advice to swap the cameras (review)
+        refuse_swapped(args.right, args.left, left, right, UNSWAP_ADVICE)
     else:
         refuse_swapped(args.left, args.right, left, right)
     engine, reason = build_engine(engine_options(args), "binary")
@@ -146,12 +148,13 @@ def _write(
     """``write_result``; a full disk's error names --no-probabilities while they were written
     (most of result.npz: "free space" alone was said, review)."""
     from app.engine.errors import DiskFailure
-    from app.engine.outputs import write_result
+    from app.engine.outputs import derived_probabilities, write_result
 
     try:
         return write_result(out, result, request, extra, not no_probabilities, shown)
     except DiskFailure as exc:
-        if no_probabilities or not len(getattr(result, "planes", ())):
+        # SGBM's over a range are never written: the flag would change nothing (review)
+        if no_probabilities or not len(result.planes) or derived_probabilities(result):
             raise
         raise DiskFailure(f"{exc}, or leave the planes' probabilities out (--no-probabilities)") from None
 
@@ -192,6 +195,7 @@ def refuse_swapped(
 
 
 SWAP_ADVICE = "give the left camera's image first, or --swap-views"
+UNSWAP_ADVICE = "they are in the right order as given: drop --swap-views"
 
 
 def _swapped(rectify: Rectify) -> Rectify:
@@ -314,9 +318,10 @@ def run_source(args: argparse.Namespace) -> int:
         rectify = _rectifier(rig)
         if args.swap_views:
             rectify = _swapped(rectify)
-        else:  # as a pair given the wrong way round is: its depth would be noise
-            views = rectify(first.left, first.right)
-            refuse_swapped(f"{source.describe()}: the left view", "the right view", *views)
+        views = rectify(first.left, first.right)  # given the wrong way round, its depth would be noise
+        what = f"{source.describe()}: the {'right' if args.swap_views else 'left'} view"
+        other = f"the {'left' if args.swap_views else 'right'} view"
+        refuse_swapped(what, other, *views, UNSWAP_ADVICE if args.swap_views else None)
         request = depth_request(args, calibration)
         engine, reason = build_engine(engine_options(args), "binary")
         print(f"engine: {engine.name} ({word_settings(reason, cli_words)}); source: {source.describe()}")

@@ -56,6 +56,7 @@ from app.engine.depth.exposure import (
     DEFAULT_EXPOSURE,
     ExposureConfig,
     exposure_mismatch_note,
+    flat_answer,
     flat_pair_note,
     identical_pair_note,
     stretch,
@@ -298,7 +299,7 @@ class Bi3DEngine:
             try:
                 result = self._compute(left, right, request)
                 if flat is not None:  # the network answers something everywhere: none of it is depth
-                    unknown(result)
+                    flat_answer(result)
                     result.notes.insert(0, flat)
                 return with_alignment(result, notes, align_ms)
             except RuntimeUnavailable as exc:  # includes RuntimeFailed: the frame starts again
@@ -1013,17 +1014,6 @@ class Bi3DEngine:
         yield
         self._sync()
         timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - t0) * 1000
-
-
-def unknown(result: DepthResult) -> None:
-    """Every pixel of ``result`` unknown, in place: no disparity, confidence 0, no pixel "closer"
-    than a binary plane nor inside, closer or farther than a selective range."""
-    result.disparity[:] = np.nan
-    result.confidence = np.zeros(result.disparity.shape, np.float32)
-    if result.mask is not None:
-        result.mask[:] = False
-    if result.range_state is not None:
-        result.range_state[:] = 0
 
 
 def beyond_note(result: DepthResult, top: float | None = None) -> list[str]:

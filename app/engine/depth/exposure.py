@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from app.engine.types import FLAT_NOTE
+from app.engine.types import FLAT_NOTE, DepthResult
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,17 @@ def flat_pair_note(left: np.ndarray, right: np.ndarray, counts: np.ndarray | Non
         f"{FLAT_NOTE} (grey levels {lo}-{hi}), so no pixel has an answer; "
         "check the exposure, the lens caps and the source"
     )
+
+
+def flat_answer(result: DepthResult) -> None:
+    """Every pixel of ``result`` unknown, in place: no disparity, confidence 0, no pixel "closer"
+    than a binary plane nor inside, closer or farther than a selective range."""
+    result.disparity[:] = np.nan
+    result.confidence = np.zeros(result.disparity.shape, np.float32)
+    if result.mask is not None:
+        result.mask[:] = False
+    if result.range_state is not None:
+        result.range_state[:] = 0
 
 
 IDENTICAL_NOTE = (

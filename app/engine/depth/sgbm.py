@@ -24,7 +24,13 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
-from app.engine.depth.exposure import exposure_mismatch_note, identical_pair_note, view_histograms
+from app.engine.depth.exposure import (
+    exposure_mismatch_note,
+    flat_answer,
+    flat_pair_note,
+    identical_pair_note,
+    view_histograms,
+)
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import (
     STEP_PX,
@@ -36,6 +42,7 @@ from app.engine.depth.scene_range import (
     estimate_reach,
     fit_levels,
     widest_search,
+    without_ceiling_notes,
 )
 from app.engine.errors import UserError, setting
 from app.engine.types import DEFAULT_MAX_DISPARITY, SGBM_MODES, DepthRequest, DepthResult, Mode, check_pair
@@ -148,8 +155,10 @@ class SGBMEngine:
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
-        same = identical_pair_note(left, right)
-        apart = exposure_mismatch_note(*view_histograms(left, right))
+        views = view_histograms(left, right)
+        flat = flat_pair_note(left, right, views[0] + views[1])
+        same = identical_pair_note(left, right) if flat is None else None
+        apart = exposure_mismatch_note(*views) if flat is None else None
         notes = [*notes, *(n for n in (same, apart) if n)]
         t0 = time.perf_counter()
         ceiling = request.max_disparity
@@ -188,6 +197,9 @@ class SGBMEngine:
                 )
         if narrow:
             result.notes.append(f"SGBM searched 0-{fit} px: the images are {left.shape[1]} px wide")
+        if flat is not None:  # a black frame read "70 % valid" and "identical" (review), as Bi3D does
+            flat_answer(result)
+            result.notes = [flat, *without_ceiling_notes(result.notes)]
         return with_alignment(result, notes, align_ms)
 
     def _short_search_note(self, left: np.ndarray, right: np.ndarray, top: float) -> list[str]:

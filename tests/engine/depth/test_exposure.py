@@ -96,3 +96,14 @@ def test_a_pair_exposed_apart_is_noted_by_both_engines() -> None:
     assert note in SGBMEngine().compute(left, dark, DepthRequest(max_disparity=16)).notes
     bi3d, _ = build_engine(EngineOptions(engine="bi3d"))
     assert note in bi3d.compute(left, dark, DepthRequest(max_disparity=16)).notes
+
+
+def test_sgbm_answers_a_flat_pair_with_nothing_and_says_so() -> None:
+    from app.engine.depth.sgbm import SGBMEngine
+    from app.engine.types import FLAT_NOTE, DepthRequest
+
+    black = np.zeros((64, 96, 3), np.uint8)
+    # "70 % valid" and "the images are identical" of a black frame (review); Bi3D said "flat"
+    result = SGBMEngine().compute(black, black.copy(), DepthRequest(max_disparity=16))
+    assert not np.isfinite(result.disparity).any() and result.notes[0].startswith(FLAT_NOTE)
+    assert not any("identical" in n or "top of the range" in n for n in result.notes)

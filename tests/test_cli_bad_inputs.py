@@ -501,3 +501,16 @@ def test_a_range_past_the_model_s_says_what_reaches_further(capsys, tiny) -> Non
     assert "reaches 192 px" in line and "half size" in line and "--engine sgbm" in line
     _, out, _ = run(capsys, "depth", "--help")
     assert "the bundled Bi3D model reaches 192" in " ".join(out.split())
+
+
+def test_gui_without_a_display_is_one_line() -> None:
+    from app.commands.gui import check_display
+    from app.engine.errors import UserError
+
+    # Qt aborted (exit 134) with a paragraph about xcb plugins (review)
+    with pytest.raises(UserError, match="no display to open the window on"):
+        check_display({}, "linux")
+    check_display({"DISPLAY": ":0"}, "linux")
+    check_display({"WAYLAND_DISPLAY": "wayland-0"}, "linux")
+    check_display({"QT_QPA_PLATFORM": "offscreen"}, "linux")
+    check_display({}, "darwin")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Mapping
 
 from app.commands.arguments import real
 from app.engine.errors import UserError
@@ -13,11 +16,26 @@ def run(args: argparse.Namespace) -> int:
 
     if args.calib2 and not args.calib:
         raise UserError("--calib2 is the second file of a calibration: give --calib too")
+    check_display()
     if args.calib:  # refused here, in one line, before a window opens
         from app.engine.calibration.files import load_calibration
 
         load_calibration(args.calib, args.calib2)
     return run_gui(args.source, args.screenshot, args.quit_after, args.calib, args.calib2)
+
+
+def check_display(environ: Mapping[str, str] | None = None, platform: str | None = None) -> None:
+    """A ``UserError`` on Linux without a display to open the window on: Qt aborted with a
+    paragraph about xcb plugins and exit status 134 (review)."""
+    env = os.environ if environ is None else environ
+    system = sys.platform if platform is None else platform
+    if not system.startswith("linux") or env.get("QT_QPA_PLATFORM"):
+        return
+    if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        raise UserError(
+            "no display to open the window on (neither DISPLAY nor WAYLAND_DISPLAY is set): run it in "
+            "a desktop session, over ssh -X, or with QT_QPA_PLATFORM=offscreen and --screenshot FILE"
+        )
 
 
 def register(sub: argparse._SubParsersAction) -> None:

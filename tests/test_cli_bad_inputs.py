@@ -391,6 +391,21 @@ def test_a_json_report_never_replaces_an_image_or_other_file(capsys, tmp_path) -
     notes.write_text("mine")
     assert "is not a JSON report" in bad(capsys, "bench", "--json", str(notes))
     assert notes.read_text() == "mine"
+    # a JSON file of the user's (a stereodemo calibration) was replaced: only reports are (review)
+    mine = tmp_path / "mine.json"
+    mine.write_text('{"fx": 500.0, "baseline": 0.12}')
+    assert "is not a JSON report" in bad(capsys, "bench", "--json", str(mine))
+    assert "is not a JSON report" in bad(capsys, "eval", "synthetic", "--json", str(mine))
+    assert mine.read_text() == '{"fx": 500.0, "baseline": 0.12}'
+    from app.commands.arguments import output_file
+
+    for ours in (
+        '[{"engine": "sgbm", "median_ms": 3.0}]',
+        '[{"scene": "mean", "engine": "bi3d"}]',
+        '{"verdict": "x"}',
+    ):
+        mine.write_text(ours)
+        assert output_file(str(mine)) == str(mine)  # an earlier report: replaced as asked
 
 
 def test_the_same_image_twice_is_refused_as_a_swapped_pair_is(capsys, tiny) -> None:  # type: ignore[no-untyped-def]

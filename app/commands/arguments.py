@@ -94,15 +94,22 @@ def output_file(text: str) -> str:
 REPORT_BYTES = 64 << 20  # a file larger than this is no report of ours
 
 
+REPORT_KEYS = frozenset({"engine", "backend", "scene", "left_out"})  # in each record of bench's and eval's
+
+
 def _json_report(path: Path) -> bool:
-    """Whether ``path`` holds a JSON document (an earlier report, replaced as asked)."""
+    """Whether ``path`` holds a report these commands write (an earlier one, replaced as asked):
+    bench's and eval's lists of records, calib check's figures. Any other JSON is a file of the
+    user's (a stereodemo calibration was replaced by eval --json: review)."""
     try:
         if path.stat().st_size > REPORT_BYTES:
             return False
-        json.loads(path.read_bytes())
+        data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return False
-    return True
+    if isinstance(data, dict):
+        return "verdict" in data
+    return isinstance(data, list) and all(isinstance(r, dict) and REPORT_KEYS & r.keys() for r in data)
 
 
 def output_folder(text: str) -> str:

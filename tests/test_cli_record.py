@@ -791,3 +791,28 @@ def test_a_recording_says_how_far_it_has_come_as_it_runs(tmp_path: Path) -> None
         assert logged.every == Progress.LOG_EVERY_S
         logged.say()
         assert log.getvalue() == "recording: 0 frames · 0.0 MB · 0:00\n"
+
+
+def test_a_recording_of_a_mono_video_says_so_when_it_plays(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Its replay looked like a stereo source: the note that the video is none went unsaid (review)."""
+    import cv2
+
+    from app.engine.sources.recording import open_recording
+    from tests.engine.sources.test_sources import write_video
+
+    board = cv2.cvtColor(
+        cv2.imread(str(Path(__file__).parent / "data" / "opencv_stereo" / "left01.jpg")), cv2.COLOR_BGR2RGB
+    )
+    video = tmp_path / "mono.avi"
+    write_video(video, [board] * 3)  # one camera's frames, split side by side
+    rec = tmp_path / "rec"
+    code, out, _ = run(capsys, "record", str(video), str(rec), "--frames", "2")
+    assert code == 0 and "does not look like a stereo video" in out
+    with open_recording(rec) as source:
+        source.read()
+        assert any(
+            "does not look like a stereo video" in n and "recording was made from it" in n
+            for n in source.notes
+        )

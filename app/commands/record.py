@@ -117,7 +117,8 @@ def _record(args: argparse.Namespace) -> int:
             recorder.discard()
             raise
         finally:
-            recorder.set_source(source.describe())  # a video's layout, decided on its first frame
+            # a video's layout, decided on its first frame, and a mono video's note
+            recorder.set_source(source.describe(), source.notes)
             recorder.close()
         if recorder.rig_note:  # the rig rescaled to the frames' size
             print(f"note: {recorder.rig_note}")

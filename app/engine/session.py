@@ -678,6 +678,9 @@ class Session:
             return None
         self._unhook_recorder()
         self.stopped_writer = writer
+        describe = getattr(self.source, "describe", None)
+        if describe is not None:  # a mono video's note goes with its recording
+            recorder.set_source(describe(), list(getattr(self.source, "notes", ())))
 
         def finish() -> None:
             if writer is not None:

@@ -44,6 +44,7 @@ from app.engine.fileio import make_folder
 from app.engine.formats import atomic_write, write_color_png, write_pfm
 from app.engine.sources.base import StereoSource, plural
 from app.engine.sources.files import Scene, SceneSource
+from app.engine.sources.layout import depth_is_noise
 from app.engine.sources.recording_index import (
     FORMAT,
     LOCK,
@@ -284,13 +285,20 @@ class Recorder:
         self._last_stamp = stamp
         return stamp
 
-    def set_source(self, source: str) -> None:
+    def set_source(self, source: str, notes: list[str] | tuple[str, ...] = ()) -> None:
         """What was recorded, as the source describes itself now: a video's layout is decided on
-        its first frame (session.json had named a top-bottom video "side by side": review)."""
+        its first frame (session.json had named a top-bottom video "side by side": review); and
+        the source's ``notes`` that say its depth is noise (a mono video), which the recording
+        says again when it plays (its replay looked like stereo: review)."""
+        kept = [n for n in notes if depth_is_noise([n])]
         with self._lock:
-            if self._closed or self._meta.get("source") == source or not self.frames_written:
+            if self._closed or not self.frames_written:
+                return
+            if self._meta.get("source") == source and self._meta.get("source_notes", []) == kept:
                 return
             self._meta["source"] = source
+            if kept:
+                self._meta["source_notes"] = kept
             self._write_session()
 
     def close(self) -> None:
@@ -433,6 +441,11 @@ def open_recording(folder: Path) -> SceneSource:
     description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
     source = SceneSource(scenes, description, [stamp for _, stamp in frames], calibration, rectify)
     source.opening_notes.extend([*said, *index_notes(folder, frames)])
+    kept = meta.get("source_notes")
+    if isinstance(kept, list):  # what its source was said to be (a mono video), said again
+        source.opening_notes.extend(
+            f"{n} (this recording was made from it)" for n in kept if isinstance(n, str)
+        )
     return source
 
 

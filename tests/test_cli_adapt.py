@@ -149,3 +149,18 @@ def test_a_log_hears_from_a_long_stage(capsys, monkeypatch) -> None:  # type: ig
         clock[0] = 20.0 * step
         bar.show("training", step, 4, f"step {step} of 4")
     assert capsys.readouterr().out.splitlines() == ["adapt: step 1 of 4", "adapt: step 3 of 4"]
+
+
+def test_adapt_on_a_mono_video_says_it_is_no_stereo_video(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import cv2
+
+    from tests.engine.sources.test_sources import write_video
+
+    board = cv2.cvtColor(
+        cv2.imread(str(ROOT / "tests" / "data" / "opencv_stereo" / "left01.jpg")), cv2.COLOR_BGR2RGB
+    )
+    video = tmp_path / "mono.avi"
+    write_video(video, [board] * 4)
+    # "does not look rectified ... give the rig's calibration", where depth and record say what it is
+    line = bad(capsys, "adapt", str(video), "--out", str(tmp_path / "a.pt"), "--frames", "4")
+    assert "does not look like a stereo video" in line and "stereo rig's footage only" in line

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from app.engine.errors import Interrupted, UserError
 from app.engine.sources.base import plural
+from app.engine.sources.layout import depth_is_noise
 from app.engine.sources.spec import open_source
 from app.engine.training.pseudo import check_rectified, confident_disparity
 from app.engine.types import StereoPair
@@ -57,20 +58,27 @@ def read_frames(
         what = source.describe()
         total = source.frame_count
         pairs: list[StereoPair] = []
+        noise: list[str] = []  # the source's notes that its depth is noise (a mono video)
+
+        def take(pair: StereoPair | None) -> None:
+            if pair is not None:
+                pairs.append(pair)
+            noise.extend(n for n in source.notes if depth_is_noise([n]) and n not in noise)
+
         if source.seekable and total is not None and total > count:
             for index in np.linspace(0, total - 1, count).round().astype(int):
                 _stop_if(cancel)
                 source.seek(int(index))
-                pair = source.read()
-                if pair is not None:
-                    pairs.append(pair)
+                take(source.read())
         else:
             while len(pairs) < count:
                 _stop_if(cancel)
                 pair = source.read()
                 if pair is None:
                     break
-                pairs.append(pair)
+                take(pair)
+    if noise:  # "does not look rectified" of a mono video, where depth and record say what it is (review)
+        raise UserError(f"{noise[0]}; adapt learns from a stereo rig's footage only")
     if len(pairs) < 2:
         raise UserError(
             f"{what} has {plural(len(pairs), 'frame')}; adaptation needs at least 2 (frames to learn from "

@@ -136,6 +136,9 @@ NEW_SOURCE_DEPTH = "depth of the new source: computing…"
 RAISE_MARGIN = 1.3  # a budget raised to the fastest answer goes this much above its prediction
 
 
+PAUSE_KEY = "Space"  # pauses and plays again (the toolbar's button and the Playback menu)
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -393,7 +396,11 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(self.reset_action)
         # Space and → were in no menu: only the playback bar's tooltips named them (review)
         self.playback_menu = self.menuBar().addMenu("&Playback")
-        for action in (self.pause_action, self.step_action, self.loop_action, self.record_action):
+        # the toolbar's checkable Pause read "✓ Play" in a menu once paused, as if playing (review):
+        # the menu's entry says what it does, with the key, and toggles the same action
+        self.pause_menu_action = QAction(f"Pause\t{PAUSE_KEY}", self)
+        self.pause_menu_action.triggered.connect(self.pause_action.toggle)
+        for action in (self.pause_menu_action, self.step_action, self.loop_action, self.record_action):
             self.playback_menu.addAction(action)
 
     def _large_tabs(self, on: bool) -> None:
@@ -637,7 +644,7 @@ class MainWindow(QMainWindow):
     def _build_playback(self) -> QToolBar:
         bar = QToolBar("Playback", self)
         bar.setObjectName("playback")
-        self.pause_action = QAction("Pause", self, checkable=True, shortcut=QKeySequence("Space"))
+        self.pause_action = QAction("Pause", self, checkable=True, shortcut=QKeySequence(PAUSE_KEY))
         self.pause_action.setToolTip("pause a video, camera or recording; the frame shown stays live")
         self.pause_action.toggled.connect(self._pause)
         self.step_action = QAction("Step", self, shortcut=QKeySequence("Right"))
@@ -723,10 +730,15 @@ class MainWindow(QMainWindow):
         """The Pause button as paused (it offers Play) or playing, without pausing anything."""
         with QSignalBlocker(self.pause_action):
             self.pause_action.setChecked(on)
+        self._pause_texts(on)
+
+    def _pause_texts(self, on: bool) -> None:
+        """The button's and the menu's words: what a press does now."""
         self.pause_action.setText("Play" if on else "Pause")
+        self.pause_menu_action.setText(f"{'Play' if on else 'Pause'}\t{PAUSE_KEY}")
 
     def _pause(self, on: bool) -> None:
-        self.pause_action.setText("Play" if on else "Pause")
+        self._pause_texts(on)
         self.controller.set_paused(on)
         if not on and self._ended:  # Play at the end: from the start, as a player does
             if self.notices.level == "info" and PLAY_AGAIN in self.notices.text.text():

@@ -1032,7 +1032,13 @@ def test_playback_keys_are_found_in_a_menu(qtbot) -> None:  # type: ignore[no-un
     """Space and → were in no menu, only in the playback bar's tooltips (review)."""
     window = _window(qtbot, lambda spec: FakeSource(1))
     names = {a.text(): a.shortcut().toString() for a in window.playback_menu.actions()}
-    assert names["Pause"] == "Space" and names["Step"] == "Right" and "Loop" in names
+    assert "Pause\tSpace" in names and names["Step"] == "Right" and "Loop" in names
+    # paused, the menu's entry says Play without a check mark ("✓ Play" read as playing: review)
+    entry = window.pause_menu_action
+    entry.trigger()
+    assert window.pause_action.isChecked() and entry.text() == "Play\tSpace" and not entry.isCheckable()
+    entry.trigger()
+    assert not window.pause_action.isChecked() and entry.text() == "Pause\tSpace"
 
 
 def test_pause_holds_a_source_whose_time_can_wait(qtbot) -> None:  # type: ignore[no-untyped-def]

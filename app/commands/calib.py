@@ -33,7 +33,6 @@ def parse_pattern(text: str) -> tuple[int, int]:
 
 SQUARE_NOTE_M = 1.0  # a chessboard square this large is centimetres or millimetres typed as metres
 USABLE_RMS_PX = 1.0  # reprojection or epipolar error past which a calibration is not written (--force)
-WIDE_COVERAGE = 0.5  # a coverage figure under this: the views leave much of that range out
 SQUARE_OFF_PERCENT = 3.0  # a board measured this far from --square: metric depths are off as far
 
 
@@ -315,12 +314,7 @@ def _calibrate(args: argparse.Namespace, target: Any) -> int:
         f"focal length: left {rig.K1[0, 0]:.1f} px, right {rig.K2[0, 0]:.1f} px "
         f"(rectified {rig.rectified().focal_px:.1f} px)"
     )  # the window said it, the command did not (review)
-    short = [name for name, value in vars(result.coverage).items() if value < WIDE_COVERAGE]
-    print(
-        f"coverage: {result.coverage} (1 = the views span the whole range"
-        + (f"; {', '.join(short)} under {WIDE_COVERAGE:g}: add views that vary it" if short else "")
-        + ")"
-    )
+    print(f"coverage: {result.coverage} (1 = the views span the whole range{result.coverage.advice()})")
     for note in result.notes:
         print(f"note: {note}")
     worst = max(result.rms_px, result.epipolar_rms_px)

@@ -295,6 +295,18 @@ class Coverage:
     def __str__(self) -> str:
         return f"X {self.x:.2f}, Y {self.y:.2f}, size {self.size:.2f}, skew {self.skew:.2f}"
 
+    def narrow(self) -> list[str]:
+        """The figures under ``WIDE_COVERAGE``: ranges the views leave much of out."""
+        return [name for name, value in vars(self).items() if value < WIDE_COVERAGE]
+
+    def advice(self) -> str:
+        """'; x, y under 0.5: add views that vary it', or '' when every range is wide."""
+        short = self.narrow()
+        return f"; {', '.join(short)} under {WIDE_COVERAGE:g}: add views that vary it" if short else ""
+
+
+WIDE_COVERAGE = 0.5  # a coverage figure under this: the views leave much of that range out
+
 
 @dataclass(frozen=True)
 class ChessboardTarget:

@@ -460,9 +460,14 @@ def format_summary(
     elif result.range_state is not None and not (result.range_state == 0).any():
         lines.append("disparity: no pixel lies inside the range (0% valid); see the range line below")
     elif info["mode"] != Mode.BINARY.value:
-        lines.append(
-            "disparity: no pixel kept an answer (0% valid): the pair lacks texture, or lower --min-confidence"
+        # SGBM rates nothing: --min-confidence was no advice there (its search of a pair as narrow
+        # as the range leaves no column to answer: review)
+        why = (
+            "the pair lacks texture, or lower --min-confidence"
+            if result.engine != "sgbm"
+            else "the pair lacks texture, or the images are too narrow for the range searched"
         )
+        lines.append(f"disparity: no pixel kept an answer (0% valid): {why}")
     if "closer_than_plane_fraction" in info:
         unknown = info.get("unknown_fraction", 0.0)
         lines.append(

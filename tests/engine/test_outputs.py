@@ -123,7 +123,10 @@ def test_the_summary_says_when_nothing_was_answered_or_the_depth_is_unknown() ->
         )
 
     text = outputs.format_summary(result(np.full((4, 4), np.nan, np.float32)))
-    assert "no pixel kept an answer (0% valid)" in text
+    assert "no pixel kept an answer (0% valid)" in text and "--min-confidence" in text
+    sgbm = result(np.full((4, 4), np.nan, np.float32))
+    sgbm.engine = "sgbm"  # rates nothing: --min-confidence is no advice there (review)
+    assert "--min-confidence" not in outputs.format_summary(sgbm)
     assert "time (bi3d, " in text  # what ran, said on the terminal too (named by --runtime or not)
     # a selective range that nothing lies in is not a texture problem
     outside = result(np.full((4, 4), np.nan, np.float32))

@@ -203,6 +203,7 @@ class Session:
         self.rectifier: Rectifies | None = None
         self._set_aside: str | None = None  # why the calibration was set aside, until taken
         self._fresh = False  # the next frame processed is the new source's first
+        self._calibrated_on: object | None = None  # the source current when the calibration was set
         self.flow: FlowBackend | None = None
         self.swap_views = False  # the source's right image is the left camera's (process swaps them)
         self._previous_left: np.ndarray | None = None
@@ -333,6 +334,8 @@ class Session:
             self._previous_left, self._flow_of = None, (None, None, None)
             self._new_stream()
             self._fresh = True
+            if self.calibration is not None and self._calibrated_on is None:  # given before it opened
+                self._calibrated_on = source  # (gui --calib): for this source
         if old is not None and old is not source:
             old.close()
         self.events.source_changed.emit(description)
@@ -361,6 +364,7 @@ class Session:
         """Use ``calibration`` for depth in metres (and ``rectifier`` for raw pairs); None: the source's."""
         with self._lock:
             self.calibration, self.rectifier = calibration, rectifier
+            self._calibrated_on = self.source
             self._new_stream()  # rectified anew: the alignment and the range are measured again
         self.events.calibration_changed.emit(calibration)
 
@@ -629,15 +633,15 @@ class Session:
             else "depth in pixels; load this camera's calibration"
         )
         why = (
-            "this source carries its own calibration, so the one in use"
+            "this source carries its own calibration, so the one in use is set aside"
             if size is None
             else f"the calibration in use is for {size[0]}x{size[1]} frames but this source's are "
-            f"{shape[1]}x{shape[0]}:"
+            f"{shape[1]}x{shape[0]}: it is set aside"
         )
         with self._lock:
             self.calibration, self.rectifier = None, None
             self._new_stream()
-            self._set_aside = f"{why} it is set aside ({then})"
+            self._set_aside = f"{why} ({then})"
         self.events.calibration_changed.emit(None)
 
     def cut_short_note(self) -> str | None:
@@ -722,7 +726,10 @@ class Session:
             engine, baseline, flow = self.engine, self.baseline, self.flow
             rectifier, calibration = self.rectifier, self.calibration or pair.calibration
             swap = self.swap_views
+            # a calibration set under an earlier source, not one given for this source (gui
+            # --calib, loaded before the source opened: code review)
             fresh, self._fresh = self._fresh, False
+            fresh = fresh and self._calibrated_on is not self.source
         timings = {"capture": capture_ms}
         raw = pair
         t0 = time.perf_counter()

@@ -378,7 +378,10 @@ class CalibrationPanel(QWidget):
         self.rig, self.baseline_known = None, True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
-        self.clear_button.setEnabled(self.controller.session.calibration is not None)
+        # one set aside comes back with frames of its size: Clear forgets it (code review)
+        self.clear_button.setEnabled(
+            self.controller.session.calibration is not None or self._aside is not None
+        )
         self.file_label.setText(f"{NO_CALIBRATION} ({why})")
         self.reset_check()
         self.calibrationChanged.emit(None, None)

@@ -312,11 +312,14 @@ def test_a_new_source_with_its_own_calibration_sets_the_one_in_use_aside() -> No
 
     board = Calibration(focal_px=517.0, baseline_m=0.0833)
     own = Calibration(focal_px=128.0, baseline_m=0.12)
-    session.set_calibration(board, _Warps())  # type: ignore[arg-type]
-    source = _SilentSource()
-    session.set_source(source)
     image = np.zeros((96, 128, 3), np.uint8)
     request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    # given for the source before it opened (gui --calib on a dataset): kept (code review)
+    session.set_calibration(board, _Warps())  # type: ignore[arg-type]
+    session.set_source(_SilentSource())
+    frame = session.process(StereoPair(image, image, calibration=own), request)
+    assert frame.calibration is board and session.take_set_aside() is None
+    session.set_source(_SilentSource())  # then another source with its own: the board goes
     frame = session.process(StereoPair(image, image, calibration=own), request)
     assert frame.calibration is own and int(frame.pair.left[0, 0, 0]) == 0  # not warped
     assert session.calibration is None and "carries its own calibration" in (session.take_set_aside() or "")

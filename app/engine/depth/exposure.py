@@ -52,6 +52,7 @@ def view_histograms(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np
 
 
 EXPOSURE_MISMATCH = 1.5  # one view's mean grey this many times the other's: said (real pairs: 1.00-1.09)
+EXPOSURE_GAP = 10.0  # ... and at least this many grey levels above it
 
 
 def exposure_mismatch_note(left_counts: np.ndarray, right_counts: np.ndarray) -> str | None:
@@ -60,13 +61,14 @@ def exposure_mismatch_note(left_counts: np.ndarray, right_counts: np.ndarray) ->
     grey = np.arange(256)
     means = [float((c * grey).sum() / max(c.sum(), 1)) for c in (left_counts, right_counts)]
     darker, brighter = min(means), max(means)
-    if darker <= 0 or brighter < EXPOSURE_MISMATCH * darker:
+    # and grey levels apart: a night scene's 6 against 9 is no mismatch (code review)
+    if brighter - darker < EXPOSURE_GAP or brighter < EXPOSURE_MISMATCH * darker:
         return None
     dark, light = ("right", "left") if means[1] < means[0] else ("left", "right")
+    how = "black" if darker < 1 else f"{brighter / darker:.1f} x darker than the {light}"
     return (
-        f"exposure: the {dark} image is {brighter / darker:.1f} x darker than the {light} (mean grey "
-        f"{darker:.0f} against {brighter:.0f}), so depth is less reliable; give both cameras the same "
-        "exposure and gain"
+        f"exposure: the {dark} image is {how} (mean grey {darker:.0f} against {brighter:.0f}), so depth "
+        "is less reliable; give both cameras the same exposure and gain"
     )
 
 
@@ -148,6 +150,8 @@ def flat_answer(result: DepthResult) -> None:
     than a binary plane nor inside, closer or farther than a selective range."""
     result.disparity[:] = np.nan
     result.confidence = np.zeros(result.disparity.shape, np.float32)
+    if result.probabilities is not None:  # SGBM's 0/1 planes of a black frame were drawn (code review)
+        result.probabilities[:] = np.nan
     if result.mask is not None:
         result.mask[:] = False
     if result.range_state is not None:

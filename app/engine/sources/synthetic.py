@@ -138,12 +138,13 @@ class SyntheticSource(StereoSource):
         if self._held:  # paused: a step is the next frame (it was the one due by the clock)
             due = self.frame_number + 1
         else:
-            if self._clock_start is None:
-                self._clock_start = time.monotonic() - (self.frame_number + 1) / self.config.fps
-            due = int((time.monotonic() - self._clock_start) * self.config.fps)
+            start = self._clock_start  # read once: ``hold`` on the GUI thread may clear it meanwhile
+            if start is None:
+                start = self._clock_start = time.monotonic() - (self.frame_number + 1) / self.config.fps
+            due = int((time.monotonic() - start) * self.config.fps)
             if due <= self.frame_number:  # nothing new yet: wait at most one frame interval
                 due = self.frame_number + 1
-                time.sleep(max(0.0, self._clock_start + due / self.config.fps - time.monotonic()))
+                time.sleep(max(0.0, start + due / self.config.fps - time.monotonic()))
         frame = None if self.ended or self._closed else self._frame_or_end(due)
         for listener in list(self._listeners):  # a recorder keeps the frames a slow reader skips
             for index in range(self.frame_number + 1, due):

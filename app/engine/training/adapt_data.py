@@ -17,7 +17,7 @@ from torch import Tensor
 
 from app.engine.errors import Interrupted, UserError
 from app.engine.sources.base import plural
-from app.engine.sources.layout import depth_is_noise
+from app.engine.sources.layout import NOT_STEREO_MARK, depth_is_noise
 from app.engine.sources.spec import open_source
 from app.engine.training.pseudo import check_rectified, confident_disparity
 from app.engine.types import StereoPair
@@ -78,7 +78,9 @@ def read_frames(
                     break
                 take(pair)
     if noise:  # "does not look rectified" of a mono video, where depth and record say what it is (review)
-        raise UserError(f"{noise[0]}; adapt learns from a stereo rig's footage only")
+        mono = NOT_STEREO_MARK in noise[0]  # else split the wrong way: its note says how to open it
+        how = "only" if mono else "opened as it is split"
+        raise UserError(f"{noise[0]}; adapt learns from a stereo rig's footage {how}")
     if len(pairs) < 2:
         raise UserError(
             f"{what} has {plural(len(pairs), 'frame')}; adaptation needs at least 2 (frames to learn from "

@@ -107,3 +107,22 @@ def test_sgbm_answers_a_flat_pair_with_nothing_and_says_so() -> None:
     result = SGBMEngine().compute(black, black.copy(), DepthRequest(max_disparity=16))
     assert not np.isfinite(result.disparity).any() and result.notes[0].startswith(FLAT_NOTE)
     assert not any("identical" in n or "top of the range" in n for n in result.notes)
+
+
+def test_exposure_apart_needs_grey_levels_apart_and_names_a_black_view() -> None:
+    from app.engine.depth.exposure import exposure_mismatch_note, view_histograms
+    from app.engine.depth.sgbm import SGBMEngine
+    from app.engine.types import DepthRequest, Mode
+
+    rng = np.random.default_rng(1)
+    night = rng.integers(4, 9, (64, 96, 3), dtype=np.uint8)  # a dark scene: 6 against 9 is no mismatch
+    assert exposure_mismatch_note(*view_histograms(night, night + 3)) is None
+    day = rng.integers(60, 200, (64, 96, 3), dtype=np.uint8)
+    note = exposure_mismatch_note(*view_histograms(day, np.zeros_like(day)))
+    assert note is not None and note.startswith("exposure: the right image is black (mean grey 0 against")
+    # a flat pair's answer has no plane either: SGBM's 0/1 planes of a black frame were drawn (code review)
+    black = np.zeros((64, 96, 3), np.uint8)
+    binary = SGBMEngine().compute(
+        black, black.copy(), DepthRequest(mode=Mode.BINARY, planes=(8.0,), max_disparity=16)
+    )
+    assert binary.probabilities is not None and np.isnan(binary.probabilities).all()

@@ -420,6 +420,17 @@ def test_depth_takes_a_ros_camera_info_pair(capsys: pytest.CaptureFixture[str], 
         capsys, *common, "--calib", str(cam0), "--calib2", str(cam1), "--out", str(tmp_path / "o")
     )
     assert code == 0 and "does not look rectified" not in stdout  # rectified by the pair's rig
+    # both files are the result's inputs (the second was left out: review)
+    inputs = json.loads((tmp_path / "o" / "result.json").read_text())["inputs"]
+    assert inputs["calibration"] == str(cam0.resolve()) and inputs["calibration_2"] == str(cam1.resolve())
+    # a right camera_info found beside the left one is said and kept (it was used unsaid)
+    left_info, right_info = tmp_path / "cam_left.yaml", tmp_path / "cam_right.yaml"
+    left_info.write_text(cam0.read_text())
+    right_info.write_text(cam1.read_text())
+    code, stdout, _ = run(capsys, *common, "--calib", str(left_info), "--out", str(tmp_path / "f"))
+    assert code == 0 and f"the right camera's calibration is {right_info}, found beside" in stdout
+    inputs = json.loads((tmp_path / "f" / "result.json").read_text())["inputs"]
+    assert inputs["calibration_2"] == str(right_info.resolve())
     assert "--calib2" in _bad(capsys, *common, "--calib", str(cam0), "--out", str(tmp_path / "p"))
     assert "give --calib too" in _bad(capsys, *common, "--calib2", str(cam1), "--out", str(tmp_path / "q"))
 

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
     print(format_summary(result, calibration, _depth_unit(calibration), cli_words))
-    extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, calib)}
+    extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, calib, args.calib2)}
     replaced = earlier_result(Path(args.out))
     shown = left if rig is not None else None  # the disparity's pixels are the rectified image's
     written = _write(Path(args.out), result, request, extra, args.no_probabilities, shown)
@@ -236,11 +236,14 @@ def _calibration(
         if second:
             raise UserError("--calib2 is the second file of a calibration: give --calib too")
         return None, None
-    from app.engine.calibration.files import load_for_frames
+    from app.engine.calibration.files import load_for_frames, partner_file
 
     calibration, rig, note = load_for_frames(path, second, (frame.shape[1], frame.shape[0]))
     if note:
         notes.append(note)
+    found = None if second else partner_file(path)
+    if found is not None:  # read with it unsaid (review)
+        notes.append(f"the right camera's calibration is {found}, found beside {path}")
     if rig is not None:  # the output's pixels moved unsaid, and the image they are in was not kept (review)
         notes.append(_rectified_note(f"{path}'s rig", calibration, "the input's"))
     return calibration, rig
@@ -264,9 +267,15 @@ def _rectifier(rig: Any) -> Rectify:
     return Rectifier(rig).rectify
 
 
-def _inputs(left: str | Path | None, right: str | Path | None, calib: str | None) -> dict[str, str]:
-    """The files a result was made of, as absolute paths for its result.json."""
-    named = {"left": left, "right": right, "calibration": calib}
+def _inputs(
+    left: str | Path | None, right: str | Path | None, calib: str | None, calib2: str | None = None
+) -> dict[str, str]:
+    """The files a result was made of, as absolute paths for its result.json (a ROS pair's right
+    camera_info too, given or found beside the left one: it was left out, review)."""
+    from app.engine.calibration.files import partner_file
+
+    second = partner_file(calib, calib2) if calib else None
+    named = {"left": left, "right": right, "calibration": calib, "calibration_2": second}
     return {key: str(Path(value).resolve()) for key, value in named.items() if value}
 
 
@@ -350,7 +359,7 @@ def run_source(args: argparse.Namespace) -> int:
             files = None if source.live else source.frame_files(index)
             if files is not None or args.calib:  # result.json traces back to what it was made of
                 left, right = files or (None, None)
-                extra["inputs"] = _inputs(left, right, args.calib)
+                extra["inputs"] = _inputs(left, right, args.calib, args.calib2)
             replaced = earlier_result(out)
             overwritten += bool(args.frames and replaced)
             shown = views[0] if rig is not None or source_rectifies else None  # the image the disparity is in

@@ -540,6 +540,15 @@ def baseline_note(calibration: Calibration, where: str) -> str | None:
     return f"{where}: the baseline reads {b:g} m, longer than a stereo rig's, so depths read too far; {fix}"
 
 
+def partner_file(path: str | Path, second: str | Path | None = None) -> Path | None:
+    """The second file a calibration is read with: ``second`` when given, else the right camera's
+    ROS camera_info found beside a left one (``_load`` reads it), else None."""
+    if second:
+        return Path(second)
+    first = Path(path)
+    return _right_partner(first) if first.is_file() and _file_kind(first)[0] == "ros" else None
+
+
 def _right_partner(path: Path) -> Path | None:
     """The right camera's file beside a left one named alike (left.yaml -> right.yaml,
     cam_left_info.yaml -> cam_right_info.yaml), or None."""

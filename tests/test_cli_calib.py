@@ -431,6 +431,11 @@ def test_depth_takes_a_ros_camera_info_pair(capsys: pytest.CaptureFixture[str], 
     assert code == 0 and f"the right camera's calibration is {right_info}, found beside" in stdout
     inputs = json.loads((tmp_path / "f" / "result.json").read_text())["inputs"]
     assert inputs["calibration_2"] == str(right_info.resolve())
+    # a plane in metres nearer than the search reaches is said in metres (it was "plane 430.5 px is
+    # outside [0, 192] px": review)
+    near = [*common[:-1], "0.1m", "--calib", str(cam0), "--calib2", str(cam1), "--out", str(tmp_path / "n")]
+    line = _bad(capsys, *near)
+    assert "--planes 0.1m is " in line and "past the 192 px searched" in line and "reaches is 0.2" in line
     assert "--calib2" in _bad(capsys, *common, "--calib", str(cam0), "--out", str(tmp_path / "p"))
     assert "give --calib too" in _bad(capsys, *common, "--calib2", str(cam1), "--out", str(tmp_path / "q"))
 

@@ -91,10 +91,22 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
 
 
 def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> DepthRequest:
-    planes = (
-        tuple(to_disparity(v, calibration, "--planes") for v in args.planes.split(",")) if args.planes else ()
+    given = (
+        [(v, to_disparity(v, calibration, "--planes")) for v in args.planes.split(",")] if args.planes else []
     )
-    planes = tuple(dict.fromkeys(planes))  # a plane given twice is one plane
+    asked = getattr(args, "max_disparity", None)
+    top = asked if isinstance(asked, int) else vocabulary.DEFAULT_MAX_DISPARITY
+    for value, plane in given:
+        if value.strip().lower().endswith("m") and plane > top and calibration is not None:
+            # "plane 430.506 px is outside [0, 192] px" of --planes 0.1m named no metres (review)
+            import numpy as np
+
+            nearest = float(calibration.depth_m(np.array([float(top)]))[0])
+            raise UserError(
+                f"--planes {value.strip()} is {plane:.0f} px of disparity with this calibration, past the "
+                f"{top} px searched: the nearest plane it reaches is {nearest:.2f} m; give a farther one"
+            )
+    planes = tuple(dict.fromkeys(p for _, p in given))  # a plane given twice is one plane
     if args.mode == "binary" and not planes:  # said before the model is loaded, not after
         raise UserError("binary mode needs one plane: give --planes (pixels, or metres with --calib)")
     if planes and args.levels is not None:

@@ -55,12 +55,9 @@ from app.engine.depth.decoding import (
 from app.engine.depth.exposure import (
     DEFAULT_EXPOSURE,
     ExposureConfig,
-    exposure_mismatch_note,
     flat_answer,
-    flat_pair_note,
-    identical_pair_note,
+    pair_notes,
     stretch,
-    view_histograms,
 )
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, check_planes
@@ -286,12 +283,8 @@ class Bi3DEngine:
         check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
-        views = view_histograms(left, right)
-        counts = views[0] + views[1]  # read by both tests below
-        flat = flat_pair_note(left, right, counts)
-        same = identical_pair_note(left, right) if flat is None else None
-        apart = exposure_mismatch_note(*views) if flat is None else None
-        notes = [*notes, *(n for n in (same, apart) if n)]
+        flat, seen, counts = pair_notes(left, right)
+        notes = [*notes, *seen]
         if self.exposure is not None and flat is None:
             left, right, stretched = stretch(left, right, self.exposure, counts)
             notes = [*notes, stretched] if stretched else notes

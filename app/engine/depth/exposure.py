@@ -43,7 +43,8 @@ DEFAULT_EXPOSURE = ExposureConfig()
 def pair_histogram(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """The 256 grey-level counts of both images (every channel, every ``ROW_STEP``-th row): what
     ``levels`` reads, computed once for the flatness test and the stretch of one frame."""
-    return sum(view_histograms(left, right))  # type: ignore[return-value]
+    left_counts, right_counts = view_histograms(left, right)
+    return left_counts + right_counts
 
 
 def view_histograms(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +157,18 @@ def flat_answer(result: DepthResult) -> None:
         result.mask[:] = False
     if result.range_state is not None:
         result.range_state[:] = 0
+
+
+def pair_notes(left: np.ndarray, right: np.ndarray) -> tuple[str | None, list[str], np.ndarray]:
+    """What a pair's grey levels say before any matching, as both engines read them: the flat
+    note (None: the pair has texture), the other notes (one image twice, the views exposed apart)
+    and the pair's ``pair_histogram`` (``levels`` and ``stretch`` read it)."""
+    views = view_histograms(left, right)
+    counts = views[0] + views[1]
+    flat = flat_pair_note(left, right, counts)
+    if flat is not None:
+        return flat, [], counts
+    return None, [n for n in (identical_pair_note(left, right), exposure_mismatch_note(*views)) if n], counts
 
 
 IDENTICAL_NOTE = (

@@ -24,13 +24,7 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
-from app.engine.depth.exposure import (
-    exposure_mismatch_note,
-    flat_answer,
-    flat_pair_note,
-    identical_pair_note,
-    view_histograms,
-)
+from app.engine.depth.exposure import flat_answer, pair_notes
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import (
     STEP_PX,
@@ -155,11 +149,8 @@ class SGBMEngine:
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
-        views = view_histograms(left, right)
-        flat = flat_pair_note(left, right, views[0] + views[1])
-        same = identical_pair_note(left, right) if flat is None else None
-        apart = exposure_mismatch_note(*views) if flat is None else None
-        notes = [*notes, *(n for n in (same, apart) if n)]
+        flat, seen, _ = pair_notes(left, right)
+        notes = [*notes, *seen]
         t0 = time.perf_counter()
         ceiling = request.max_disparity
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto

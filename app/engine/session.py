@@ -39,8 +39,7 @@ from app.engine.metrics import evaluate
 from app.engine.runtimes.select import FALLBACK as RUNTIME_FALLBACK
 from app.engine.sources.base import plural
 from app.engine.sources.files import left_first, right_partner
-from app.engine.sources.layout import MARK as LAYOUT_MARK
-from app.engine.sources.layout import NOT_STEREO_MARK, depth_is_noise
+from app.engine.sources.layout import NOT_STEREO_MARK, depth_is_noise, noise_note
 from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, progress_text
 from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
@@ -403,7 +402,7 @@ class Session:
     def layout_note(result: FrameResult) -> str | None:
         """The source's note that its frames look like the other layout (side by side against
         top-bottom), or like no stereo pair at all; or None."""
-        return next((n for n in result.depth.notes if LAYOUT_MARK in n or NOT_STEREO_MARK in n), None)
+        return next((n for n in result.depth.notes if noise_note(n)), None)
 
     @staticmethod
     def index_note(result: FrameResult) -> str | None:

@@ -30,11 +30,16 @@ MARK = "but its frames look"  # every note says this (the window finds it by it)
 NOT_STEREO_MARK = "does not look like a stereo video"  # and every note of a mono video this
 
 
+def noise_note(note: str) -> bool:
+    """Whether a source's ``note`` says its frames are split the wrong way or are no stereo pair
+    at all: its depth is noise."""
+    return MARK in note or NOT_STEREO_MARK in note
+
+
 def depth_is_noise(notes: list[str] | tuple[str, ...]) -> bool:
-    """Whether a source's ``notes`` say its frames are split the wrong way or are no stereo pair
-    at all: its depth is noise, and raising the range is no advice (a mono video was called
-    noise, then told to raise --max-disparity: review)."""
-    return any(MARK in n or NOT_STEREO_MARK in n for n in notes)
+    """Whether any of a source's ``notes`` is a ``noise_note``: raising the range is then no
+    advice (a mono video was called noise, then told to raise --max-disparity: review)."""
+    return any(noise_note(n) for n in notes)
 
 
 def stereo_matches(left: np.ndarray, right: np.ndarray, either_way: bool = False, raw: bool = False) -> int:

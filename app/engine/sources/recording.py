@@ -44,7 +44,7 @@ from app.engine.fileio import make_folder
 from app.engine.formats import atomic_write, write_color_png, write_pfm
 from app.engine.sources.base import StereoSource, plural
 from app.engine.sources.files import Scene, SceneSource
-from app.engine.sources.layout import depth_is_noise
+from app.engine.sources.layout import noise_note
 from app.engine.sources.recording_index import (
     FORMAT,
     LOCK,
@@ -290,7 +290,7 @@ class Recorder:
         its first frame (session.json had named a top-bottom video "side by side": review); and
         the source's ``notes`` that say its depth is noise (a mono video), which the recording
         says again when it plays (its replay looked like stereo: review)."""
-        kept = [n for n in notes if depth_is_noise([n])]
+        kept = [n for n in notes if noise_note(n)]
         with self._lock:
             if self._closed or not self.frames_written:
                 return

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from app.engine.errors import Interrupted, UserError
 from app.engine.sources.base import plural
-from app.engine.sources.layout import NOT_STEREO_MARK, depth_is_noise
+from app.engine.sources.layout import NOT_STEREO_MARK, noise_note
 from app.engine.sources.spec import open_source
 from app.engine.training.pseudo import check_rectified, confident_disparity
 from app.engine.types import StereoPair
@@ -63,7 +63,7 @@ def read_frames(
         def take(pair: StereoPair | None) -> None:
             if pair is not None:
                 pairs.append(pair)
-            noise.extend(n for n in source.notes if depth_is_noise([n]) and n not in noise)
+            noise.extend(n for n in source.notes if noise_note(n) and n not in noise)
 
         if source.seekable and total is not None and total > count:
             for index in np.linspace(0, total - 1, count).round().astype(int):

@@ -72,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
     print(format_summary(result, calibration, _depth_unit(calibration), cli_words))
-    extra = {"engine_reason": reason, "inputs": _inputs(args.left, args.right, calib, args.calib2)}
+    extra = {
+        "engine_reason": reason,
+        "inputs": _inputs(args.left, args.right, calib, _second_file(calib, args.calib2)),
+    }
     replaced = earlier_result(Path(args.out))
     shown = left if rig is not None else None  # the disparity's pixels are the rectified image's
     written = _write(Path(args.out), result, request, extra, args.no_probabilities, shown)
@@ -268,15 +271,19 @@ def _rectifier(rig: Any) -> Rectify:
 
 
 def _inputs(
-    left: str | Path | None, right: str | Path | None, calib: str | None, calib2: str | None = None
+    left: str | Path | None, right: str | Path | None, calib: str | None, second: Path | None = None
 ) -> dict[str, str]:
-    """The files a result was made of, as absolute paths for its result.json (a ROS pair's right
-    camera_info too, given or found beside the left one: it was left out, review)."""
-    from app.engine.calibration.files import partner_file
-
-    second = partner_file(calib, calib2) if calib else None
+    """The files a result was made of, as absolute paths for its result.json; ``second``: the
+    calibration's second file (``_second_file``: a ROS pair's right camera_info was left out, review)."""
     named = {"left": left, "right": right, "calibration": calib, "calibration_2": second}
     return {key: str(Path(value).resolve()) for key, value in named.items() if value}
+
+
+def _second_file(calib: str | None, given: str | None) -> Path | None:
+    """The calibration's second file, given or found beside it (read once a run, not a frame)."""
+    from app.engine.calibration.files import partner_file
+
+    return partner_file(calib, given) if calib else None
 
 
 def run_source(args: argparse.Namespace) -> int:
@@ -311,6 +318,7 @@ def run_source(args: argparse.Namespace) -> int:
             raise UserError(f"{source.describe()} gave no frames; check the source")
         calib_notes: list[str] = []  # every frame's result keeps them; printed once
         given, rig = _calibration(args.calib, first.left, args.calib2, calib_notes)
+        second = _second_file(args.calib, args.calib2)
         if rig is not None and getattr(source, "rectifies_frames", False):
             raise UserError(
                 f"{args.left} keeps its raw rig's calibration (rig.yml) and is rectified with it as it "
@@ -359,7 +367,7 @@ def run_source(args: argparse.Namespace) -> int:
             files = None if source.live else source.frame_files(index)
             if files is not None or args.calib:  # result.json traces back to what it was made of
                 left, right = files or (None, None)
-                extra["inputs"] = _inputs(left, right, args.calib, args.calib2)
+                extra["inputs"] = _inputs(left, right, args.calib, second)
             replaced = earlier_result(out)
             overwritten += bool(args.frames and replaced)
             shown = views[0] if rig is not None or source_rectifies else None  # the image the disparity is in

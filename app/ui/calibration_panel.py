@@ -135,9 +135,10 @@ class CalibrationPanel(QWidget):
         self.baseline_known = True  # False: the rig's baseline is a 1 m placeholder
         self.rig_estimated = False  # the rig is a self-rectification of this panel
         self.rig_name = ""  # the loaded file's name, or how the rig was made
-        # what ``apply`` put in use, and the rig set aside for a source of another frame size, given
-        # back when a source of its size comes (it stayed away for good: review)
-        self._in_use: tuple[Calibration, StereoRig | None, str, bool] | None = None
+        # the calibration ``apply`` put in use (beside its rig, name and kind above), and the rig set
+        # aside for a source of another frame size, given back when a source of its size comes (it
+        # stayed away for good: review)
+        self._applied: Calibration | None = None
         self._aside: tuple[Calibration, StereoRig | None, str, bool] | None = None
         self.rig_baseline_m: float | None = None  # the rig's measured baseline (None: none, or unknown)
         self._odd_frame: str | None = None  # not captured for its size: a second try starts over
@@ -323,7 +324,7 @@ class CalibrationPanel(QWidget):
         its intrinsics are a projective self-rectification's, made up (not a pose re-fit's)."""
         self.rig, self.rig_name = rig, name
         self.rig_estimated = estimated
-        self._in_use, self._aside = (calibration, rig, name, estimated), None
+        self._applied, self._aside = calibration, None
         self.baseline_known = calibration.baseline_known
         self._errors_superseded()
         self._show_rig_baseline(calibration if rig is not None else None)
@@ -354,7 +355,7 @@ class CalibrationPanel(QWidget):
         had_own = self.controller.session.calibration is not None
         from_source = self.file_label.text().startswith(SOURCE_CALIBRATION)
         self.rig = None
-        self._in_use = self._aside = None
+        self._applied = self._aside = None
         self.baseline_known = True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
@@ -373,8 +374,8 @@ class CalibrationPanel(QWidget):
     def set_aside(self, why: str) -> None:
         """The session stopped using the rig (it fits another frame size): the panel says so, and
         keeps it for the next frames of its size (``frame_shown``)."""
-        if self._in_use is not None and self._in_use[1] is not None:
-            self._aside = self._in_use
+        if self._applied is not None and self.rig is not None:
+            self._aside = (self._applied, self.rig, self.rig_name, self.rig_estimated)
         self.rig, self.baseline_known = None, True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)

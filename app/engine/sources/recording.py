@@ -59,6 +59,7 @@ from app.engine.sources.recording_index import (
     parse_timestamps,
     read_session,
     reindex_hint,
+    release_lock,
     remove_leftovers,
     restore_set_aside,
     set_aside,
@@ -306,9 +307,7 @@ class Recorder:
             self._closed = True
             self._pool.shutdown(wait=True)
             if self._lock_fd is not None:
-                # the lock file stays (empty, hidden): unlinking it would let a process waiting
-                # on the old file and a new recorder on a new one both think they hold it
-                os.close(self._lock_fd)
+                release_lock(self.folder, self._lock_fd)
                 self._lock_fd = None
 
     def discard(self) -> None:

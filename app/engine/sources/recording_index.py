@@ -181,25 +181,18 @@ def _reindex_lock(folder: Path) -> Iterator[None]:
     """The writer lock while the index is rebuilt: a live recorder appends to it (an index
     rebuilt under it lost the frames committed meanwhile)."""
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+        fd = take_lock(folder)
+    except OSError:  # read-only, or no ``fcntl``: the rebuild's own write says so
         yield
         return
+    if fd is None:
+        raise UserError(
+            f"a recorder is writing into {folder}; rebuild its index once the recording has stopped"
+        )
     try:
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:  # read-only: the rebuild's own write says so
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise UserError(
-                f"a recorder is writing into {folder}; rebuild its index once the recording has stopped"
-            ) from None
         yield
     finally:
-        os.close(fd)
+        release_lock(folder, fd)
 
 
 GUESSED_FPS = 10.0  # the rate frames without any readable timestamp are given
@@ -329,50 +322,74 @@ def keep_copy(path: Path) -> Path:
     return copy
 
 
+def take_lock(folder: Path) -> int | None:
+    """The folder's writer lock (``LOCK``, an exclusive ``flock``), or None when another process
+    holds it. Raises ``OSError`` when the lock file cannot be made (a read-only folder) or the
+    platform has no ``fcntl``. The holder removes the file as it lets go (``release_lock``), so a
+    lock taken on a file already removed is dropped and taken again on the path's new file: two
+    processes never both hold it."""
+    try:
+        import fcntl
+    except ImportError as exc:  # pragma: no cover - Windows
+        raise OSError("no file locks on this platform") from exc
+    path = folder / LOCK
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except OSError:  # removed by the holder it waited on
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+
+
+def release_lock(folder: Path, fd: int) -> None:
+    """Let go of ``take_lock``'s lock, removing its file first (a finished recording keeps no
+    empty ``.recording.lock``)."""
+    with contextlib.suppress(OSError):
+        (folder / LOCK).unlink()
+    os.close(fd)
+
+
 @contextlib.contextmanager
 def writer_lock(folder: Path) -> Iterator[bool]:
     """Hold the folder's writer lock while the block runs; yields False if another process holds it
     (or the platform has no ``fcntl``, where the age of leftovers decides instead)."""
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield False
-        return
-    try:
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = take_lock(folder)
     except OSError:
         yield False
         return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+    if fd is None:
         yield False
         return
     try:
         yield True
     finally:
-        os.close(fd)  # closing releases the lock
+        release_lock(folder, fd)
 
 
 def acquire_writer(folder: Path) -> int | None:
-    """Take the folder's writer lock for a recorder (released when the descriptor closes);
-    None where the platform has no ``fcntl``. Another live recorder is a ``UserError``."""
+    """Take the folder's writer lock for a recorder (``release_lock`` lets go of it); None where
+    the platform has no ``fcntl``. Another live recorder is a ``UserError``."""
     try:
-        import fcntl
+        import fcntl  # noqa: F401
     except ImportError:  # pragma: no cover - Windows
         return None
     try:
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = take_lock(folder)
     except OSError as exc:  # a read-only folder, or one of another user's
         raise UserError(
             f"cannot write into the recording folder {folder} ({exc.strerror or exc}); choose another"
         ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise UserError(f"another recorder is writing into {folder}; choose another folder") from None
+    if fd is None:
+        raise UserError(f"another recorder is writing into {folder}; choose another folder")
     return fd
 
 

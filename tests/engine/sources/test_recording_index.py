@@ -98,6 +98,36 @@ def test_overwriting_a_recording_that_is_being_written_is_refused(tmp_path: Path
     Recorder(tmp_path / "live", overwrite=True).close()  # closed: the folder may be reused
 
 
+def test_a_finished_recording_keeps_no_lock_file_and_the_lock_stays_exclusive(tmp_path: Path) -> None:
+    """A finished recording kept an empty ``.recording.lock`` (review). The holder removes it as it
+    lets go; a process that opened the old file meanwhile must not hold a lock beside a new one."""
+    import fcntl
+    import os
+
+    from app.engine.sources.recording_index import LOCK, release_lock, take_lock
+
+    folder = tmp_path / "rec"
+    with open_source("synthetic:24x32?frames=2") as source, Recorder(folder) as recorder:
+        record(source, recorder)
+        assert (folder / LOCK).exists()
+    assert not (folder / LOCK).exists() and sorted(p.name for p in folder.iterdir()) == [
+        "disparity",
+        "left",
+        "right",
+        "session.json",
+        "timestamps.txt",
+    ]
+    first = take_lock(folder)
+    assert first is not None and take_lock(folder) is None  # exclusive
+    waiting = os.open(folder / LOCK, os.O_RDWR)  # another process opened the file meanwhile
+    release_lock(folder, first)
+    fcntl.flock(waiting, fcntl.LOCK_EX | fcntl.LOCK_NB)  # it gets the removed file's lock
+    second = take_lock(folder)  # a new file: held apart from the removed one
+    assert second is not None and (folder / LOCK).exists() and take_lock(folder) is None
+    os.close(waiting)
+    release_lock(folder, second)
+
+
 def test_the_index_of_a_recording_being_written_is_not_rebuilt_under_it(tmp_path: Path) -> None:
     """A rebuild while a recorder appended lost the frames committed meanwhile (300 written, 299
     indexed); a rebuild waits for the recording to stop."""

@@ -47,6 +47,9 @@ OUTSIDE_STAGES = (
 )
 # the alignment's per-frame check (1-4 ms) read "(+1 ms before it: ...)" under every answer
 OUTSIDE_SAID_MS = 10.0
+COMPARE_TIP = (
+    "SGBM's answer to the same pair beside Bi3D's, in the same colours (its errors in the Errors tab)"
+)
 BUDGET_TIP = (
     "latency budget of Bi3D's depth: it picks the planes or step that fit in this time "
     "(SGBM side by side, flow and drawing come on top of it)"
@@ -82,6 +85,7 @@ class ControlsPanel(QWidget):
         self.settings = settings
         self._flow_parameters = flow_parameters  # the session's: a backend's own parameters
         self.calibration: Calibration | None = None
+        self._running_engine = ""  # the engine that runs, once the window says (set_running_engine)
         self._depth_spacing_wanted = False  # depth spacing chosen, shown as disparity while uncalibrated
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self._debounce.timeout.connect(self.requestChanged.emit)
@@ -227,6 +231,7 @@ class ControlsPanel(QWidget):
                 target.addRow(setting.label, widget)
             if setting.name == "engine":
                 self.compare = QCheckBox("SGBM side by side")
+                self.compare.setToolTip(COMPARE_TIP)
                 self.compare.setChecked(s.compare)
                 self.compare.toggled.connect(self._on_compare)
                 form.addRow("", self.compare)
@@ -415,6 +420,13 @@ class ControlsPanel(QWidget):
         self.min_confidence.setEnabled(rated)
         self.min_confidence_box.setEnabled(rated)
         self.display_max.setEnabled(not self.settings.auto_range)
+        # SGBM beside SGBM compares nothing (it stayed live with Engine = sgbm: review), nor where
+        # auto fell back to SGBM; the tick is kept for when Bi3D is the engine again
+        beside = bi3d and self._running_engine != "sgbm"
+        self.compare.setEnabled(beside)
+        self.compare.setToolTip(
+            COMPARE_TIP if beside else "SGBM is the engine: choose bi3d (Engine) to compare the two"
+        )
         flowing = self.settings.flow != "off"  # how flow is drawn matters only when it is computed
         self.flow_view.setEnabled(flowing)
         self.flow_max.setEnabled(flowing)
@@ -539,6 +551,11 @@ class ControlsPanel(QWidget):
         return f"{px:g}{nb}px{nb}({z:.2f}{nb}{unit})" if np.isfinite(z) else f"{px:g}{nb}px{nb}(far)"
 
     # ---- used by the controller -----------------------------------------------------------
+    def set_running_engine(self, name: str) -> None:
+        """The engine that runs (``auto`` may have fallen back to SGBM), for what it makes moot."""
+        self._running_engine = name
+        self._update_applicable()
+
     def set_calibration(self, calibration: Calibration | None) -> None:
         self.calibration = calibration
         depth_ok = calibration is not None

@@ -187,6 +187,7 @@ class MainWindow(QMainWindow):
         self._engine_error = ""  # the engine settings' last error, gone when they next apply
         self._model_error = ""  # the last model file that failed to load, while its error may be shown
         self._engine_in_use = engine_values(settings)  # what the controls go back to on an error
+        self.controls.set_running_engine(self.session.engine.name)
         if settings.flow != "off":  # the saved method: its combo said "auto" while flow stayed off
             self._apply_flow(settings.flow)
         self._restore_layout()
@@ -767,6 +768,7 @@ class MainWindow(QMainWindow):
             self.notices.dismiss()  # the engine the error was about is gone: so is the error
             self._engine_error = ""
         self.session.set_compare(self.settings.compare)
+        self.controls.set_running_engine(self.session.engine.name)
         self.show_status(
             f"engine: {self.session.engine.name} ({vocabulary.word(reason)})" + self._runtime_skipped()
         )

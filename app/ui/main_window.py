@@ -136,6 +136,7 @@ NEW_SOURCE_DEPTH = "depth of the new source: computing…"
 RAISE_MARGIN = 1.3  # a budget raised to the fastest answer goes this much above its prediction
 
 
+STILL_PLAYBACK = "a still pair"  # Pause, Step and Loop's tooltip when greyed: "...: nothing to play"
 PAUSE_KEY = "Space"  # pauses and plays again (the toolbar's button and the Playback menu)
 
 
@@ -590,12 +591,22 @@ class MainWindow(QMainWindow):
         self.readout.setText("")
         self._ended = False
         self.pause_action.setChecked(False)
+        self._playback_for(self.session.source)
         self._update_position()
         describe = getattr(self.session.source, "describe", None)
         what = describe() if callable(describe) else ""  # how it was opened: a video layout, a camera mode
         opened = f"opened {description}" + (f": {what}" if what and what != description else "")
         self.show_status(opened + (f' ("{SWAP_LABEL}" was for the last source: off)' if unswapped else ""))
         self.setWindowTitle(f"Bi3D Studio — {short_description(description)}")
+
+    def _playback_for(self, source: object) -> None:
+        """Pause, Step and Loop greyed for one still pair: it has nothing to play (a Pause button
+        stood live under a still pair: review)."""
+        still = getattr(source, "frame_count", None) == 1
+        for action, tip in self._playback_tips.items():
+            action.setEnabled(not still)
+            action.setToolTip(f"{STILL_PLAYBACK}: nothing to play" if still else tip)
+        self.pause_menu_action.setEnabled(not still)
 
     def _source_ended(self) -> None:
         if self.loop_action.isChecked() and self.settings.source:
@@ -656,6 +667,9 @@ class MainWindow(QMainWindow):
         self.step_action.triggered.connect(self._step)
         self.loop_action = QAction("Loop", self, checkable=True)
         self.loop_action.setToolTip("start a finite source again when it ends")
+        self._playback_tips = {
+            a: a.toolTip() for a in (self.pause_action, self.step_action, self.loop_action)
+        }
         for action in (self.pause_action, self.step_action, self.loop_action):
             bar.addAction(action)
             self.addAction(action)  # its key works with the toolbar hidden too (Space, Right)

@@ -1063,3 +1063,20 @@ def test_pause_holds_a_source_whose_time_can_wait(qtbot) -> None:  # type: ignor
     window.controller.set_paused(True)
     window.controller.set_paused(False)
     assert source.held[-2:] == [True, False]
+
+
+def test_a_still_pair_greys_pause_step_and_loop(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A still pair showed a live Pause button (and Step, Loop) that did nothing (review)."""
+    sources = {"pair": lambda: FakeSource(1), "video": lambda: FakeSource(5)}
+    window = _window(qtbot, lambda spec: sources[spec]())
+    window.open_spec("pair")
+    _wait_result(qtbot, window)
+    for action in (window.pause_action, window.step_action, window.loop_action, window.pause_menu_action):
+        assert not action.isEnabled()
+    assert window.pause_action.toolTip().startswith("a still pair: nothing to play")
+    window.open_spec("video")  # a moving source: each comes back with its own tooltip
+    _wait_result(qtbot, window)
+    for action in (window.pause_action, window.step_action, window.loop_action, window.pause_menu_action):
+        assert action.isEnabled()
+    assert window.pause_action.toolTip().startswith("pause a video")
+    window.pause_action.setChecked(True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QRectF
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
@@ -22,6 +23,11 @@ HINTS = {
     "region": "drag on the depth view to draw a rectangle; drag it or its corner to change it "
     "(the middle button pans)",
 }
+
+
+def on_box(box: pg.ViewBox, item: pg.GraphicsObject) -> bool:
+    """Whether ``item`` is drawn in ``box`` (an item kept out of its fit is not in ``addedItems``)."""
+    return item.parentItem() is box.childGroup
 
 
 class MeasurePanel(QWidget):
@@ -66,13 +72,13 @@ class MeasurePanel(QWidget):
         old.clicked.disconnect(self._clicked)
         old.box.draw_drag = None
         for item in (self.marks, self.line, self.roi):
-            if item in old.box.addedItems:
+            if on_box(old.box, item):
                 old.box.removeItem(item)
         self.pane = pane
         pane.box.addItem(self.marks)
         pane.box.addItem(self.line)
         if self.tool.currentText() == "region":
-            pane.box.addItem(self.roi)
+            pane.box.addItem(self.roi, ignoreBounds=True)
         pane.clicked.connect(self._clicked)
         pane.box.draw_drag = self._draw
 
@@ -80,6 +86,8 @@ class MeasurePanel(QWidget):
     def set_result(self, result: FrameResult) -> None:
         """A new frame: the histogram and the current measurement follow it."""
         self.result = result
+        h, w = result.depth.disparity.shape[:2]
+        self.roi.maxBounds = QRectF(0, 0, w, h)  # a drag stops at the image's edges
         tool = self.tool.currentText()
         if tool == "region":
             self._measure_region()  # its histogram is the region's
@@ -123,11 +131,13 @@ class MeasurePanel(QWidget):
         self.marks.setData([], [])
         self.line.setData([], [])
         if tool == "region":
-            if self.roi not in self.pane.box.addedItems:
-                self.pane.box.addItem(self.roi)
+            if not on_box(self.pane.box, self.roi):
+                # not counted in the pane's fit: dragged past the image's edge, it widened the view
+                # (the image moved under the mouse: review)
+                self.pane.box.addItem(self.roi, ignoreBounds=True)
             self._measure_region()
         else:
-            if self.roi in self.pane.box.addedItems:
+            if on_box(self.pane.box, self.roi):
                 self.pane.box.removeItem(self.roi)
             self.figures.setText(HINTS[tool])
             self._frame_histogram()
@@ -141,7 +151,10 @@ class MeasurePanel(QWidget):
         (x0, x1), (y0, y1) = self.pane.box.viewRange()
         x0, x1 = max(0.0, x0), min(float(w), x1)
         y0, y1 = max(0.0, y0), min(float(h), y1)
-        if x1 - x0 < 3 or y1 - y0 < 3:  # the image is out of view: its middle
+        # a fitted pane shows the whole image, though its range may still be the last source's
+        # until it is drawn (a new source's rectangle stood at the last one's pixels: review)
+        fitted = all(self.pane.box.autoRangeEnabled())
+        if fitted or x1 - x0 < 3 or y1 - y0 < 3:  # the image is out of view: its middle
             x0, x1, y0, y1 = 0.0, float(w), 0.0, float(h)
         width, height = max(2, round((x1 - x0) / 3)), max(2, round((y1 - y0) / 3))
         centre_x, centre_y = (x0 + x1) / 2, (y0 + y1) / 2

@@ -415,8 +415,8 @@ def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:
     # SGBM side by side: the rectangle and the clicks move to the pane that shows the depth
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controls.compare.setChecked(True)
-    assert panel.pane is window.compare_main and panel.roi in window.compare_main.box.addedItems
-    assert panel.roi not in window.depth_view.box.addedItems
+    assert panel.pane is window.compare_main and measure_panel.on_box(window.compare_main.box, panel.roi)
+    assert not measure_panel.on_box(window.depth_view.box, panel.roi)
     panel.tool.setCurrentText("distance")
     window.compare_main.clicked.emit(10, 10)
     window.compare_main.clicked.emit(110, 10)
@@ -481,6 +481,31 @@ def test_a_drag_on_the_depth_view_draws_the_measured_rectangle(qtbot) -> None:  
     (x, y), (w, h) = panel.roi.pos(), panel.roi.size()
     assert (x, y, w, h) == (10, 8, 40, 32)
     assert "fill rate 100.0 %" in panel.figures.text()
+
+
+def test_the_measured_rectangle_stays_on_the_image_and_moves_to_a_new_source(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Dragged past the image's edge, the rectangle widened the pane's fit (the image moved under
+    the mouse); a new source's rectangle stood at the last one's pixels (review)."""
+    from app.engine.types import Calibration
+
+    sizes = {"big": (120, 200), "small": (60, 80)}
+    window = _window(qtbot, lambda spec: FakeSource(1, size=sizes[spec]), RecordingEngine())
+    window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
+    window.open_spec("big")
+    _shown(qtbot, window)
+    panel, box = window.measure, window.depth_view.box
+    panel.tool.setCurrentText("region")
+    box.updateAutoRange()
+    fitted = box.viewRange()
+    panel.roi.translate((1000.0, 1000.0))  # as a drag of its body does
+    (x, y), (w, h) = panel.roi.pos(), panel.roi.size()
+    assert x + w <= 200 and y + h <= 120  # stopped at the image's edges
+    box.updateAutoRange()
+    assert box.viewRange() == fitted
+    window.open_spec("small")
+    _shown(qtbot, window)
+    (x, y), (w, h) = panel.roi.pos(), panel.roi.size()
+    assert (x, y, w, h) == (26, 20, 27, 20)  # the middle third of the new image
 
 
 def test_the_3d_view_builds_from_depth_and_calibration(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]

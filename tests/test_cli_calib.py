@@ -56,9 +56,15 @@ def test_a_check_of_swapped_images_exits_1(
     out = tmp_path / "check.json"
     code, stdout, _ = run(capsys, "calib", "check", demo_pair[1], demo_pair[0], "--json", str(out))
     assert code == 1 and "the images look swapped" in stdout
-    assert json.loads(out.read_text())["swapped"] is True
-    code, _, _ = run(capsys, "calib", "check", *demo_pair, "--json", str(out))
-    assert code == 0 and json.loads(out.read_text())["swapped"] is False
+    # the verdict says it too: "verdict: rectified", exit 1 contradicted itself (review)
+    assert "verdict: swapped (" in stdout and "verdict: rectified" not in stdout
+    figures = json.loads(out.read_text())
+    assert figures["swapped"] is True and figures["verdict"] == "swapped"
+    assert figures["rows_verdict"] == "rectified"
+    code, stdout, _ = run(capsys, "calib", "check", *demo_pair, "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert code == 0 and figures["swapped"] is False and figures["verdict"] == "rectified"
+    assert "rows_verdict" not in figures and "verdict: rectified (" in stdout
 
 
 def test_a_check_of_blank_images_says_nothing_matched(

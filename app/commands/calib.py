@@ -60,7 +60,7 @@ def baseline_metres(text: str) -> float:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from app.engine.calibration.check import check_board, check_epipolar, verdict_for
+    from app.engine.calibration.check import SWAPPED, check_board, check_epipolar, verdict_for
     from app.engine.calibration.files import load_for_frames
     from app.engine.calibration.rig import Rectifier
     from app.engine.depth.limits import check_image_size
@@ -118,6 +118,9 @@ def run_check(args: argparse.Namespace) -> int:
             f"the feature matches read {features} ({report.verdict}){why}"
         )
         figures.update(verdict=verdict, reason=reason, features_verdict=report.verdict)
+    if report.swapped and verdict != "not rectified":  # it read "rectified", exit 1 (review)
+        figures.update(verdict=SWAPPED, rows_verdict=verdict)
+        verdict = SWAPPED
     print(f"verdict: {verdict} ({reason})")
     if board is not None:
         figures.update(_board_figures(board, args))
@@ -126,7 +129,7 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     # scripts can gate on a rig out of calibration, and on cameras the wrong way round (depth
     # refuses such a pair: the check passed it, "rectified", exit 0: review)
-    return 1 if verdict == "not rectified" or report.swapped else 0
+    return 1 if verdict in ("not rectified", SWAPPED) else 0
 
 
 def _board_figures(board: BoardReport, args: argparse.Namespace) -> dict[str, Any]:

@@ -50,6 +50,7 @@ VERDICT_COLOURS = {
     "rectified": "#2e7d32",
     "marginal": "#f9a825",
     "not rectified": "#c62828",
+    "swapped": "#c62828",
     "unknown": "#777777",
 }
 LINE_GAIN = 10.0  # vertical offsets are drawn this many times larger, so sub-pixel errors show
@@ -437,8 +438,8 @@ class CalibrationPanel(QWidget):
                     f"<br>Board in view ({target.describe() if target else ''}): its {count} corners lie "
                     f"{rms:.2f} px apart vertically (RMS), {DESK.verdict(rms)}"
                 )
-            colour = VERDICT_COLOURS.get(report.verdict, "#777777")
-            self.verdict.setText(f"<b style='color:{colour}'>{report.verdict.upper()}</b>{board_line}")
+            colour = VERDICT_COLOURS.get(report.headline, "#777777")
+            self.verdict.setText(f"<b style='color:{colour}'>{report.headline.upper()}</b>{board_line}")
             r = report
             if r.misalignment is None:
                 self.figures.setText(f"{r.matches} matches. {r.reason_in(window_words)}")

@@ -35,6 +35,7 @@ GOOD_RMS_PX = 0.6
 MARGINAL_RMS_PX = 1.0
 MIN_MATCHES = 20
 VERDICTS = ("rectified", "marginal", "not rectified", "unknown")
+SWAPPED = "swapped"  # shown for rows that agree while the views are the wrong way round
 
 
 def verdict_for(vertical_rms_px: float) -> str:
@@ -66,13 +67,21 @@ class EpipolarReport:
     subpixel: bool = True
     swapped: bool = False  # most matches at negative disparity: the left camera's image came second
 
+    @property
+    def headline(self) -> str:
+        """The verdict to show: ``SWAPPED`` for rows that agree with the views the wrong way round
+        (it read "rectified" while the check failed: review), else ``verdict``."""
+        return SWAPPED if self.swapped and self.verdict != "not rectified" else self.verdict
+
     def reason_in(self, words: Wording) -> str:
         """``reason`` with the actions it advises worded for a front end (``app.vocabulary``)."""
         return word_settings(self.reason, words)
 
     def summary(self, words: Wording = plain_words) -> dict[str, float | int | str | None]:
         """The figures as JSON-ready values (None for NaN), the reason worded by ``words``."""
-        out: dict[str, float | int | str | None] = {"matches": self.matches, "verdict": self.verdict}
+        out: dict[str, float | int | str | None] = {"matches": self.matches, "verdict": self.headline}
+        if self.headline != self.verdict:
+            out["rows_verdict"] = self.verdict  # what the rows alone say
         m = self.misalignment
         values = {
             "vertical_mean_px": self.vertical_mean_px,

@@ -55,6 +55,10 @@ def test_a_swapped_pair_is_called_out(demo_pair: tuple[np.ndarray, np.ndarray]) 
     assert "swapped" not in check_epipolar(*demo_pair).reason
     report = check_epipolar(demo_pair[1], demo_pair[0])
     assert report.verdict == "rectified" and "the images look swapped" in report.reason
+    # what the window and the JSON show: swapped, the rows' own verdict beside it
+    assert report.headline == "swapped" and check_epipolar(*demo_pair).headline == "rectified"
+    summary = report.summary()
+    assert summary["verdict"] == "swapped" and summary["rows_verdict"] == "rectified"
 
 
 def test_small_rotation_is_bad(demo_pair: tuple[np.ndarray, np.ndarray]) -> None:

@@ -27,7 +27,7 @@ from app.engine.calibration.rig import StereoRig
 from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_ADVICE, UNRECTIFIED_WORDS
 from app.engine.depth.bi3d import OVER_BUDGET
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
-from app.engine.depth.exposure import IDENTICAL_NOTE
+from app.engine.depth.exposure import EXPOSURE_MISMATCH_WORDS, IDENTICAL_NOTE
 from app.engine.depth.scene_range import widest_search, without_ceiling_notes
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
@@ -392,6 +392,11 @@ class Session:
     def identical_note(result: FrameResult) -> str | None:
         """The engine's note that the frame's two images are the same pixels, or None."""
         return IDENTICAL_NOTE if IDENTICAL_NOTE in result.depth.notes else None
+
+    @staticmethod
+    def exposure_note(result: FrameResult) -> str | None:
+        """The engine's note that one image of the pair is much darker than the other, or None."""
+        return next((n for n in result.depth.notes if EXPOSURE_MISMATCH_WORDS in n), None)
 
     @staticmethod
     def unrectified_note(result: FrameResult) -> str | None:

@@ -680,7 +680,9 @@ class CalibrationPanel(QWidget):
             self._show_error(f"the {name} is in use but could not be kept ({exc}): Save… writes it elsewhere")
             return
         self.file_label.setText(f"{self.file_label.text()}; saved to {path}")
-        self.controller.view.show_status(f"{name} in use, saved to {path} (Save… writes a copy elsewhere)")
+        self.controller.view.show_status(
+            f"{name} in use, saved to {path} (Save… writes a copy elsewhere)", hold=True
+        )
 
     def save(self, title: str = "Save the calibration") -> None:
         """Write the rig in use as OpenCV YAML; the label says where it went."""
@@ -700,7 +702,7 @@ class CalibrationPanel(QWidget):
             return
         self.folders.chose(path)
         self.file_label.setText(f"{self.file_label.text()}; saved to {path}")
-        self.controller.view.show_status(f"calibration saved to {path}")
+        self.controller.view.show_status(f"calibration saved to {path}", hold=True)
 
     # ---- self-rectification ----------------------------------------------------------------
     def _raw_frame(self) -> tuple[np.ndarray, np.ndarray] | None:

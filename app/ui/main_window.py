@@ -165,6 +165,8 @@ class MainWindow(QMainWindow):
         self._swap_warned = False  # the swapped-images warning shows once a stream
         self._unrectified_warned: str | None = None  # the unrectified-pair warning shown this stream
         self._identical_warned = ""  # the warning that both images are the same, while it holds
+        self._exposure_warned = ""  # the warning that one camera is exposed darker, while it holds
+        self._error_of_source = False  # the error on screen came while a source ran
         self._set_aside_warned: str | None = None  # a set-aside rig's error, of this source only
         self._ended = False  # the source gave its last frame (Play starts it again)
         self._flow_drawn = False  # the flow pane shows the last frame's flow
@@ -558,6 +560,10 @@ class MainWindow(QMainWindow):
         if unswapped:  # the last source's cameras were the wrong way round, not this one's
             self.controls.swap_views.setChecked(False)
         self.settings.source = description
+        # an error of the last source, or of a source that failed to open, stood over this one's
+        # run and hid its news (a recording's path): review; the engine's error still holds
+        if self.notices.level == "error" and self._error_of_source and self.last_error != self._engine_error:
+            self.notices.dismiss()
         self.left_view.show_lines(None)
         self.left_view.show_tint(None)
         self.latency.reset()
@@ -578,6 +584,7 @@ class MainWindow(QMainWindow):
         if self._identical_warned:
             self.clear_error(self._identical_warned)
             self._identical_warned = ""
+        self._exposure_warned = ""  # of the last source (its error went with it)
         self._layout_warned = False
         # the last source's depth stood under its own title for seconds beside the new images (review)
         for pane in (self.depth_view, self.compare_main, self.baseline_view):
@@ -860,14 +867,24 @@ class MainWindow(QMainWindow):
     def _warn_if_identical(self, result: FrameResult) -> None:
         """The engine's note that both images are the same, as an error while it holds (the depth
         pane drew a plausible colour map and the note sat cut off in the status bar: review)."""
-        note = self.session.identical_note(result)
+        self._identical_warned = self._warn_while(self.session.identical_note(result), self._identical_warned)
+
+    def _warn_if_exposed_apart(self, result: FrameResult) -> None:
+        """The engine's note that one camera is exposed much darker, as an error while it holds
+        (the pot read 90 px for 115 and the note was one of "4 notes" in the status bar: review)."""
+        self._exposure_warned = self._warn_while(self.session.exposure_note(result), self._exposure_warned)
+
+    def _warn_while(self, note: str | None, shown: str) -> str:
+        """``note`` as an error once while it holds (dismissed, it stays away), taken back when it
+        no longer does; answers the error shown for it ("" when none)."""
         if note is None:
-            if self._identical_warned:
-                self.clear_error(self._identical_warned)
-                self._identical_warned = ""
-        elif not self._identical_warned:  # once while it holds: dismissed, it stays away
-            self._identical_warned = note[0].upper() + note[1:]
-            self.show_error(self._identical_warned)
+            if shown:
+                self.clear_error(shown)
+            return ""
+        if not shown:
+            shown = note[0].upper() + note[1:]
+            self.show_error(shown)
+        return shown
 
     def _warn_if_unrectified(self, result: FrameResult) -> None:
         """The engine's note that the pair is not rectified, once a stream, as an error (its depth
@@ -1013,6 +1030,7 @@ class MainWindow(QMainWindow):
         self._show_choice(depth, result.timings)
         self._warn_if_swapped(result)
         self._warn_if_identical(result)
+        self._warn_if_exposed_apart(result)
         set_aside = self.session.take_set_aside()
         if set_aside is not None:  # a rig of another camera's frame size, kept from the last source
             self.calibration.set_aside(set_aside)
@@ -1072,6 +1090,8 @@ class MainWindow(QMainWindow):
     def show_error(self, message: str) -> None:
         """An error stays on screen until the user dismisses it."""
         self.last_error = message
+        # shown while a source ran (not at start: a damaged settings file's error stays)
+        self._error_of_source = self.session.source is not None
         self.notices.error(message)
 
     def clear_error(self, message: str) -> None:
@@ -1079,9 +1099,9 @@ class MainWindow(QMainWindow):
         if self.notices.level == "error" and self.notices.isVisible() and self.last_error == message:
             self.notices.dismiss()
 
-    def show_status(self, message: str) -> None:
-        """What just happened, for a few seconds."""
-        self.notices.info(message)
+    def show_status(self, message: str, hold: bool = False) -> None:
+        """What just happened, for a few seconds; ``hold``: news to read (a path), for longer."""
+        self.notices.info(message, hold=hold)
 
     # ---- readouts and work -------------------------------------------------------------------
     def _hover(self, pane: str, x: int, y: int, result: FrameResult | None = None) -> None:
@@ -1108,7 +1128,7 @@ class MainWindow(QMainWindow):
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
         # its size said (result.npz holds the planes' probabilities: 45 MB), and one line short
         # enough for a small window (its list of files covered the 3D view at 1024 x 600: review)
-        self.show_status(f"snapshot saved in {folder}, {size:.1f} MB")
+        self.show_status(f"snapshot saved in {folder}, {size:.1f} MB", hold=True)
 
     def toggle_recording(self, on: bool) -> None:
         if not on:
@@ -1126,11 +1146,12 @@ class MainWindow(QMainWindow):
                 message = f"recording stopped: {plural(frames, 'frame')} in {recorder.folder}"
                 if writer is not None and writer.recorder is recorder and writer.dropped:
                     message += f"; {dropped_note(writer, 'the camera')}"
-                self.show_status(message)
+                self.show_status(message, hold=True)
             elif ended is not None:  # another source was opened: the recording belonged to the last one
                 self.show_status(
                     "recording stopped with the source it recorded: "
-                    f"{plural(ended.frames_written, 'frame')} in {ended.folder}"
+                    f"{plural(ended.frames_written, 'frame')} in {ended.folder}",
+                    hold=True,
                 )
             return
         if self.session.source is not None and not self.controller.gives_frames:
@@ -1151,7 +1172,7 @@ class MainWindow(QMainWindow):
             return
         self.rec_badge.start()
         self._rec_timer.start()
-        self.show_status(f"recording every captured frame to {recorder.folder}")
+        self.show_status(f"recording every captured frame to {recorder.folder}", hold=True)
 
     def _update_rec_badge(self) -> None:
         failed = self.session.take_failed_recording()
@@ -1215,7 +1236,7 @@ class MainWindow(QMainWindow):
             except UserError as exc:
                 self.show_error(exc.worded(vocabulary.window_words))
                 return
-            self.show_status(f"wrote {count} points to {path}")
+            self.show_status(f"wrote {count} points to {path}", hold=True)
 
     def raise_budget(self, minimum_ms: float) -> bool:
         """The budget moved up to ``minimum_ms``, the least that answers at this frame size; False
@@ -1321,7 +1342,7 @@ class MainWindow(QMainWindow):
     def _adapted(self, result: AdaptResult) -> None:
         # in words, as `adapt` says them ("photometric_l1 33.400 -> 30.100" read raw: review)
         summary = "; ".join(self.session.adapt_figures(result))
-        self.show_status(f"adapted model written to {result.out}; held-back frames: {summary}")
+        self.show_status(f"adapted model written to {result.out}; held-back frames: {summary}", hold=True)
         if self.ask_load_adapted(result):
             self.load_model(str(result.out))
 

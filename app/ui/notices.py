@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWi
 from app.engine.session import progress_text
 
 INFO_MS = 6000
+SAVED_MS = 20000  # a file written: its path is the only copy of where it went (it was gone in 3 s: review)
 COLOURS = {"info": ("#e3f2fd", "#0d47a1"), "error": ("#ffebee", "#b71c1c")}
 
 
@@ -44,12 +45,13 @@ class NoticeBar(QWidget):
         self._timer.timeout.connect(self._expire)
         self.hide()
 
-    def info(self, message: str) -> None:
+    def info(self, message: str, hold: bool = False) -> None:
+        """``hold``: news to read (a file written, its path), shown for ``SAVED_MS``."""
         # an error on screen (or shown before the window is) is not pushed away by routine news
         if self.level == "error" and not self.isHidden():
             return
         self._show(message, "info")
-        self._timer.start()
+        self._timer.start(SAVED_MS if hold else INFO_MS)
 
     def error(self, message: str) -> None:
         self._timer.stop()

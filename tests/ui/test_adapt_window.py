@@ -37,7 +37,7 @@ def test_adapt_runs_in_the_background_and_loads_the_result(qtbot, footage: Path,
     window.ask_load_adapted = lambda result: offered.append(result) or True
     news: list[str] = []
     shown_info = window.notices.info
-    window.notices.info = lambda message: (news.append(message), shown_info(message))[1]  # type: ignore[method-assign]
+    window.notices.info = lambda message, **kw: (news.append(message), shown_info(message, **kw))[1]  # type: ignore[method-assign]
     window.adapt_action.trigger()
     assert window.adapt_runner.running and window.adapt_runner.dialog is not None
     with qtbot.waitSignal(window.controller.resultShown, timeout=20000):
@@ -60,7 +60,7 @@ def test_cancel_stops_the_job_and_keeps_its_progress(qtbot, footage: Path, tmp_p
     window.ask_adapt_path = lambda: str(out)
     news: list[str] = []  # every piece of news: the footage may end (and say so) after the cancel
     shown_info = window.notices.info
-    window.notices.info = lambda message: (news.append(message), shown_info(message))[1]  # type: ignore[method-assign]
+    window.notices.info = lambda message, **kw: (news.append(message), shown_info(message, **kw))[1]  # type: ignore[method-assign]
     window.adapt_action.trigger()
     dialog = window.adapt_runner.dialog
     assert dialog is not None

@@ -128,6 +128,22 @@ def test_a_source_that_opens_takes_away_the_last_failed_opens_error(qtbot) -> No
     assert window.notices.level == "info" and "opened good" in window.notices.text.text()
 
 
+def test_a_new_source_takes_away_the_last_source_s_error_and_saved_files_news_lasts(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """vtest.avi's "does not look like a stereo video" stood over the next video's whole run and
+    hid its recording's path; a snapshot's path was gone in 3 s (review)."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("mono video")
+    _shown(qtbot, window)
+    window.show_error("Video vtest.avi does not look like a stereo video")  # as _warn_layout does
+    with qtbot.waitSignal(window.controller.sourceChanged, timeout=5000):
+        window.open_spec("stereo video")
+    assert window.notices.level == "info" and "opened stereo video" in window.notices.text.text()
+    window.show_status("snapshot saved in /tmp/x, 1.0 MB", hold=True)
+    assert window.notices._timer.interval() >= 20_000  # time to read its path
+    window.show_error("the disk is full")  # an error does
+    assert window.notices.level == "error"
+
+
 def test_pause_holds_the_frame_and_step_moves_on(qtbot) -> None:  # type: ignore[no-untyped-def]
     source = FakeSource(1000)
     window = _window(qtbot, lambda spec: source, RecordingEngine())
@@ -766,6 +782,23 @@ def test_one_image_given_twice_is_an_error_while_it_holds(qtbot) -> None:  # typ
         window.open_spec("a real pair")
     _shown(qtbot, window)
     assert "images are identical" not in window.notices.text.text() or not window.notices.isVisible()
+
+
+def test_a_camera_exposed_darker_is_an_error_while_it_holds(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A right view at 0.4 x the left's read the pot 90 px for 115; the note was one of "4 notes"
+    at the end of the status bar (review)."""
+    dark = _textured_pair(8)
+    dark.right = (dark.right * 0.4).astype(np.uint8)
+    window = _window(qtbot, lambda spec: dark if spec == "dark" else _textured_pair(8))
+    window.open_spec("dark")
+    _shown(qtbot, window)
+    assert window.notices.level == "error" and "Exposure: the right image is 2.5 x darker" in (
+        window.notices.text.text()
+    )
+    with qtbot.waitSignal(window.controller.sourceChanged, timeout=10_000):
+        window.open_spec("even")
+    _shown(qtbot, window)
+    assert window.notices.level != "error"
 
 
 class _UnrectifiedEngine(RecordingEngine):

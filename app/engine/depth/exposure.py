@@ -56,6 +56,9 @@ EXPOSURE_MISMATCH = 1.5  # one view's mean grey this many times the other's: sai
 EXPOSURE_GAP = 10.0  # ... and at least this many grey levels above it
 
 
+EXPOSURE_MISMATCH_WORDS = "so depth is less reliable"  # how the note is found again (the window)
+
+
 def exposure_mismatch_note(left_counts: np.ndarray, right_counts: np.ndarray) -> str | None:
     """A note when one image of the pair is much darker than the other (cameras exposed apart: a
     right image at 0.4 x the left's read a scene 100 px deep as 184 px, unsaid: review), else None."""
@@ -68,8 +71,8 @@ def exposure_mismatch_note(left_counts: np.ndarray, right_counts: np.ndarray) ->
     dark, light = ("right", "left") if means[1] < means[0] else ("left", "right")
     how = "black" if darker < 1 else f"{brighter / darker:.1f} x darker than the {light}"
     return (
-        f"exposure: the {dark} image is {how} (mean grey {darker:.0f} against {brighter:.0f}), so depth "
-        "is less reliable; give both cameras the same exposure and gain"
+        f"exposure: the {dark} image is {how} (mean grey {darker:.0f} against {brighter:.0f}), "
+        f"{EXPOSURE_MISMATCH_WORDS}; give both cameras the same exposure and gain"
     )
 
 

@@ -605,8 +605,14 @@ class ControlsPanel(QWidget):
             step = result.choice.get("step_px")
             noun = "quantized plane" if result.choice.get("quantized") else "plane"  # continuous did not fit
             every = f" every {step:g} px" if step else ""
+            how = ""
+            coarse = result.choice.get("coarse_px")
+            if coarse:  # a search: its coarse sweep's planes, then passes per pixel ("every 3 px": review)
+                passes = int(result.choice.get("passes", 0))
+                how = "coarse-to-fine, "
+                every = f" every {coarse:g} px and {passes} per-pixel pass{'' if passes == 1 else 'es'}"
             plain = " without sub-pixel matching" if result.choice.get("subpixel") == 0.0 and step else ""
-            text = f"chose {plural(planes, noun)}{every}{plain}, {took_text}"
+            text = f"chose {how}{plural(planes, noun)}{every}{plain}, {took_text}"
             cheapest = result.choice.get("cheapest_ms")
             if cheapest is not None:  # the reason was in the pane's title alone, cut at 1366 px (review)
                 quantized = bool(result.choice.get("quantized"))

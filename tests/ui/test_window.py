@@ -604,6 +604,13 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     result.choice = {"planes": 1.0, "budget_ms": 200.0}  # one plane: not "1 planes"
     panel.show_choice(result)
     assert panel.budget_label.text().startswith("chose 1 plane, took 190 ms")
+    # a search: its coarse planes and passes (it read "9 planes every 3 px": review)
+    result.choice = {"planes": 9.0, "step_px": 3.0, "coarse_px": 24.0, "passes": 3.0, "budget_ms": 200.0}
+    panel.show_choice(result)
+    assert panel.budget_label.text().startswith(
+        "chose coarse-to-fine, 9 planes every 24 px and 3 per-pixel passes, took 190 ms"
+    )
+    result.choice = {"planes": 1.0, "budget_ms": 200.0}
     # SGBM side by side is said apart: the frame took more than the budgeted answer (review)
     panel.show_choice(result, {"depth_total": 190.0, "sgbm": 285.0})
     assert panel.budget_label.text().endswith("; SGBM beside it 285 ms more")

@@ -616,6 +616,7 @@ class Bi3DEngine:
             choice.update(
                 step_px=float(FEATURE_STRIDE),
                 coarse_px=float(strategy.coarse_step),
+                passes=float(strategy.passes),
                 subpixel=SUBPIXEL_CODES[strategy.subpixel],
                 planes=float(len(found.planes)),
             )

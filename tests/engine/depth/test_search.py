@@ -264,7 +264,11 @@ def test_the_budget_chooses_the_search_where_it_fits_and_the_sweeps_do_not() -> 
     result = engine.compute(
         left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=96, budget_ms=budget)
     )
-    assert result.choice["coarse_px"] == 24 and result.planes.tolist() == list(range(0, 97, 24))
+    assert (
+        result.choice["coarse_px"] == 24
+        and result.choice["passes"] == 3
+        and result.planes.tolist() == list(range(0, 97, 24))
+    )
     assert "coarse-to-fine, 5 planes every 24 px" in " ".join(result.notes)
 
 

@@ -120,7 +120,16 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             # here (the title was cut at 1366 px: review)
             planes_text = plural(len(depth.planes), "quantized plane")
             title = f"budget {depth.choice.get('budget_ms', 0):g} ms: {planes_text} · {title}"
-        if not answered:  # the colour bar's 0-1 and its depths would read as an answer
+        state = depth.range_state
+        if not answered and state is not None and not (state == 0).any() and (state != 0).any():
+            # the range holds nothing of the scene: lowering Min confidence would not help (review)
+            lo, hi = result.request.range or (0.0, 0.0)
+            side = "nearer" if (state == 1).sum() > (state == -1).sum() else "farther"
+            title = (
+                f"{depth.engine} {depth.mode.value} · nothing lies in {lo:g}-{hi:g} px: the scene is {side} "
+                "(move the range) · grey: light nearer, mid farther"
+            )
+        elif not answered:  # the colour bar's 0-1 and its depths would read as an answer
             title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (
                 ": the pair has no texture (flat)"  # lowering the threshold would not help
                 if any(note.startswith(FLAT_NOTE) for note in depth.notes)

@@ -427,3 +427,25 @@ def test_measuring_says_what_quantized_and_selective_answers_hold() -> None:
                          empty_result(image, "bi3d", Mode.BINARY), calibration=calibration)  # fmt: skip
     with pytest.raises(UserError, match="choose the quantized, selective or continuous mode"):
         Session.require_metric(binary, "a point cloud")
+
+
+def test_a_selective_range_holding_nothing_says_so_not_the_confidence_threshold() -> None:
+    """Selective 93-141 px on a scene of 84 px read 'no pixel kept an answer (Min confidence 0.10:
+    lower it)' over a pane all mid grey (review)."""
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((8, 8, 3), np.uint8)
+    depth = empty_result(image, "bi3d", Mode.SELECTIVE)
+    depth.disparity[:] = np.nan
+    depth.range_state = np.full((8, 8), -1, np.int8)
+    request = DepthRequest(mode=Mode.SELECTIVE, range=(93.0, 141.0), min_confidence=0.1)
+    frame = FrameResult(1, 0, StereoPair(image, image), request, depth)
+    title = render(frame, DisplaySpec()).depth_title
+    assert title.startswith(
+        "bi3d selective · nothing lies in 93-141 px: the scene is farther (move the range)"
+    )
+    assert "Min confidence" not in title
+    depth.range_state[:] = 1
+    assert "the scene is nearer" in render(frame, DisplaySpec()).depth_title

@@ -26,6 +26,7 @@ from app.engine.calibration.files import load_calibration
 from app.engine.calibration.rig import StereoRig
 from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_ADVICE, UNRECTIFIED_WORDS
 from app.engine.depth.bi3d import OVER_BUDGET
+from app.engine.depth.border import remask
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.depth.exposure import EXPOSURE_MISMATCH_WORDS, IDENTICAL_NOTE
 from app.engine.depth.scene_range import widest_search, without_ceiling_notes
@@ -392,6 +393,24 @@ class Session:
     def identical_note(result: FrameResult) -> str | None:
         """The engine's note that the frame's two images are the same pixels, or None."""
         return IDENTICAL_NOTE if IDENTICAL_NOTE in result.depth.notes else None
+
+    @staticmethod
+    def rethreshold(result: FrameResult, min_confidence: float) -> bool:
+        """The frame's answer at another min confidence, in place and without a new answer, where
+        the engine kept its answers before the threshold (Bi3D's continuous and selective depth):
+        True when done, its display to be made again (a move of the slider took 3 s on the aloe
+        pair: review)."""
+        depth = result.depth
+        before = depth.unmasked
+        if before is None and result.request.min_confidence <= 0:
+            before = depth.disparity  # no threshold applied: the answers are whole
+        if depth.confidence is None or before is None or depth.mode in (Mode.BINARY, Mode.QUANTIZED):
+            return False
+        depth.disparity = remask(before, depth.confidence, min_confidence)
+        depth.unmasked = before if min_confidence > 0 else None
+        result.request = dataclasses.replace(result.request, min_confidence=min_confidence)
+        result.display = None
+        return True
 
     @staticmethod
     def exposure_note(result: FrameResult) -> str | None:

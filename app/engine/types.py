@@ -192,6 +192,9 @@ class DepthResult:
     choice: dict[str, float] = field(default_factory=dict)
     searched: tuple[float, float] | None = None  # px: the sweep of --max-disparity auto
     runtime_choice: str = ""  # --runtime auto: "cache" (an earlier run's decision) or "timed"
+    # the answers before the min-confidence threshold left some unknown (None: no threshold): the
+    # window applies another threshold without a new answer; not written to files
+    unmasked: np.ndarray | None = None
 
     def defer_probabilities(
         self, record: Callable[[], np.ndarray], plane: Callable[[int], np.ndarray]

@@ -132,10 +132,37 @@ class SessionController(QObject):
         except UserError as exc:  # an impossible combination of controls: say so, keep the old one
             self.view.show_error(exc.worded(window_words))  # stays: answers still come from the old one
             return
+        if self._rethreshold(request):
+            return
         self._generation += 1
         self._request = request
         self._dirty = True
         self._kick()
+
+    def _rethreshold(self, request: DepthRequest) -> bool:
+        """Only Min confidence moved, over a held frame whose answer is of the settings before:
+        that answer shown at the new threshold at once, without a new one (each move computed the
+        whole frame again, 3 s on the aloe pair: review). True when done."""
+        last = self.last
+        if (
+            last is None
+            or not self.holds_still()
+            or self._busy
+            or self._dirty
+            or self.showing_quick
+            or last.generation != self._generation
+        ):
+            return False
+        try:
+            only = dataclasses.replace(self._request, min_confidence=request.min_confidence) == request
+        except ValueError:  # a field that does not compare (arrays): answer afresh
+            only = False
+        if not only or not self.session.rethreshold(last, request.min_confidence):
+            return False
+        self._request = request
+        self.view.show_result(last)
+        self.resultShown.emit(last)
+        return True
 
     def holds_still(self) -> bool:
         """Whether the frame shown is held (an image pair, a paused or ended source): answered

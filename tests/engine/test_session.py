@@ -333,3 +333,35 @@ class _SilentSource:
 
     def close(self) -> None:
         pass
+
+
+def test_another_min_confidence_over_an_answer_equals_answering_with_it() -> None:
+    """The window's Min confidence applies to the answer already made (``Session.rethreshold``):
+    the same pixels unknown as an answer made with that threshold."""
+    import cv2
+
+    from app.engine.assets import demo_scene
+    from app.engine.depth.engines import build_engine
+    from app.engine.formats import read_image_rgb
+    from app.engine.types import FrameResult
+
+    left, right = (
+        cv2.resize(read_image_rgb(demo_scene() / name), (192, 144), interpolation=cv2.INTER_AREA)
+        for name in ("im0.png", "im1.png")
+    )
+    bi3d, _ = build_engine(EngineOptions(engine="bi3d", precision="fp32", runtime="torch"))
+    answers = {}
+    for mode, extra in ((Mode.CONTINUOUS, {}), (Mode.SELECTIVE, {"range": (6.0, 18.0)})):
+        for threshold in (0.3, 0.6, 0.0):
+            request = DepthRequest(mode=mode, max_disparity=48, min_confidence=threshold, **extra)  # type: ignore[arg-type]
+            answers[mode, threshold] = FrameResult(
+                0, 0, StereoPair(left, right), request, bi3d.compute(left, right, request)
+            )
+        frame = answers[mode, 0.3]
+        assert np.isnan(frame.depth.disparity).sum() > np.isnan(answers[mode, 0.0].depth.disparity).sum()
+        for threshold in (0.6, 0.0, 0.3):
+            assert Session.rethreshold(frame, threshold) and frame.request.min_confidence == threshold
+            np.testing.assert_array_equal(frame.depth.disparity, answers[mode, threshold].depth.disparity)
+    binary = DepthRequest(mode=Mode.BINARY, planes=(12.0,), max_disparity=48)
+    frame = FrameResult(0, 0, StereoPair(left, right), binary, bi3d.compute(left, right, binary))
+    assert not Session.rethreshold(frame, 0.5)  # no threshold there: answered afresh

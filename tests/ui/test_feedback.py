@@ -1392,3 +1392,40 @@ def test_a_short_latency_plot_labels_one_tick(qtbot) -> None:  # type: ignore[no
     # 20 px of height drew "200" over "100" (review): one label, near the middle, not cut at an end
     assert [values for _, values in axis.tickValues(0.0, 300.0, 20.0)] == [[200.0]]
     assert len(axis.tickValues(0.0, 300.0, 120.0)[0][1]) > 1  # room: the usual ticks
+
+
+class _RatedEngine(RecordingEngine):
+    """Answers with a confidence that grows from left to right, thresholded as Bi3D does."""
+
+    def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+        from app.engine.depth.border import leave_unknown
+
+        result = super().compute(left, right, request)
+        h, w = result.disparity.shape
+        result.confidence = np.tile(np.linspace(0.0, 1.0, w, dtype=np.float32), (h, 1))
+        result.unmasked = leave_unknown(result.disparity, result.confidence, request.min_confidence)
+        return result
+
+
+def test_min_confidence_over_a_held_frame_answers_at_once_without_computing_again(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Each move of Min confidence computed the whole frame again (3 s on the aloe pair: review);
+    the threshold applies to the answer already made."""
+    engine = _RatedEngine()
+    window = _window(qtbot, lambda spec: FakeSource(1), engine)
+    window.controls.mode.setCurrentText("continuous")
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    asked = len(engine.requests)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.controls.min_confidence_box.setValue(0.5)
+    result = blocker.args[0]
+    assert len(engine.requests) == asked  # no new answer
+    unknown = np.isnan(result.depth.disparity)
+    assert result.request.min_confidence == 0.5 and 0.45 < unknown.mean() < 0.55
+    assert unknown[:, 0].all() and not unknown[:, -1].any()
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
+        window.controls.min_confidence_box.setValue(0.0)  # back to every answer
+    assert not np.isnan(blocker.args[0].depth.disparity[:, 1:]).any() and len(engine.requests) == asked
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controls.mode.setCurrentText("selective")  # any other setting answers afresh
+    qtbot.waitUntil(lambda: len(engine.requests) > asked, timeout=5000)

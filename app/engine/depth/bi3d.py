@@ -950,8 +950,16 @@ class Bi3DEngine:
                     state[~(self._plane_probabilities(feats, support, padder, images) > 0.5)] = -1
             disparity[state != 0] = np.nan
             np.clip(disparity, lo, hi, out=disparity)  # "inside" reads inside, whatever the refinement did
-        leave_unknown(disparity, confidence, request.min_confidence)
-        return self._result(request, disparity, probs, plan.planes, range_state=state, confidence=confidence)
+        unmasked = leave_unknown(disparity, confidence, request.min_confidence)
+        return self._result(
+            request,
+            disparity,
+            probs,
+            plan.planes,
+            range_state=state,
+            confidence=confidence,
+            unmasked=unmasked,
+        )
 
     def _result(
         self,
@@ -981,7 +989,9 @@ class Bi3DEngine:
             # moves past the first or last plane (below 0 px: behind the rig) are pinned there,
             # and never past the maximum asked for (20 px sweeps to the plane at 21 px)
             top = min(float(planes[-1]), float(request.max_disparity))
-            np.clip(disparity, min(float(planes[0]), 0.0), top, out=disparity)
+            for answers in (disparity, extra.get("unmasked")):
+                if answers is not None:
+                    np.clip(answers, min(float(planes[0]), 0.0), top, out=answers)
         result = DepthResult(
             disparity=disparity,
             probabilities=np.ascontiguousarray(record, np.float32),

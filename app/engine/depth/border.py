@@ -57,9 +57,22 @@ def border_guesses(disparity: np.ndarray, farther: bool = True) -> np.ndarray:
     return guessed
 
 
-def leave_unknown(disparity: np.ndarray, confidence: np.ndarray, min_confidence: float) -> None:
+def leave_unknown(disparity: np.ndarray, confidence: np.ndarray, min_confidence: float) -> np.ndarray | None:
     """In place: the left-edge guesses rated 0, then every answer rated below ``min_confidence``
-    left unknown (NaN) — the last step of each continuous readout (full sweep and search)."""
+    left unknown (NaN) — the last step of each continuous readout (full sweep and search).
+    Answers the answers before the threshold (a copy; None without one): the window applies
+    another threshold to them without a new answer (``DepthResult.unmasked``)."""
     confidence[border_guesses(disparity)] = 0.0
+    if min_confidence <= 0:
+        return None
+    before = disparity.copy()
+    disparity[confidence < min_confidence] = np.nan
+    return before
+
+
+def remask(before: np.ndarray, confidence: np.ndarray, min_confidence: float) -> np.ndarray:
+    """``leave_unknown``'s threshold applied to its answers before one: a new array."""
+    disparity = before.copy()
     if min_confidence > 0:
         disparity[confidence < min_confidence] = np.nan
+    return disparity

@@ -231,6 +231,5 @@ def searched_result(
     disp, confidence = match_and_rate(engine, images, disp, stage, cost, timings)
     with engine._timed(timings, "readout"):
         disparity = disp.cpu().numpy().astype(np.float32)
-    if confidence is not None:
-        leave_unknown(disparity, confidence, request.min_confidence)
-    return engine._result(request, disparity, probs, planes, confidence=confidence)
+    unmasked = None if confidence is None else leave_unknown(disparity, confidence, request.min_confidence)
+    return engine._result(request, disparity, probs, planes, confidence=confidence, unmasked=unmasked)

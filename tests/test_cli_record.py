@@ -816,3 +816,26 @@ def test_a_recording_of_a_mono_video_says_so_when_it_plays(
             "does not look like a stereo video" in n and "recording was made from it" in n
             for n in source.notes
         )
+
+
+def test_depth_over_frames_stopped_says_what_it_kept(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during `depth SOURCE --frames 20` said only "interrupted"; its finished frames' results
+    were whole on disk, unsaid (review)."""
+    from app.engine.depth import sgbm
+
+    real, calls = sgbm.SGBMEngine.compute, [0]
+
+    def compute(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(sgbm.SGBMEngine, "compute", compute)
+    out = tmp_path / "out"
+    code, stdout, err = run(capsys, "depth", SYNTH, "--frames", "4", "--engine", "sgbm", "--out", str(out))
+    assert code == 130 and "bi3d-studio: interrupted" in err
+    assert f"note: stopped after 2 frame(s); their results in {out} are whole" in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["000000", "000001"]

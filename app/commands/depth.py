@@ -345,38 +345,45 @@ def run_source(args: argparse.Namespace) -> int:
         numbers: list[int] = []  # the source's frame numbers written (a damaged frame is skipped)
         overwritten = 0  # frames whose folder held an earlier run's result (replaced unsaid: review)
         said: set[str] = set()  # notes printed for an earlier frame (each frame's result.json keeps all)
-        for pair in itertools.chain([first], pairs):
-            # the source's own frame number (a damaged frame skipped leaves its number unused); a
-            # live camera's frames are counted as written
-            index = len(numbers) if source.live else source.frame_number
-            if given is None and pair.calibration != calibration:
-                # each scene of a dataset folder has its own calib.txt (or none): the first one's
-                # gave every scene its baseline and depth in metres (review)
-                calibration = pair.calibration
-                request = depth_request(args, calibration)
-            views = rectify(pair.left, pair.right)
-            result = engine.compute(*views, request)
-            result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
-            if depth_is_noise(source.notes):  # split the wrong way, or mono: no range to raise
-                result.notes = without_ceiling_notes(result.notes)
-            lines = format_summary(result, calibration, _depth_unit(calibration), cli_words).splitlines()
-            print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
-            said.update(line for line in lines if line.startswith("note: "))
-            out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
-            extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
-            files = None if source.live else source.frame_files(index)
-            if files is not None or args.calib:  # result.json traces back to what it was made of
-                left, right = files or (None, None)
-                extra["inputs"] = _inputs(left, right, args.calib, second)
-            replaced = earlier_result(out)
-            overwritten += bool(args.frames and replaced)
-            shown = views[0] if rig is not None or source_rectifies else None  # the image the disparity is in
-            _write(out, result, request, extra, args.no_probabilities, shown)
-            if not numbers:  # said once, of the first frame
-                say_large_npz(out, args.no_probabilities, _frames_to_write(args.frames, source))
-            if replaced and not args.frames:
-                print(f"note: this replaced the earlier result in {args.out}")
-            numbers.append(index)
+        try:
+            for pair in itertools.chain([first], pairs):
+                # the source's own frame number (a damaged frame skipped leaves its number unused); a
+                # live camera's frames are counted as written
+                index = len(numbers) if source.live else source.frame_number
+                if given is None and pair.calibration != calibration:
+                    # each scene of a dataset folder has its own calib.txt (or none): the first one's
+                    # gave every scene its baseline and depth in metres (review)
+                    calibration = pair.calibration
+                    request = depth_request(args, calibration)
+                views = rectify(pair.left, pair.right)
+                result = engine.compute(*views, request)
+                result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
+                if depth_is_noise(source.notes):  # split the wrong way, or mono: no range to raise
+                    result.notes = without_ceiling_notes(result.notes)
+                lines = format_summary(result, calibration, _depth_unit(calibration), cli_words).splitlines()
+                print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
+                said.update(line for line in lines if line.startswith("note: "))
+                out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
+                extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
+                files = None if source.live else source.frame_files(index)
+                if files is not None or args.calib:  # result.json traces back to what it was made of
+                    left, right = files or (None, None)
+                    extra["inputs"] = _inputs(left, right, args.calib, second)
+                replaced = earlier_result(out)
+                overwritten += bool(args.frames and replaced)
+                shown = (
+                    views[0] if rig is not None or source_rectifies else None
+                )  # the image the disparity is in
+                _write(out, result, request, extra, args.no_probabilities, shown)
+                if not numbers:  # said once, of the first frame
+                    say_large_npz(out, args.no_probabilities, _frames_to_write(args.frames, source))
+                if replaced and not args.frames:
+                    print(f"note: this replaced the earlier result in {args.out}")
+                numbers.append(index)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was written stays, and is said (review)
+            if args.frames:
+                print(f"note: stopped after {len(numbers)} frame(s); their results in {args.out} are whole")
+            raise
         # what the source learnt at its end (a video cut short): said after the last frame
         for note in source.notes:
             if f"note: {note}" not in said:

@@ -63,6 +63,8 @@ def test_an_unexpected_error_is_one_line_naming_the_report(
     [
         (["--mode", "selective", "--range", "nan", "30"], "not a finite number"),
         (["--mode", "selective", "--range", "10", "inf"], "not a finite number"),
+        # 8 m down to 40 px (7.5 m) unsaid (review)
+        (["--mode", "selective", "--range", "8m", "40"], "--range 8m 40 mixes metres and pixels"),
         (["--budget-ms", "nan"], "not a finite number"),
         (["--budget-ms", "inf"], "not a finite number"),
         (["--mode", "quantized", "--levels", "10000"], "outside [1, 1024]"),

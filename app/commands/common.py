@@ -143,6 +143,12 @@ def depth_request(args: argparse.Namespace, calibration: Calibration | None) -> 
         raise UserError("--budget-ms trades Bi3D's planes for time; SGBM has none to trade: leave it out")
     rng = None
     if args.range:
+        metres = [v.strip().lower().endswith("m") for v in args.range]
+        if metres[0] != metres[1]:  # "8m 40" read as 8 m down to 40 px = 7.5 m (review)
+            raise UserError(
+                f"--range {' '.join(args.range)} mixes metres and pixels; give both in one unit "
+                "(e.g. 8m 40m, or 20 60)"
+            )
         a, b = (to_disparity(v, calibration, "--range") for v in args.range)
         rng = (min(a, b), max(a, b)) if args.range[0].lower().endswith("m") else (a, b)
     return vocabulary.depth_request(

@@ -147,8 +147,11 @@ def test_recording_a_video_in_the_other_layout_says_so(
     assert meta["source"] == "video tb.avi (top-bottom)"
     spec = f"video:{tmp_path / 'tb.avi'}?layout=sbs"  # a layout given is kept, and called out
     code, stdout, _ = run(capsys, "record", spec, str(tmp_path / "rec2"))
-    assert code == 0 and "wrote 2 frames" in stdout
+    # its pairs are split the wrong way: said of them, not of a depth record never made (review)
+    assert code == 1 and "wrote 2 frames" in stdout
     assert "note: video tb.avi was opened side by side, but its frames look top-bottom" in stdout
+    assert "so the pairs recorded are split the wrong way: record it as video:" in stdout
+    assert "depth is noise" not in stdout
 
 
 def test_a_source_failing_on_its_first_frame_leaves_no_empty_recording(
@@ -809,7 +812,8 @@ def test_a_recording_of_a_mono_video_says_so_when_it_plays(
     write_video(video, [board] * 3)  # one camera's frames, split side by side
     rec = tmp_path / "rec"
     code, out, _ = run(capsys, "record", str(video), str(rec), "--frames", "2")
-    assert code == 0 and "does not look like a stereo video" in out
+    assert code == 1 and "does not look like a stereo video" in out
+    assert "so the pairs recorded are no stereo pairs" in out and "noise" not in out
     with open_recording(rec) as source:
         source.read()
         assert any(

@@ -43,6 +43,7 @@ def _record(args: argparse.Namespace) -> int:
     from app.commands.common import EXIT_INTERRUPTED
     from app.engine.errors import Terminated, UserError
     from app.engine.sources.base import SourceEvent, plural
+    from app.engine.sources.layout import depth_is_noise, recording_words
     from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, record, record_live
 
     said: set[str] = set()
@@ -124,7 +125,9 @@ def _record(args: argparse.Namespace) -> int:
             print(f"note: {recorder.rig_note}")
         for note in source.notes:  # e.g. a video recorded in the other layout than it holds
             if note not in said:  # a skipped frame was said as it happened
-                print(f"note: {note}")
+                print(f"note: {recording_words(note)}")
+        if code == 0 and depth_is_noise(source.notes):  # its pairs are of no use: scripts can tell
+            code = 1
         if live and live[0].dropped:
             print(f"note: {dropped_note(live[0], source.describe())}")
         if code == 0 and args.frames and recorder.frames_written < args.frames and source.ended:
@@ -280,7 +283,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "is recorded at its frame rate; files and videos as fast as they are read, their "
             "timestamps kept. Stops when the source ends, after --frames or --seconds (of the "
             "source's time), or on Ctrl-C or SIGTERM (exit status 130, what was recorded kept). A full disk "
-            "ends it with exit status 1, the frames before it kept."
+            "ends it with exit status 1, the frames before it kept; so does a video whose frames "
+            "look split the other way or no stereo pair (the pairs are kept, said as such)."
         ),
     )
     p.add_argument("source", help="what to record (with --reindex: the recording to index)")

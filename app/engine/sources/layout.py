@@ -36,6 +36,14 @@ def noise_note(note: str) -> bool:
     return MARK in note or NOT_STEREO_MARK in note
 
 
+def recording_words(note: str) -> str:
+    """A ``noise_note`` as ``record`` says it: of the pairs recorded, not of a depth it never made
+    ("so this depth is noise" after "wrote 2 frames": review)."""
+    return note.replace(
+        "so this depth is noise: open it as", "so the pairs recorded are split the wrong way: record it as"
+    ).replace("so depth from it is noise;", "so the pairs recorded are no stereo pairs;")
+
+
 def depth_is_noise(notes: list[str] | tuple[str, ...]) -> bool:
     """Whether any of a source's ``notes`` is a ``noise_note``: raising the range is then no
     advice (a mono video was called noise, then told to raise --max-disparity: review)."""

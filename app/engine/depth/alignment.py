@@ -79,6 +79,9 @@ DEFAULT_ALIGN = AlignConfig()
 # pair is not rectified (a raw camera pair, a tilted hand-held one, a pair rectified twice), so
 # no row of the right image holds a left pixel's match and the depth is noise
 UNRECTIFIED_PX = 2.0
+# matches' rows this far apart (RMS) start the measurement from their plane: the corner tracking
+# (from a half-resolution SGBM, which needs rows within about a pixel) measured 3 px, not 4
+SEED_PX = 1.5
 UNRECTIFIED_WORDS = "does not look rectified"
 SWAPPED_NOTE = (
     "the left and right images look swapped: most features sit further right in the right image than "
@@ -119,10 +122,13 @@ def _greys(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return cv2.cvtColor(left, cv2.COLOR_RGB2GRAY), cv2.cvtColor(right, cv2.COLOR_RGB2GRAY)
 
 
-def _measure(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> Alignment | None:
-    """``measure`` of the grey images."""
+def _measure(
+    gl: np.ndarray, gr: np.ndarray, config: AlignConfig, seed: np.ndarray | None = None
+) -> Alignment | None:
+    """``measure`` of the grey images; ``seed``: a first plane (``PairGeometry.seed``) the right
+    image is moved by before the first measurement, for rows too far apart for it."""
     h, w = gl.shape
-    coef = np.zeros(3)
+    coef = np.zeros(3) if seed is None else seed.astype(np.float64)
     found = None
     for _ in range(max(1, config.passes)):
         moved = gr if not coef.any() else _resample(gr, _row_maps(_field(coef, (h, w))))
@@ -212,6 +218,9 @@ class PairGeometry:
 
     swapped: bool
     vertical_rms_px: float
+    # the matches' plane of vertical offsets (``robust_plane`` coefficients) where their rows are
+    # too far apart for the corner tracking to start from the pair as it is (``SEED_PX``), else None
+    seed: np.ndarray | None = None
 
     @property
     def unrectified(self) -> bool:
@@ -246,10 +255,14 @@ def _pair_geometry(gl: np.ndarray, gr: np.ndarray, config: AlignConfig) -> PairG
     pl, pr = pl[keep], pr[keep]
     if len(pl) < 20 or not agree:
         return PairGeometry(False, float("nan"))
-    rms = float(np.sqrt(np.mean((pl[:, 1] - pr[:, 1]).astype(np.float64) ** 2)))
+    dy = (pl[:, 1] - pr[:, 1]).astype(np.float64)
+    rms = float(np.sqrt(np.mean(dy**2)))
+    # rows 4 px apart or more were left as they were ("does not look rectified"), where the
+    # calibration check measured the shift to 0.01 px (review): the matches' plane starts it
+    seed = robust_plane(pl, dy, gl.shape)[0] if rms > SEED_PX else None
     # on a pair whose rows disagree by far (a tilt turns columns too) the side of the matches
     # says nothing about the order of the images
-    return PairGeometry(rms <= SWAP_ROWS_PX and matches_swapped(pl, pr), rms)
+    return PairGeometry(rms <= SWAP_ROWS_PX and matches_swapped(pl, pr), rms, seed)
 
 
 class VerticalAligner:
@@ -297,7 +310,10 @@ class VerticalAligner:
         if self._since is None or self._since >= wait or new_view:
             gr = cv2.cvtColor(right, cv2.COLOR_RGB2GRAY)
             geometry = _pair_geometry(gl, gr, self.config)
-            found = _measure(gl, gr, self.config)
+            seed = None if geometry.swapped else geometry.seed
+            found = _measure(gl, gr, self.config, seed)
+            if seed is not None and (found is None or found.scatter_px > self.config.max_scatter_px):
+                found = _measure(gl, gr, self.config)  # the matches' plane misled it: as before
             if found is not None and found.scatter_px <= self.config.max_scatter_px:
                 self.current, self._maps = found, self._remap(found, size)
             elif new_view:  # another scene: what was measured of the last one does not hold

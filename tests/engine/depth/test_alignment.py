@@ -162,6 +162,21 @@ def test_an_unrectified_pair_is_named_in_a_note_not_called_swapped(demo_dir) -> 
     assert len(notes) == 1 and notes[0].startswith("vertical alignment")
 
 
+@pytest.mark.parametrize("down_px", [5.0, -9.0])
+def test_rows_several_px_apart_start_from_the_matches_plane_and_are_cancelled(demo_dir, down_px) -> None:  # type: ignore[no-untyped-def]
+    """A plain 4-5 px shift was left as it was ("does not look rectified", exit 0, its depth
+    wrong), where the calibration check measured it to 0.01 px (review): the feature matches'
+    plane starts the measurement."""
+    from app.engine.formats import read_image_rgb
+
+    left, right = (read_image_rgb(demo_dir / name) for name in ("im0.png", "im1.png"))
+    moved = cv2.warpAffine(right, np.float32([[1, 0, 0], [0, 1, down_px]]), right.shape[1::-1])
+    aligner = VerticalAligner()
+    notes = aligner.align(left, moved)[1]
+    assert aligner.current is not None and abs(aligner.current.misalignment.shift_px + down_px) < 0.1
+    assert len(notes) == 1 and notes[0].startswith("vertical alignment")
+
+
 @pytest.mark.parametrize("size", [(16, 16), (24, 32), (40, 60), (64, 96)])
 def test_frames_too_small_to_measure_pass_unchanged(size: tuple[int, int]) -> None:
     left, right = _pair(down_px=1.0)

@@ -24,7 +24,7 @@ import numpy as np
 
 from app.engine.calibration.kalibr import is_kalibr, read_kalibr
 from app.engine.calibration.rig import FIELD_SHAPES, StereoRig, calibration_from_projections, shape_text
-from app.engine.calibration.ros import is_camera_info, read_ros_camera_info_pair, read_yaml
+from app.engine.calibration.ros import camera_info, is_camera_info, read_ros_camera_info_pair, read_yaml
 from app.engine.calibration.validate import check_rig, check_values, fit_to_frames
 from app.engine.errors import UserError
 from app.engine.types import Calibration
@@ -636,6 +636,11 @@ def _read_kind(
         return _checked_rig(chain, path), chain, chain.image_size
     if kind == "ros":
         second = second or _right_partner(path)
+        if second is None and camera_info(path)[0]["P"][0, 3] != 0:  # it read "give the right one" (review)
+            raise UserError(
+                f"{path} is the right camera's ROS camera_info (its P[0,3] is not 0): give the left "
+                "camera's file as --calib and this one as --calib2"
+            )
         if second is None:
             raise UserError(
                 f"{path} is one camera's ROS camera_info; give the right camera's file as well (--calib2 "

@@ -174,6 +174,11 @@ def test_ros_camera_info_pair(tmp_path: Path) -> None:
     with pytest.raises(UserError) as exc:
         load_calibration(lonely)
     assert "right camera" in _one_line(exc) and "--calib2" in _one_line(exc)
+    # the right camera's file alone: named as such, not "give the right camera's file" (review)
+    with pytest.raises(UserError) as exc:
+        load_calibration(right)
+    assert "is the right camera's ROS camera_info" in _one_line(exc)
+    assert "give the left camera's file as --calib and this one as --calib2" in _one_line(exc)
 
 
 def test_ros_message_dump(tmp_path: Path) -> None:

@@ -399,15 +399,24 @@ def test_a_json_report_never_replaces_an_image_or_other_file(capsys, tmp_path) -
     assert "is not a JSON report" in bad(capsys, "bench", "--json", str(mine))
     assert "is not a JSON report" in bad(capsys, "eval", "synthetic", "--json", str(mine))
     assert mine.read_text() == '{"fx": 500.0, "baseline": 0.12}'
-    from app.commands.arguments import output_file
+    import argparse
 
-    for ours in (
-        '[{"engine": "sgbm", "median_ms": 3.0}]',
-        '[{"scene": "mean", "engine": "bi3d"}]',
-        '{"verdict": "x"}',
-    ):
-        mine.write_text(ours)
-        assert output_file(str(mine)) == str(mine)  # an earlier report: replaced as asked
+    from app.commands.arguments import report_file
+
+    reports = {
+        "bench": '[{"engine": "sgbm", "median_ms": 3.0}]',
+        "eval": '[{"scene": "mean", "engine": "bi3d"}, {"left_out": "x"}]',
+        "calib check": '{"verdict": "x"}',
+    }
+    for kind, text in reports.items():
+        mine.write_text(text)
+        assert report_file(kind)(str(mine)) == str(mine)  # an earlier report: replaced as asked
+        for other in reports.keys() - {kind}:  # another command's: kept (an eval's lost: review)
+            with pytest.raises(argparse.ArgumentTypeError, match=f"holds a '{kind}' report; it is kept"):
+                report_file(other)(str(mine))
+    mine.write_text(reports["eval"])
+    assert "holds a 'eval' report" in bad(capsys, "bench", "--json", str(mine))
+    assert mine.read_text() == reports["eval"]
 
 
 def test_the_same_image_twice_is_refused_as_a_swapped_pair_is(capsys, tiny) -> None:  # type: ignore[no-untyped-def]

@@ -69,47 +69,64 @@ def names(name: str, allowed: tuple[str, ...] | list[str]) -> Callable[[str], li
     return parse
 
 
-def output_file(text: str) -> str:
-    """A JSON report to write: its folder must exist, it must not be a folder itself, and a file
-    already there is replaced only when it is a JSON report (``calib check --json right01.jpg``
-    wrote over the input image)."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name, e.g. {path / 'out.json'}")
-    if path.exists() and not _json_report(path):
-        raise argparse.ArgumentTypeError(
-            f"{text} exists and is not a JSON report (an image, or a file of yours?); it is kept: "
-            "choose another name"
-        )
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"the folder {path.parent} does not exist; create it first")
-    # said before the work (a benchmark's minutes), not when its figures are written
-    if not os.access(path.parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(
-            f"cannot write into the folder {path.parent} (permission denied); choose another"
-        )
-    return text
+def report_file(command: str) -> Callable[[str], str]:
+    """``command``'s JSON report to write (``bench``, ``eval``, ``calib check``): its folder must
+    exist, it must not be a folder itself, and a file already there is replaced only when it is
+    a report of the same command (``calib check --json right01.jpg`` wrote over the input image;
+    ``calib check --json ev.json`` over an eval's figures: review)."""
+
+    def parse(text: str) -> str:
+        path = Path(text)
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(
+                f"{text} is a folder; give a file name, e.g. {path / 'out.json'}"
+            )
+        kind = report_kind(path) if path.exists() else command
+        if kind is None:
+            raise argparse.ArgumentTypeError(
+                f"{text} exists and is not a JSON report (an image, or a file of yours?); it is kept: "
+                "choose another name"
+            )
+        if kind != command:
+            raise argparse.ArgumentTypeError(
+                f"{text} holds a '{kind}' report; it is kept: choose another name (--json replaces only "
+                f"an earlier '{command}' report)"
+            )
+        if not path.parent.is_dir():
+            raise argparse.ArgumentTypeError(f"the folder {path.parent} does not exist; create it first")
+        # said before the work (a benchmark's minutes), not when its figures are written
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise argparse.ArgumentTypeError(
+                f"cannot write into the folder {path.parent} (permission denied); choose another"
+            )
+        return text
+
+    return parse
 
 
 REPORT_BYTES = 64 << 20  # a file larger than this is no report of ours
 
 
-REPORT_KEYS = frozenset({"engine", "backend", "scene", "left_out"})  # in each record of bench's and eval's
-
-
-def _json_report(path: Path) -> bool:
-    """Whether ``path`` holds a report these commands write (an earlier one, replaced as asked):
-    bench's and eval's lists of records, calib check's figures. Any other JSON is a file of the
-    user's (a stereodemo calibration was replaced by eval --json: review)."""
+def report_kind(path: Path) -> str | None:
+    """The command whose JSON report ``path`` holds: ``calib check``'s figures (a mapping with a
+    verdict), ``eval``'s records (each a scene's, a mean's or a scene left out) or ``bench``'s
+    (each an engine's or a flow backend's); None for any other file (a stereodemo calibration
+    was replaced by eval --json: review)."""
     try:
         if path.stat().st_size > REPORT_BYTES:
-            return False
+            return None
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
-        return False
+        return None
     if isinstance(data, dict):
-        return "verdict" in data
-    return isinstance(data, list) and all(isinstance(r, dict) and REPORT_KEYS & r.keys() for r in data)
+        return "calib check" if "verdict" in data else None
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        return None
+    if data and all(r.keys() & {"scene", "left_out"} for r in data):
+        return "eval"
+    if all(r.keys() & {"engine", "backend"} for r in data):
+        return "bench"
+    return None
 
 
 def output_folder(text: str) -> str:
@@ -121,4 +138,4 @@ def output_folder(text: str) -> str:
     return text
 
 
-__all__ = ["names", "numbers", "output_file", "output_folder", "real", "whole"]
+__all__ = ["names", "numbers", "output_folder", "real", "report_file", "whole"]

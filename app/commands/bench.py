@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.commands.arguments import names, numbers, output_file, real, whole
+from app.commands.arguments import names, numbers, real, report_file, whole
 from app.commands.common import add_engine_args, engine_options, parse_list, parse_size
 from app.commands.flow import flow_specs
 from app.engine.errors import UserError
@@ -135,7 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="untimed calls first, at least (default 1)",
     )
-    p.add_argument("--json", type=output_file, help="write records as JSON")
+    p.add_argument("--json", type=report_file("bench"), help="write records as JSON")
     p.add_argument(
         "--runtimes",
         type=names("--runtimes", list(RUNTIMES)),

@@ -7,7 +7,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from app.commands.arguments import output_file, whole
+from app.commands.arguments import report_file, whole
 
 if TYPE_CHECKING:  # the engine is imported when a command runs, not when the parser is built
     from app.engine.calibration.check import BoardReport
@@ -501,7 +501,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=3000,
         help="features per image (default 3000; 50 to 100000)",
     )
-    c.add_argument("--json", type=output_file, help="also write the figures to this JSON file")
+    c.add_argument("--json", type=report_file("calib check"), help="also write the figures to this JSON file")
     c.set_defaults(func=run_check)
 
     b = tools.add_parser(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from app import vocabulary
-from app.commands.arguments import output_file, real, whole
+from app.commands.arguments import real, report_file, whole
 from app.commands.common import add_engine_args, add_setting, engine_options, parse_list
 from app.engine.errors import UserError
 from app.engine.fileio import write_json
@@ -114,7 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "8-bit Middlebury 2001-2006 maps: 4 or 8)",
     )
     p.add_argument("--engines", help="comma-separated engines (default: sgbm, plus bi3d if weights exist)")
-    p.add_argument("--json", type=output_file, help="write the figures as JSON")
+    p.add_argument("--json", type=report_file("eval"), help="write the figures as JSON")
     p.add_argument(
         "--frames",
         type=whole("--frames", 1),

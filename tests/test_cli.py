@@ -950,3 +950,34 @@ def test_bench_names_a_size_too_small_and_export_sizes_read_in_their_unit(capsys
     message = _bad(capsys, "bench", "--size", "8x8", "--repeat", "1")
     assert "--size 8x8 is too small" in message and "pair" not in message
     assert (_size(21_000), _size(2_500_000)) == ("21 KB", "2.5 MB")
+
+
+def test_a_quantized_answer_s_farthest_level_is_infinitely_deep_in_result_npz(
+    capsys, demo_dir: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The farthest level (0 px to its first plane: 15 m to infinity) read 30.03 m, its middle's
+    depth, in result.npz (review); the 3D view and the PLY leave it out."""
+    from app.engine.calibration.files import load_calibration
+
+    pair = [str(demo_dir / "im0.png"), str(demo_dir / "im1.png")]
+    out = tmp_path / "q"
+    code, _, _ = run(
+        capsys,
+        "depth",
+        *pair,
+        "--engine",
+        "sgbm",
+        "--mode",
+        "quantized",
+        "--planes",
+        "40,60",
+        "--out",
+        str(out),
+    )
+    arrays = np.load(out / "result.npz")
+    far = arrays["disparity"] < 40
+    assert code == 0 and far.any() and (~far & np.isfinite(arrays["disparity"])).any()
+    assert np.isposinf(arrays["depth"][far]).all()
+    cal, _ = load_calibration(demo_dir / "calib.txt")
+    near = ~far & np.isfinite(arrays["disparity"])
+    np.testing.assert_allclose(arrays["depth"][near], cal.depth_m(arrays["disparity"][near]))

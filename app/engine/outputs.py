@@ -32,7 +32,7 @@ from app.engine.formats import (
     write_kitti_png,
     write_pfm,
 )
-from app.engine.types import Calibration, DepthRequest, DepthResult, Mode
+from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, farthest_level
 from app.engine.validation import tenth
 
 OUTPUT_NAMES = (
@@ -225,7 +225,10 @@ def _write_set(
         del arrays["probabilities"]
     if request.calibration is not None and result.mask is None:
         # metres per pixel: every user had to redo f * B / (d + doffs) from result.json (review)
-        arrays["depth"] = request.calibration.depth_m(result.disparity)
+        arrays["depth"] = depth = request.calibration.depth_m(result.disparity)
+        far = farthest_level(result)
+        if far is not None:  # it reaches to infinity: its middle read 30 m for "15 m or more" (review)
+            depth[far] = np.inf
     atomic_write(folder / "result.npz", npz_bytes(arrays))
     written = ["result.npz"]
     if rectified_left is not None:

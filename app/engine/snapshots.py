@@ -12,7 +12,7 @@ from app.engine.errors import UserError
 from app.engine.formats import write_color_png, write_ply
 from app.engine.outputs import calibration_json, write_result
 from app.engine.pointcloud import point_cloud, require_metric
-from app.engine.types import FrameResult, Mode
+from app.engine.types import FrameResult, Mode, farthest_level
 
 
 def new_folder(root: Path, kind: str) -> Path:
@@ -80,12 +80,10 @@ def frame_point_cloud(result: FrameResult) -> tuple[np.ndarray, np.ndarray]:
     """The frame's points and colours (``pointcloud.point_cloud`` on its disparity)."""
     require_metric(result, "a point cloud")
     depth = result.depth
-    keep = None
-    if depth.mode is Mode.QUANTIZED and len(depth.planes):
-        # farther than the farthest plane reaches to infinity: its level's middle put a wall of
-        # points at 5.37 m where the scene reached 4.8 m and beyond (review); left out
-        with np.errstate(invalid="ignore"):
-            keep = ~(depth.disparity < float(depth.planes[0]))
+    far = farthest_level(depth)
+    # farther than the farthest plane reaches to infinity: its level's middle put a wall of points
+    # at 5.37 m where the scene reached 4.8 m and beyond (review); left out
+    keep = None if far is None else ~far
     return point_cloud(depth.disparity, result.calibration, result.pair.left, keep)
 
 

@@ -229,6 +229,15 @@ class DepthResult:
         return np.isfinite(self.disparity).astype(np.float32)
 
 
+def farthest_level(result: DepthResult) -> np.ndarray | None:
+    """A quantized answer's pixels in its farthest level (below its first plane: 0 px to it, so
+    to infinity in depth), or None for other answers."""
+    if result.mode is not Mode.QUANTIZED or not len(result.planes):
+        return None
+    with np.errstate(invalid="ignore"):
+        return result.disparity < float(result.planes[0])
+
+
 def _probabilities(result: DepthResult) -> np.ndarray:
     source = result.__dict__.get("_probability_source")
     if source is not None:

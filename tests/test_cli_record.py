@@ -843,3 +843,21 @@ def test_depth_over_frames_stopped_says_what_it_kept(
     assert code == 130 and "bi3d-studio: interrupted" in err
     assert f"note: stopped after 2 frame(s); their results in {out} are whole" in stdout
     assert sorted(p.name for p in out.iterdir()) == ["000000", "000001"]
+
+
+def test_each_frame_s_result_names_its_source_and_frame(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A video's result.json named its file alone ("video sbs.avi"), and no frame (review)."""
+    from tests.engine.sources.test_sources import demo_views, write_video
+
+    left, right = demo_views()
+    write_video(tmp_path / "sbs.avi", [np.concatenate([left, right], axis=1)] * 3)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    code, _, _ = run(
+        capsys, "depth", "video:sbs.avi?layout=sbs", "--frames", "2", "--engine", "sgbm", "--out", str(out)
+    )
+    metas = [json.loads((out / f"{i:06d}" / "result.json").read_text()) for i in (0, 1)]
+    assert code == 0 and [m["frame"] for m in metas] == [0, 1]
+    assert metas[0]["source_spec"] == f"video:{tmp_path / 'sbs.avi'}?layout=sbs"

@@ -364,7 +364,15 @@ def run_source(args: argparse.Namespace) -> int:
                 print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
                 said.update(line for line in lines if line.startswith("note: "))
                 out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
-                extra = {"engine_reason": reason, "source": source.describe(), "timestamp": pair.timestamp}
+                extra = {
+                    "engine_reason": reason,
+                    "source": source.describe(),
+                    # what was opened, and which of its frames (a video's result named its file
+                    # alone, no frame: review)
+                    "source_spec": _spec_path(args.left),
+                    "frame": index,
+                    "timestamp": pair.timestamp,
+                }
                 files = None if source.live else source.frame_files(index)
                 if files is not None or args.calib:  # result.json traces back to what it was made of
                     left, right = files or (None, None)
@@ -407,6 +415,16 @@ def run_source(args: argparse.Namespace) -> int:
     _say_other_run(Path(args.out), single=not args.frames)
     print(f"wrote {count} frame(s) to {args.out}")
     return 0
+
+
+def _spec_path(spec: str) -> str:
+    """A source as given, its file or folder made absolute (``video:rig.mp4?layout=sbs`` ->
+    ``video:/home/me/rig.mp4?layout=sbs``); a camera or synthetic scene as it is."""
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix == "video":
+        path, q, query = rest.partition("?")
+        return f"{prefix}:{Path(path).resolve()}{q}{query}" if Path(path).exists() else spec
+    return str(Path(spec).resolve()) if Path(spec).exists() else spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -861,3 +861,21 @@ def test_each_frame_s_result_names_its_source_and_frame(
     metas = [json.loads((out / f"{i:06d}" / "result.json").read_text()) for i in (0, 1)]
     assert code == 0 and [m["frame"] for m in metas] == [0, 1]
     assert metas[0]["source_spec"] == f"video:{tmp_path / 'sbs.avi'}?layout=sbs"
+
+
+def test_a_recording_of_a_ros_export_keeps_the_time_its_stamps_count_from(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The names' nanoseconds since 1970 became 0.0, 0.1 s and the start was lost (review)."""
+    from app.engine.formats import write_color_png
+
+    start = 1_700_000_000_000_000_000
+    rng = np.random.default_rng(0)
+    for side in ("left", "right"):
+        (tmp_path / "ros" / side).mkdir(parents=True)
+        for i in range(2):
+            image = rng.integers(0, 255, (40, 60, 3), dtype=np.uint8)
+            write_color_png(tmp_path / "ros" / side / f"{start + i * 100_000_000}.png", image)
+    code, _, _ = run(capsys, "record", str(tmp_path / "ros"), str(tmp_path / "rec"))
+    meta = json.loads((tmp_path / "rec" / "session.json").read_text())
+    assert code == 0 and meta["start_time_ns"] == start and "since 1970" in meta["timestamps_from"]

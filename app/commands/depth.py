@@ -373,6 +373,9 @@ def run_source(args: argparse.Namespace) -> int:
                     "frame": index,
                     "timestamp": pair.timestamp,
                 }
+                origin = getattr(source, "time_origin_ns", None)
+                if origin is not None:  # the timestamp counts from it (ns since 1970)
+                    extra["start_time_ns"] = origin
                 files = None if source.live else source.frame_files(index)
                 if files is not None or args.calib:  # result.json traces back to what it was made of
                     left, right = files or (None, None)

@@ -301,6 +301,17 @@ def name_times(paths: Sequence[Path], start: int | None = None) -> list[float] |
     return [(value - origin) * scale for value in values]  # in integers first: exact to the ns
 
 
+def name_origin_ns(paths: Sequence[Path]) -> int | None:
+    """The first name's time in nanoseconds since 1970 where ``name_times`` reads times (a ROS or
+    EuRoC export), else None: a recording keeps it, so its frames still line up with the other
+    sensors' (it kept 0.0, 0.1, ... s alone: review)."""
+    if name_times(paths) is None:
+        return None
+    first = _name_number(paths[0])
+    nanoseconds = next(round(unit * 1e9) for floor, unit in _SECONDS_PER_UNIT if first >= floor)
+    return first * nanoseconds
+
+
 def _name_number(path: Path) -> int:
     """The last number in a file's stem (0 without one)."""
     match = _LAST_NUMBER.search(path.stem)
@@ -402,6 +413,9 @@ class SceneSource(StereoSource):
         # what the folder's listing found (images skipped, pairs matched in name order): said with
         # the first frame read, as each frame's own notes are said with it
         self.opening_notes: list[str] = []
+        # the first frame's time in ns since 1970 where the source knows it (its timestamps count
+        # from it): names' times, or a recording's start_time_ns
+        self.time_origin_ns: int | None = None
 
     @property
     def frame_count(self) -> int:

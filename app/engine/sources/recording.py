@@ -286,6 +286,16 @@ class Recorder:
         self._last_stamp = stamp
         return stamp
 
+    def set_time_origin(self, origin_ns: int | None) -> None:
+        """The source's first frame's time in ns since 1970 (``SceneSource.time_origin_ns``): kept
+        in session.json as ``start_time_ns``, the timestamps counting from it."""
+        if origin_ns is None:
+            return
+        with self._lock:
+            self._meta["start_time_ns"] = int(origin_ns)
+            self._meta["timestamps_from"] = "start_time_ns (nanoseconds since 1970, UTC)"
+            self._write_session()
+
     def set_source(self, source: str, notes: list[str] | tuple[str, ...] = ()) -> None:
         """What was recorded, as the source describes itself now: a video's layout is decided on
         its first frame (session.json had named a top-bottom video "side by side": review); and
@@ -439,6 +449,9 @@ def open_recording(folder: Path) -> SceneSource:
         calibration, rectify = _rig(folder / RIG)
     description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
     source = SceneSource(scenes, description, [stamp for _, stamp in frames], calibration, rectify)
+    origin = meta.get("start_time_ns")
+    if isinstance(origin, int) and not isinstance(origin, bool):
+        source.time_origin_ns = origin
     source.opening_notes.extend([*said, *index_notes(folder, frames)])
     kept = meta.get("source_notes")
     if isinstance(kept, list):  # what its source was said to be (a mono video), said again

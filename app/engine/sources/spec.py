@@ -45,6 +45,7 @@ from app.engine.sources.files import (
     SceneSource,
     find_scenes,
     image_pair_scene,
+    name_origin_ns,
     name_times,
     pair_folder_scenes,
     read_disparity,
@@ -133,7 +134,9 @@ def _folder(path: Path) -> StereoSource:
             raise UserError(f"{exc}; the pairs are a level down: give {names}") from None
         what = f"{len(scenes)} pair(s)"
     # a ROS or EuRoC export's times are in its file names: kept (a recording of it read 0, 1, 2 s)
-    source = SceneSource(scenes, f"{what} in {path}", name_times([scene.left for scene in scenes]))
+    lefts = [scene.left for scene in scenes]
+    source = SceneSource(scenes, f"{what} in {path}", name_times(lefts))
+    source.time_origin_ns = name_origin_ns(lefts)
     source.opening_notes.extend(notes)  # images skipped, or paired in name order
     return source
 

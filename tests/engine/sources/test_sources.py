@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -228,6 +229,16 @@ def test_camera_folders_stamped_in_nanoseconds_pair_by_time_and_keep_their_times
         pairs = list(source)
     assert [(int(p.left[0, 0, 0]), int(p.right[0, 0, 0])) for p in pairs] == [(0, 100), (2, 102), (3, 103)]
     assert [p.timestamp for p in pairs] == pytest.approx([0.0, 2 * frame * 1e-9, 3 * frame * 1e-9], abs=1e-12)
+    # and the time they count from, for a recording to keep (it kept 0.0, 0.1 s alone: review)
+    from app.engine.sources.recording import Recorder, open_recording, record
+
+    with open_source(str(tmp_path)) as source, Recorder(tmp_path / "rec") as recorder:
+        assert source.time_origin_ns == start
+        recorder.set_time_origin(source.time_origin_ns)
+        record(source, recorder)
+    assert json.loads((tmp_path / "rec" / "session.json").read_text())["start_time_ns"] == start
+    with open_recording(tmp_path / "rec") as again:
+        assert again.time_origin_ns == start
     with open_source(str(tmp_path)) as source:
         first = source.read()
         assert first is not None and "paired by the times in their names" in " ".join(source.notes)

@@ -137,6 +137,7 @@ RAISE_MARGIN = 1.3  # a budget raised to the fastest answer goes this much above
 
 
 STILL_PLAYBACK = "a still pair"  # Pause, Step and Loop's tooltip when greyed: "...: nothing to play"
+REC_BADGE_MS = 1000  # the REC badge's counts (and the quit question's) follow the recording this often
 PAUSE_KEY = "Space"  # pauses and plays again (the toolbar's button and the Playback menu)
 
 
@@ -251,7 +252,7 @@ class MainWindow(QMainWindow):
         self._timed: FrameResult | None = None  # the last result whose timings the latency plot has
         # (frame, wall clock, source time) of the last frames played in a row: the playback's speed
         self._played: deque[tuple[int, float, float]] = deque(maxlen=10)
-        self._rec_timer = QTimer(self, interval=1000)
+        self._rec_timer = QTimer(self, interval=REC_BADGE_MS)
         self._rec_timer.timeout.connect(self._update_rec_badge)
         self.depth_view.set_colormap(self.settings.colormap)
         self.baseline_view.set_colormap(self.settings.colormap)
@@ -1466,10 +1467,20 @@ class MainWindow(QMainWindow):
         box = QMessageBox(self)
         box.setWindowTitle("Recording")
         box.setIcon(QMessageBox.Icon.Question)
-        box.setText(
-            f"A recording is under way: {plural(recorder.frames_written, 'frame')} in {recorder.folder}.\n"
-            "Stop it and quit? Every frame recorded so far is kept."
-        )
+
+        def say() -> None:
+            frames = plural(recorder.frames_written, "frame")
+            box.setText(
+                f"A recording is under way: {frames} in {recorder.folder}.\n"
+                "Stop it and quit? Every frame recorded so far is kept."
+            )
+
+        say()
+        # it records on while asked: the count follows, as the REC badge's does (it stood at 10
+        # beside the badge's 12: review)
+        follow = QTimer(box, interval=REC_BADGE_MS)
+        follow.timeout.connect(say)
+        follow.start()
         stop = box.addButton("Stop recording and quit", QMessageBox.ButtonRole.AcceptRole)
         box.addButton("Keep recording", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(stop)

@@ -326,6 +326,35 @@ def test_closing_while_recording_asks_first_and_says_what_was_kept(
     assert len(list((recorder.folder / "left").iterdir())) == 1
 
 
+def test_the_quit_question_counts_the_frames_recorded_while_it_is_asked(
+    qtbot, demo_dir: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """It said "10 frames" beside the REC badge's 12, and the folder held 24 (review): it records on."""
+    from types import SimpleNamespace
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    from app.ui import main_window
+
+    window = _window(qtbot, demo_dir)
+    monkeypatch.setattr(main_window, "REC_BADGE_MS", 50)
+    recorder = SimpleNamespace(frames_written=10, folder=Path("/tmp/rec"))
+    seen: list[str] = []
+
+    def box() -> QMessageBox:
+        return next(w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible())
+
+    def later() -> None:
+        seen.append(box().text())
+        recorder.frames_written = 12
+        QTimer.singleShot(300, lambda: (seen.append(box().text()), box().buttons()[1].click()))
+
+    QTimer.singleShot(200, later)
+    assert window.ask_stop_recording(recorder) is False  # Keep recording
+    assert "under way: 10 frames" in seen[0] and "under way: 12 frames" in seen[1]
+
+
 def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such() -> None:
     """Selective's pixels outside the range, rightly answered there, counted as wrong in the Errors
     tab (84 % bad-2 at 20-40 px); binary mode said "no ground truth" of the demo; hovering read

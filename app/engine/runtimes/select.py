@@ -55,9 +55,10 @@ def open_runtime(
             # ("runs fp32 only, not bf16" read as a contradiction beside the fp32 that ran)
             runs = [p for p in alternatives if not unavailable_reason(name, device, p)]
             if runs:
+                # (it read "runs fp32 only, not bf16" beside "auto: torch fp32": review)
                 why = (
-                    f"{why}, and auto precision times the runtimes that run {precision} "
-                    f"({setting('precision', runs[0])} times {name} too)"
+                    f"auto precision compares {precision} and {runs[0]} on the runtimes that run both, "
+                    f"and {name} {why} ({setting('precision', runs[0])} times {name} too)"
                 )
             notes.append(f"{name} skipped: {why}")
             continue

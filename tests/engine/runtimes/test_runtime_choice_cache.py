@@ -195,5 +195,6 @@ def test_auto_precision_times_bf16_against_fp32_where_bf16_is_native(  # type: i
     assert [label for label, _ in chain._pending] == ["torch bf16", "torch fp32"]
     # as before: its export cost 3 s; said beside the fp32 that may run ("runs fp32 only, not bf16"
     # read as a contradiction there: review)
-    said = next(n for n in chain.notes if n.startswith("onnxruntime skipped: runs fp32 only, not bf16"))
-    assert "auto precision times the runtimes that run bf16" in said and "times onnxruntime too" in said
+    said = next(n for n in chain.notes if n.startswith("onnxruntime skipped: auto precision compares"))
+    assert "auto precision compares bf16 and fp32 on the runtimes that run both, and onnxruntime runs" in said
+    assert "times onnxruntime too" in said

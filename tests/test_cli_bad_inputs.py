@@ -540,3 +540,23 @@ def test_gui_without_a_display_is_one_line() -> None:
     check_display({"WAYLAND_DISPLAY": "wayland-0"}, "linux")
     check_display({"QT_QPA_PLATFORM": "offscreen"}, "linux")
     check_display({}, "darwin")
+
+
+def test_a_report_on_a_read_only_mount_says_so(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`--json` there said "(permission denied)" where depth, record and flow said "(Read-only file
+    system)" (review)."""
+    import argparse
+    import os
+    from types import SimpleNamespace
+
+    from app.commands import arguments
+
+    monkeypatch.setattr(arguments.os, "access", lambda *a: False)
+    monkeypatch.setattr(
+        arguments.os, "statvfs", lambda p: SimpleNamespace(f_flag=os.ST_RDONLY), raising=False
+    )
+    with pytest.raises(argparse.ArgumentTypeError, match=r"\(Read-only file system\); choose another"):
+        arguments.report_file("bench")(str(tmp_path / "b.json"))
+    monkeypatch.setattr(arguments.os, "statvfs", lambda p: SimpleNamespace(f_flag=0), raising=False)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"\(permission denied\)"):
+        arguments.report_file("bench")(str(tmp_path / "b.json"))

@@ -96,12 +96,22 @@ def report_file(command: str) -> Callable[[str], str]:
             raise argparse.ArgumentTypeError(f"the folder {path.parent} does not exist; create it first")
         # said before the work (a benchmark's minutes), not when its figures are written
         if not os.access(path.parent, os.W_OK | os.X_OK):
+            why = _why_not_writable(path.parent)
             raise argparse.ArgumentTypeError(
-                f"cannot write into the folder {path.parent} (permission denied); choose another"
+                f"cannot write into the folder {path.parent} ({why}); choose another"
             )
         return text
 
     return parse
+
+
+def _why_not_writable(folder: Path) -> str:
+    """As the other commands say it: a read-only mount ("permission denied" there: review)."""
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        read_only = False
+    return "Read-only file system" if read_only else "permission denied"
 
 
 REPORT_BYTES = 64 << 20  # a file larger than this is no report of ours

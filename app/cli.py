@@ -68,21 +68,23 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"bi3d-studio: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     args.debug = debug
+    tool = getattr(args, "calib_command", None)  # "calib check", as argparse's own errors name it
+    command = f"{args.command} {tool}" if tool else args.command
     try:
         with terminate_as_interrupt(args.command != "gui"), pipe_safe_stdout():
             return int(args.func(args))
     except DiskFailure as exc:  # the machine, not the command line
-        print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        print(f"bi3d-studio {command}: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_FAILURE
     except UserError as exc:
-        print(f"bi3d-studio {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        print(f"bi3d-studio {command}: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stdout = open(os.devnull, "w")  # keeps interpreter shutdown from failing again
         return 0
     except MemoryError:
         print(
-            f"bi3d-studio {args.command}: error: out of memory; use smaller images, fewer planes or "
+            f"bi3d-studio {command}: error: out of memory; use smaller images, fewer planes or "
             "a smaller synthetic size",
             file=sys.stderr,
         )
@@ -90,7 +92,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             where = f" writing {exc.filename}" if exc.filename else ""
-            print(f"bi3d-studio {args.command}: error: the disk is full{where}; free space", file=sys.stderr)
+            print(f"bi3d-studio {command}: error: the disk is full{where}; free space", file=sys.stderr)
             return EXIT_FAILURE
         if args.debug:
             raise

@@ -881,3 +881,15 @@ def test_a_folder_that_takes_no_file_is_refused_before_the_calibration(
     argv = ["calib", "chessboard", str(SAMPLE), "--pattern", "9x6", "--square", "0.025"]
     message = _bad(capsys, *argv, "--out", str(tmp_path / "ro" / "rig.yaml"))
     assert "cannot write" in message and "Permission denied" in message and not ran
+
+
+def test_calib_errors_name_the_tool_as_argparse_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Some calib check errors began "bi3d-studio calib: error:", others "bi3d-studio calib check:
+    error:" (review): one prefix, the tool's."""
+    missing = str(tmp_path / "nope.png")
+    line = _bad(capsys, "calib", "check", missing, missing)
+    assert line.startswith("bi3d-studio calib check: error:"), line
+    usage = _bad(capsys, "calib", "check", "--max-features", "x", missing, missing)
+    assert usage.startswith("bi3d-studio calib check: error:"), usage

@@ -616,7 +616,10 @@ class ControlsPanel(QWidget):
             cheapest = result.choice.get("cheapest_ms")
             if cheapest is not None:  # the reason was in the pane's title alone, cut at 1366 px (review)
                 quantized = bool(result.choice.get("quantized"))
-                wanted = "continuous depth" if quantized else "selective depth every 12 px or finer"
+                # the cheapest: read as the whole sweep's time (2.5 s on aloe), "806 ms" looked wrong (review)
+                wanted = (
+                    "the cheapest continuous depth" if quantized else "selective depth every 12 px or finer"
+                )
                 text = f"{wanted} needs about {cheapest:.0f} ms: {text}"
             # the budget this answer was planned for: the slider may have moved on since
             budget = float(result.choice.get("budget_ms", self.settings.budget_ms))

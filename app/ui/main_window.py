@@ -642,7 +642,8 @@ class MainWindow(QMainWindow):
             again = "; Loop plays on" if self.loop_action.isChecked() else ""
             self.show_status(
                 f"recording stopped at the end of the source: {plural(recorder.frames_written, 'frame')} "
-                f"in {recorder.folder}{again}"
+                f"in {recorder.folder}{again}",
+                hold=True,  # it names the folder (5 s was too short to read it: review)
             )
 
     def _from_the_start(self) -> None:

@@ -940,6 +940,7 @@ def test_a_recording_ends_with_its_source_and_says_where_it_went(  # type: ignor
     assert window.session.recorder is None and 1 <= recorder.frames_written <= 3
     said = window.notices.text.text()
     assert "recording stopped at the end of the source" in said and str(recorder.folder) in said
+    assert window.notices._timer.interval() >= 20_000  # time to read where it went (5 s: review)
     stamps = [t for _, t in read_timestamps(recorder.folder)]
     assert all(b > a for a, b in itertools.pairwise(stamps)), stamps
     qtbot.wait(300)

@@ -631,7 +631,7 @@ def test_the_budget_label_says_why_and_what_came_before_the_answer(qtbot) -> Non
     result.choice = {"planes": 3.0, "quantized": 1.0, "budget_ms": 200.0, "cheapest_ms": 174.4}
     panel.show_choice(result)
     assert panel.budget_label.text() == (
-        "continuous depth needs about 174 ms: chose 3 quantized planes, took 52 ms "
+        "the cheapest continuous depth needs about 174 ms: chose 3 quantized planes, took 52 ms "
         "(+153 ms before it: the pair's vertical alignment)"
     )
     selective = empty_result(image, "bi3d", Mode.SELECTIVE, timings={"total": 88.0, "probe": 354.0})

@@ -126,13 +126,15 @@ class SessionController(QObject):
         self._timer.timeout.connect(self._tick)
 
     # ---- inputs from the UI ---------------------------------------------------------------
-    def request_changed(self) -> None:
+    def request_changed(self, answered_again: bool = False) -> None:
+        """The controls changed; ``answered_again``: a new answer even where only Min confidence
+        moved (the engine or the calibration changed)."""
         try:
             request = self._request_fn()
         except UserError as exc:  # an impossible combination of controls: say so, keep the old one
             self.view.show_error(exc.worded(window_words))  # stays: answers still come from the old one
             return
-        if self._rethreshold(request):
+        if not answered_again and self._rethreshold(request):
             return
         self._generation += 1
         self._request = request
@@ -146,6 +148,7 @@ class SessionController(QObject):
         last = self.last
         if (
             last is None
+            or request.min_confidence == self._request.min_confidence
             or not self.holds_still()
             or self._busy
             or self._dirty
@@ -171,7 +174,7 @@ class SessionController(QObject):
 
     def refresh(self) -> None:
         """Recompute the current frame (engine or calibration changed)."""
-        self.request_changed()
+        self.request_changed(answered_again=True)
 
     def open_source(self, opener: Callable[[], FrameSource], description: str) -> None:
         """Open a source on the worker; on failure the current source keeps running."""

@@ -1434,6 +1434,12 @@ def test_min_confidence_over_a_held_frame_answers_at_once_without_computing_agai
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         window.controls.min_confidence_box.setValue(0.0)  # back to every answer
     assert not np.isnan(blocker.args[0].depth.disparity[:, 1:]).any() and len(engine.requests) == asked
+    # another engine (or calibration) with the same request answers afresh (auto -> sgbm showed the
+    # bi3d answer on: re-check)
+    with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
+        window.controller.refresh()
+    assert len(engine.requests) == asked + 1
+    asked += 1
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controls.mode.setCurrentText("selective")  # any other setting answers afresh
     qtbot.waitUntil(lambda: len(engine.requests) > asked, timeout=5000)

@@ -204,6 +204,7 @@ class Session:
         self._set_aside: str | None = None  # why the calibration was set aside, until taken
         self._fresh = False  # the next frame processed is the new source's first
         self._calibrated_on: object | None = None  # the source current when the calibration was set
+        self._calibration_size: tuple[int, int] | None = None  # the frames a rectified pair's fits
         self.flow: FlowBackend | None = None
         self.swap_views = False  # the source's right image is the left camera's (process swaps them)
         self._previous_left: np.ndarray | None = None
@@ -360,10 +361,19 @@ class Session:
         return number, count, float(stamp)
 
     # ---- calibration (the session owns it) ---------------------------------------------------
-    def set_calibration(self, calibration: Calibration | None, rectifier: Rectifies | None = None) -> None:
-        """Use ``calibration`` for depth in metres (and ``rectifier`` for raw pairs); None: the source's."""
+    def set_calibration(
+        self,
+        calibration: Calibration | None,
+        rectifier: Rectifies | None = None,
+        size: tuple[int, int] | None = None,
+    ) -> None:
+        """Use ``calibration`` for depth in metres (and ``rectifier`` for raw pairs); None: the
+        source's. ``size``: the frames (w, h) a rectified pair's calibration was fitted to, so that
+        frames of another size set it aside as a rig's size does (a 641 x 555 pair's f and B gave a
+        640 x 480 folder metres, unsaid: review)."""
         with self._lock:
             self.calibration, self.rectifier = calibration, rectifier
+            self._calibration_size = size if rectifier is None and calibration is not None else None
             self._calibrated_on = self.source
             self._new_stream()  # rectified anew: the alignment and the range are measured again
         self.events.calibration_changed.emit(calibration)
@@ -662,7 +672,7 @@ class Session:
             f"{shape[1]}x{shape[0]}: it is set aside"
         )
         with self._lock:
-            self.calibration, self.rectifier = None, None
+            self.calibration, self.rectifier, self._calibration_size = None, None, None
             self._new_stream()
             self._set_aside = f"{why} ({then})"
         self.events.calibration_changed.emit(None)
@@ -748,6 +758,7 @@ class Session:
         with self._lock:
             engine, baseline, flow = self.engine, self.baseline, self.flow
             rectifier, calibration = self.rectifier, self.calibration or pair.calibration
+            fitted = self._calibration_size if self.calibration is not None else None
             swap = self.swap_views
             # a calibration set under an earlier source, not one given for this source (gui
             # --calib, loaded before the source opened: code review)
@@ -770,6 +781,9 @@ class Session:
             if size != (left.shape[1], left.shape[0]):  # a loaded rig and another source's frames
                 self._set_aside_calibration(size, left.shape, own=pair.calibration is not None)
                 rectifier, calibration = None, pair.calibration
+        elif rectifier is None and fitted is not None and fitted != (left.shape[1], left.shape[0]):
+            self._set_aside_calibration(fitted, left.shape, own=pair.calibration is not None)
+            calibration = pair.calibration
         if rectifier is not None:
             left, right = rectifier.rectify(left, right)
         if swap:

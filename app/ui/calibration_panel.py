@@ -331,7 +331,11 @@ class CalibrationPanel(QWidget):
         self._show_rig_baseline(calibration if rig is not None else None)
         self.save_button.setEnabled(rig is not None)
         rectifier = DESK.rectifier(rig) if rig is not None else None
-        self.controller.session.set_calibration(calibration, rectifier)
+        last = self.controller.last
+        shown = (last.raw or last.pair).left if last is not None else None
+        # a rectified pair's calibration is fitted to the frames shown: another size sets it aside
+        size = None if shown is None else (shown.shape[1], shown.shape[0])
+        self.controller.session.set_calibration(calibration, rectifier, size)
         self.clear_button.setEnabled(True)
         kind = "raw rig, frames are rectified" if rig is not None else "rectified pair"
         if calibration.baseline_known:

@@ -365,3 +365,25 @@ def test_another_min_confidence_over_an_answer_equals_answering_with_it() -> Non
     binary = DepthRequest(mode=Mode.BINARY, planes=(12.0,), max_disparity=48)
     frame = FrameResult(0, 0, StereoPair(left, right), binary, bi3d.compute(left, right, binary))
     assert not Session.rethreshold(frame, 0.5)  # no threshold there: answered afresh
+
+
+def test_a_rectified_pair_s_calibration_fitted_to_one_size_is_set_aside_by_frames_of_another() -> None:
+    """A 641 x 555 pair's f and B (a Middlebury calib.txt) stayed in use over a 640 x 480 folder,
+    its depth in metres unsaid, where loading it there is refused (re-check)."""
+    from app.engine.types import Calibration
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _TimedEngine()  # type: ignore[assignment]
+    loaded = Calibration(focal_px=1870.0, baseline_m=0.16)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+    session.set_source(_SilentSource())
+    session.set_calibration(loaded, None, (128, 96))
+    same = np.zeros((96, 128, 3), np.uint8)
+    assert session.process(StereoPair(same, same), request).calibration is loaded
+    other = np.zeros((48, 64, 3), np.uint8)
+    frame = session.process(StereoPair(other, other), request)
+    assert frame.calibration is None and session.calibration is None
+    said = session.take_set_aside()
+    assert said is not None and "for 128x96 frames but this source's are 64x48: it is set aside" in said
+    session.set_calibration(loaded)  # no size known (given before any frame): kept
+    assert session.process(StereoPair(other, other), request).calibration is loaded

@@ -125,9 +125,10 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             # the range holds nothing of the scene: lowering Min confidence would not help (review)
             lo, hi = result.request.range or (0.0, 0.0)
             side = "nearer" if (state == 1).sum() > (state == -1).sum() else "farther"
+            # no legend: one grey (it pushed "is farther (move the range)" out of a 1366 px title: re-check)
             title = (
                 f"{depth.engine} {depth.mode.value} · nothing lies in {lo:g}-{hi:g} px: the scene is {side} "
-                "(move the range) · grey: light nearer, mid farther"
+                "(move the range)"
             )
         elif not answered:  # the colour bar's 0-1 and its depths would read as an answer
             title = f"{depth.engine} {depth.mode.value} · no pixel kept an answer" + (

@@ -472,9 +472,7 @@ def test_a_selective_range_holding_nothing_says_so_not_the_confidence_threshold(
     request = DepthRequest(mode=Mode.SELECTIVE, range=(93.0, 141.0), min_confidence=0.1)
     frame = FrameResult(1, 0, StereoPair(image, image), request, depth)
     title = render(frame, DisplaySpec()).depth_title
-    assert title.startswith(
-        "bi3d selective · nothing lies in 93-141 px: the scene is farther (move the range)"
-    )
+    assert title == ("bi3d selective · nothing lies in 93-141 px: the scene is farther (move the range)")
     assert "Min confidence" not in title
     depth.range_state[:] = 1
     assert "the scene is nearer" in render(frame, DisplaySpec()).depth_title

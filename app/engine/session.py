@@ -46,7 +46,16 @@ from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
 from app.engine.training.adapt_report import describe
-from app.engine.types import Calibration, DepthRequest, DepthResult, FrameResult, Mode, Spacing, StereoPair
+from app.engine.types import (
+    FLAT_NOTE,
+    Calibration,
+    DepthRequest,
+    DepthResult,
+    FrameResult,
+    Mode,
+    Spacing,
+    StereoPair,
+)
 
 __all__ = [
     "NOT_STEREO_MARK",
@@ -414,7 +423,13 @@ class Session:
         before = depth.unmasked
         if before is None and result.request.min_confidence <= 0:
             before = depth.disparity  # no threshold applied: the answers are whole
-        if depth.confidence is None or before is None or depth.mode in (Mode.BINARY, Mode.QUANTIZED):
+        if (
+            depth.confidence is None
+            or before is None
+            or depth.notes_of_answers
+            or FLAT_NOTE in " ".join(depth.notes)
+            or depth.mode in (Mode.BINARY, Mode.QUANTIZED)
+        ):
             return False
         depth.disparity = remask(before, depth.confidence, min_confidence)
         depth.unmasked = before if min_confidence > 0 else None
@@ -599,6 +614,7 @@ class Session:
             source=describe() if callable(describe) else "",  # session.json says what was recorded
             rig=self._recorded_rig(shown),
         )
+        recorder.set_time_origin(getattr(self.source, "time_origin_ns", None))  # as `record` keeps it
         hook = getattr(self.source, "add_capture_listener", None)
         self._recorder_on_capture = hook is not None
         self._failed_recording = None
@@ -776,7 +792,7 @@ class Session:
             # a board calibration of another rig warped its frames into noise (review); one loaded
             # while the source plays is the user's choice, and is used
             self._set_aside_calibration(None, left.shape, own=True)
-            rectifier, calibration = None, pair.calibration
+            rectifier, calibration, fitted = None, pair.calibration, None  # set aside once (code review)
         if rectifier is not None and (size := getattr(rectifier, "image_size", None)) is not None:
             if size != (left.shape[1], left.shape[0]):  # a loaded rig and another source's frames
                 self._set_aside_calibration(size, left.shape, own=pair.calibration is not None)

@@ -1308,6 +1308,7 @@ class MainWindow(QMainWindow):
             engine.blockSignals(True)  # the engine is built already
             engine.setCurrentText("bi3d")
             engine.blockSignals(False)
+        self.controls.set_running_engine(self.session.engine.name)  # SGBM side by side: live again
         self.show_status(
             f"model {Path(path).name} loaded; engine: {self.session.engine.name} ({vocabulary.word(reason)})"
         )

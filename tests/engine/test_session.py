@@ -387,3 +387,45 @@ def test_a_rectified_pair_s_calibration_fitted_to_one_size_is_set_aside_by_frame
     assert said is not None and "for 128x96 frames but this source's are 64x48: it is set aside" in said
     session.set_calibration(loaded)  # no size known (given before any frame): kept
     assert session.process(StereoPair(other, other), request).calibration is loaded
+
+
+def test_a_window_recording_keeps_the_time_its_source_s_stamps_count_from(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Only `record` kept start_time_ns; a recording made in the window of a ROS export did not
+    (code review)."""
+    import json
+
+    from app.engine.sources.spec import open_source
+    from tests.folders import pairs_folder
+
+    folder = pairs_folder(tmp_path / "ros", 2, size=(40, 60))
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = _TimedEngine()  # type: ignore[assignment]
+    session.output_root = tmp_path / "out"
+    source = open_source(str(folder))
+    source.time_origin_ns = 1_700_000_000_000_000_000  # type: ignore[attr-defined]
+    session.set_source(source)
+    shown, _ = session.grab()
+    recorder = session.start_recording(shown=shown)
+    session.stop_recording()
+    meta = json.loads((recorder.folder / "session.json").read_text())
+    assert meta["start_time_ns"] == 1_700_000_000_000_000_000
+
+
+def test_another_threshold_is_answered_afresh_where_the_notes_read_the_answers() -> None:
+    """A flat pair's answers, or notes counting the answers at the ceiling, would be wrong under
+    another threshold made from the answers kept (code review)."""
+    from app.engine.types import FLAT_NOTE, FrameResult
+
+    image = np.zeros((8, 8, 3), np.uint8)
+
+    def frame(**change: object) -> FrameResult:
+        depth = empty_result(image, "bi3d", Mode.CONTINUOUS)
+        depth.confidence = np.ones((8, 8), np.float32)
+        for name, value in change.items():
+            setattr(depth, name, value)
+        request = DepthRequest(mode=Mode.CONTINUOUS, min_confidence=0.0)
+        return FrameResult(0, 0, StereoPair(image, image), request, depth)
+
+    assert Session.rethreshold(frame(), 0.5)
+    assert not Session.rethreshold(frame(notes_of_answers=True), 0.5)
+    assert not Session.rethreshold(frame(notes=[f"{FLAT_NOTE} (grey levels 0-0)"]), 0.5)

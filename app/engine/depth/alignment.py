@@ -82,6 +82,7 @@ UNRECTIFIED_PX = 2.0
 # matches' rows this far apart (RMS) start the measurement from their plane: the corner tracking
 # (from a half-resolution SGBM, which needs rows within about a pixel) measured 3 px, not 4
 SEED_PX = 1.5
+UNSEEDED_PX = 3.5  # rows further apart than this: the old start cannot measure them
 UNRECTIFIED_WORDS = "does not look rectified"
 SWAPPED_NOTE = (
     "the left and right images look swapped: most features sit further right in the right image than "
@@ -312,8 +313,11 @@ class VerticalAligner:
             geometry = _pair_geometry(gl, gr, self.config)
             seed = None if geometry.swapped else geometry.seed
             found = _measure(gl, gr, self.config, seed)
-            if seed is not None and (found is None or found.scatter_px > self.config.max_scatter_px):
-                found = _measure(gl, gr, self.config)  # the matches' plane misled it: as before
+            failed = found is None or found.scatter_px > self.config.max_scatter_px
+            if seed is not None and failed and geometry.vertical_rms_px <= UNSEEDED_PX:
+                # the matches' plane misled it: the old start, where it could measure (beyond, a
+                # second try only doubled an unrectified stream's retries: code review)
+                found = _measure(gl, gr, self.config)
             if found is not None and found.scatter_px <= self.config.max_scatter_px:
                 self.current, self._maps = found, self._remap(found, size)
             elif new_view:  # another scene: what was measured of the last one does not hold

@@ -353,6 +353,7 @@ class Bi3DEngine:
                     widened = self._widen(request, plan, feats, lowres, padder, ceiling, timings)
                     request, plan, lowres = widened
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
+                said = len(result.notes)
                 if found is None and request.mode is Mode.CONTINUOUS:  # a range the user fixed
                     result.notes.extend(beyond_note(result, request.max_disparity))
                 elif (
@@ -361,6 +362,7 @@ class Bi3DEngine:
                     remedy = ceiling_remedy(self.model.max_disparity, ceiling, left.shape[1])
                     reach = None if found is None else found.estimate
                     result.notes.extend(ceiling_note(result.disparity, request.max_disparity, remedy, reach))
+                result.notes_of_answers = len(result.notes) > said
         # the probe of a new size is reported apart: the cost model learns the frame's own time
         set_up_runtime = prepare_ms > PREPARE_REPORTED_MS
         timings["total"] = (

@@ -153,6 +153,7 @@ def flat_answer(result: DepthResult) -> None:
     """Every pixel of ``result`` unknown, in place: no disparity, confidence 0, no pixel "closer"
     than a binary plane nor inside, closer or farther than a selective range."""
     result.disparity[:] = np.nan
+    result.unmasked = None  # no answers under another threshold either (code review)
     result.confidence = np.zeros(result.disparity.shape, np.float32)
     if result.probabilities is not None:  # SGBM's 0/1 planes of a black frame were drawn (code review)
         result.probabilities[:] = np.nan

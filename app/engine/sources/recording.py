@@ -337,8 +337,7 @@ class Recorder:
             (self.folder / name).unlink(missing_ok=True)
         for sub in ("left", "right", "disparity"):
             shutil.rmtree(self.folder / sub, ignore_errors=True)
-        if self._made_folder:
-            (self.folder / LOCK).unlink(missing_ok=True)
+        if self._made_folder:  # its lock file went as close() let go (another's may be there now)
             with contextlib.suppress(OSError):
                 self.folder.rmdir()
 

@@ -837,12 +837,15 @@ def test_depth_over_frames_stopped_says_what_it_kept(
             raise KeyboardInterrupt
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(sgbm.SGBMEngine, "compute", compute)
     out = tmp_path / "out"
+    assert run(capsys, "depth", SYNTH, "--frames", "3", "--engine", "sgbm", "--out", str(out))[0] == 0
+    monkeypatch.setattr(sgbm.SGBMEngine, "compute", compute)
     code, stdout, err = run(capsys, "depth", SYNTH, "--frames", "4", "--engine", "sgbm", "--out", str(out))
     assert code == 130 and "bi3d-studio: interrupted" in err
-    assert f"note: stopped after 2 frame(s); their results in {out} are whole" in stdout
-    assert sorted(p.name for p in out.iterdir()) == ["000000", "000001"]
+    # frame 000002 is the earlier run's: said, not left mixed in unsaid (code review)
+    said = f"note: stopped after 2 frame(s); their results in {out} are whole"
+    assert f"{said} (1 other frame(s) there are an earlier run's)" in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["000000", "000001", "000002"]
 
 
 def test_each_frame_s_result_names_its_source_and_frame(

@@ -294,6 +294,7 @@ def run_source(args: argparse.Namespace) -> int:
         earlier_result,
         format_summary,
         frame_folder,
+        frame_results,
         remove_stale_frames,
     )
     from app.engine.sources.layout import depth_is_noise
@@ -393,7 +394,11 @@ def run_source(args: argparse.Namespace) -> int:
                 numbers.append(index)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was written stays, and is said (review)
             if args.frames:
-                print(f"note: stopped after {len(numbers)} frame(s); their results in {args.out} are whole")
+                # an earlier run's other frames are not removed then: said, not left mixed in unsaid
+                others = sum(1 for f in frame_results(Path(args.out)) if int(f.name) not in numbers)
+                mixed = f" ({others} other frame(s) there are an earlier run's)" if others else ""
+                kept = f"stopped after {len(numbers)} frame(s); their results in {args.out} are whole"
+                print(f"note: {kept}{mixed}")
             raise
         # what the source learnt at its end (a video cut short): said after the last frame
         for note in source.notes:

@@ -981,3 +981,7 @@ def test_a_quantized_answer_s_farthest_level_is_infinitely_deep_in_result_npz(
     cal, _ = load_calibration(demo_dir / "calib.txt")
     near = ~far & np.isfinite(arrays["disparity"])
     np.testing.assert_allclose(arrays["depth"][near], cal.depth_m(arrays["disparity"][near]))
+    # result.json's depths say so too: its p95 depth is the farthest level's, with no end
+    stats = json.loads((out / "result.json").read_text())["calibration"]["depth_m"]
+    assert stats["p95"] is None and "the farthest level (below 40 px)" in stats["null"]
+    assert stats["median"] is not None

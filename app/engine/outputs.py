@@ -32,7 +32,7 @@ from app.engine.formats import (
     write_kitti_png,
     write_pfm,
 )
-from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, farthest_level
+from app.engine.types import Calibration, DepthRequest, DepthResult, Mode, farthest_level, farthest_plane
 from app.engine.validation import tenth
 
 OUTPUT_NAMES = (
@@ -249,7 +249,7 @@ def _write_set(
     if colour_range is not None:  # what disparity_color.png's ends stand for
         meta["disparity_color_range_px"] = [round(v, 3) for v in colour_range]
     if request.calibration is not None and "calibration" not in extra:  # what turns it into metres
-        meta["calibration"] = calibration_json(request.calibration, result.disparity)
+        meta["calibration"] = calibration_json(request.calibration, result.disparity, farthest_plane(result))
     atomic_write(folder / "result.json", (json.dumps(meta, indent=2) + "\n").encode())
     written.append("result.json")
     return written
@@ -318,10 +318,14 @@ def _older_than(path: Path, seconds: float) -> bool:
         return False
 
 
-def calibration_json(calibration: Calibration, disparity: np.ndarray) -> dict[str, Any]:
+def calibration_json(
+    calibration: Calibration, disparity: np.ndarray, farthest_plane: float | None = None
+) -> dict[str, Any]:
     """The rectified geometry the depth is in (focal length, principal point, baseline) and the
     depth it gives: a raw rig's rectified focal length differs from its M1's (522 against 500 px
-    on a review's rig), and result.json named only the calibration file."""
+    on a review's rig), and result.json named only the calibration file. ``farthest_plane``: a
+    quantized answer's first plane, below which its farthest level reaches to infinity (its
+    middle's depth read 30 m for "15 m or more", where result.npz says inf: code review)."""
     out: dict[str, Any] = {
         "focal_px": round(calibration.focal_px, 4),
         "cx": round(calibration.cx, 4),
@@ -338,12 +342,18 @@ def calibration_json(calibration: Calibration, disparity: np.ndarray) -> dict[st
         # pixels at 0 px (infinitely far) were dropped, and half a scene at 0 px read 190 m
         p5, median, p95 = np.percentile(d, [5, 50, 95])
         z = calibration.depth_m(np.array([median, p95, p5]))
+        if farthest_plane is not None:  # the farthest level: its depth has no end
+            z[np.array([median, p95, p5]) < farthest_plane] = np.inf
         stats: dict[str, Any] = {
             k: round(float(v), 4) if np.isfinite(v) else None
             for k, v in zip(("median", "p5", "p95"), z, strict=True)
         }
         if any(v is None for v in stats.values()):
-            stats["null"] = "infinitely far: disparity + doffs <= 0"
+            stats["null"] = (
+                f"infinitely far: disparity + doffs <= 0, or the farthest level (below {farthest_plane:g} px)"
+                if farthest_plane is not None
+                else "infinitely far: disparity + doffs <= 0"
+            )
         out[f"depth_{calibration.depth_unit}"] = stats
     return out
 
@@ -452,7 +462,11 @@ def format_summary(
             f"disparity: median {d['median']:.1f} px (p5 {d['p5']:.1f}, p95 {d['p95']:.1f}), "
             f"{100 * info['valid_fraction']:.1f}% valid"
         )
-        if calibration is not None:
+        far = farthest_plane(result)
+        if calibration is not None and far is not None and d["median"] < far:
+            z = calibration.depth_m(np.array([far]))[0]
+            line += f"; median depth beyond {z:.2f} {unit} (the farthest level)"
+        elif calibration is not None:
             z = calibration.depth_m(np.array([d["median"]]))[0]
             line += (
                 f"; median depth {z:.2f} {unit}"

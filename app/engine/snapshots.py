@@ -12,7 +12,7 @@ from app.engine.errors import UserError
 from app.engine.formats import write_color_png, write_ply
 from app.engine.outputs import calibration_json, write_result
 from app.engine.pointcloud import point_cloud, require_metric
-from app.engine.types import FrameResult, Mode, farthest_level
+from app.engine.types import FrameResult, Mode, farthest_level, farthest_plane
 
 
 def new_folder(root: Path, kind: str) -> Path:
@@ -36,7 +36,9 @@ def write_snapshot(
     cal = result.calibration
     extra: dict[str, Any] = {
         # the frame's own (a source's, or the rig's rectified), once: not the request's over it
-        "calibration": None if cal is None else calibration_json(cal, result.depth.disparity),
+        "calibration": None
+        if cal is None
+        else calibration_json(cal, result.depth.disparity, farthest_plane(result.depth)),
         "stage_timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
         "engine_reason": result.engine_reason,  # which weights made it, as depth's result.json says
         "source": source,

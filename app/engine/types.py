@@ -232,13 +232,20 @@ class DepthResult:
         return np.isfinite(self.disparity).astype(np.float32)
 
 
+def farthest_plane(result: DepthResult) -> float | None:
+    """A quantized answer's first plane (px): below it, its farthest level reaches to infinity in
+    depth; None for other answers."""
+    return float(result.planes[0]) if result.mode is Mode.QUANTIZED and len(result.planes) else None
+
+
 def farthest_level(result: DepthResult) -> np.ndarray | None:
     """A quantized answer's pixels in its farthest level (below its first plane: 0 px to it, so
     to infinity in depth), or None for other answers."""
-    if result.mode is not Mode.QUANTIZED or not len(result.planes):
+    plane = farthest_plane(result)
+    if plane is None:
         return None
     with np.errstate(invalid="ignore"):
-        return result.disparity < float(result.planes[0])
+        return result.disparity < plane
 
 
 def _probabilities(result: DepthResult) -> np.ndarray:

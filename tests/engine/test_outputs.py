@@ -225,3 +225,17 @@ def test_planes_read_to_a_tenth_of_a_pixel() -> None:
 
     assert _planes_text(np.array([23.3064, 26.1818, 100.8, 48.0])) == "23.3, 26.2, 100.8, 48"
     assert _planes_text(np.arange(0, 30, 3.0)) == "10 every 3 from 0 to 27"
+
+
+def test_a_quantized_answer_mostly_in_its_farthest_level_says_its_median_depth_has_no_end() -> None:
+    """It printed "median depth 30.00 m" for the level "15 m or more" (code review)."""
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((4, 4, 3), np.uint8)
+    result = empty_result(image, "bi3d", Mode.QUANTIZED)
+    result.planes = np.array([40.0, 60.0], np.float32)
+    result.disparity[:] = 20.0  # the middle of 0-40 px
+    result.probabilities = np.zeros((2, 4, 4), np.float32)
+    cal = Calibration(focal_px=500.0, baseline_m=0.1)
+    text = outputs.format_summary(result, cal, "m")
+    assert "median depth beyond 1.25 m (the farthest level)" in text and "2.50 m" not in text

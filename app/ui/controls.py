@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QSignalBlocker, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -95,6 +96,10 @@ class ControlsPanel(QWidget):
         layout.addWidget(self.sgbm_group)
         layout.addWidget(self._display_group())
         layout.addStretch(1)
+        # Enter in a number box applies it and gives the keys back to the window: T, N, Space did
+        # nothing after a typed 0.10 (review); Tab and clicks move focus as before
+        for box in self.findChildren(QAbstractSpinBox):
+            box.editingFinished.connect(lambda box=box: box.clearFocus() if box.hasFocus() else None)
         self._update_visibility()
         self._update_applicable()
 

@@ -1087,3 +1087,17 @@ def test_a_still_pair_greys_pause_step_and_loop(qtbot) -> None:  # type: ignore[
         assert action.isEnabled()
     assert window.pause_action.toolTip().startswith("pause a video")
     window.pause_action.setChecked(True)
+
+
+def test_enter_in_a_number_box_gives_the_keys_back_to_the_window(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """After a typed 0.10 in Min confidence, T (Large tabs) did nothing: the box kept the keys
+    (review). Enter applies the value and lets go of the focus."""
+    from PySide6.QtCore import Qt
+
+    window = _window(qtbot, lambda spec: FakeSource(1))
+    box = window.controls.min_confidence_box
+    window.activateWindow()
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus, timeout=2000)
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert not box.hasFocus()

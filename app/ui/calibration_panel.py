@@ -140,7 +140,8 @@ class CalibrationPanel(QWidget):
         # aside for a source of another frame size, given back when a source of its size comes (it
         # stayed away for good: review)
         self._applied: Calibration | None = None
-        self._aside: tuple[Calibration, StereoRig | None, str, bool] | None = None
+        self._aside: tuple[Calibration, StereoRig | None, str, bool, tuple[int, int] | None] | None = None
+        self._applied_size: tuple[int, int] | None = None  # the frames a rectified pair's was fitted to
         self.rig_baseline_m: float | None = None  # the rig's measured baseline (None: none, or unknown)
         self._odd_frame: str | None = None  # not captured for its size: a second try starts over
         self._errors: list[str] = []  # calibration errors shown: a calibration applied later supersedes them
@@ -314,15 +315,23 @@ class CalibrationPanel(QWidget):
         except UserError as exc:
             self._show_error(exc.worded(window_words))
             return
-        self.apply(calibration, rig, path.name, rig is not None and DESK.focal_guessed(path))
+        # before any frame (gui --calib), the size the file says it is for (code review)
+        fitted = size if size is not None or rig is not None else DESK.declared_size(path, second)
+        self.apply(calibration, rig, path.name, rig is not None and DESK.focal_guessed(path), fitted)
         if note:
             self.file_label.setText(f"{self.file_label.text()}; {note}")
 
     def apply(
-        self, calibration: Calibration, rig: StereoRig | None, name: str, estimated: bool = False
+        self,
+        calibration: Calibration,
+        rig: StereoRig | None,
+        name: str,
+        estimated: bool = False,
+        size: tuple[int, int] | None = None,
     ) -> None:
         """Use ``calibration`` (and ``rig``, raw frames to rectify) named ``name``; ``estimated``:
-        its intrinsics are a projective self-rectification's, made up (not a pose re-fit's)."""
+        its intrinsics are a projective self-rectification's, made up (not a pose re-fit's);
+        ``size``: the frames (w, h) a rectified pair's calibration fits (None: those shown)."""
         self.rig, self.rig_name = rig, name
         self.rig_estimated = estimated
         self._applied, self._aside = calibration, None
@@ -334,7 +343,9 @@ class CalibrationPanel(QWidget):
         last = self.controller.last
         shown = (last.raw or last.pair).left if last is not None else None
         # a rectified pair's calibration is fitted to the frames shown: another size sets it aside
-        size = None if shown is None else (shown.shape[1], shown.shape[0])
+        if size is None and shown is not None:
+            size = (shown.shape[1], shown.shape[0])
+        self._applied_size = size if rig is None else None
         self.controller.session.set_calibration(calibration, rectifier, size)
         self.clear_button.setEnabled(True)
         kind = "raw rig, frames are rectified" if rig is not None else "rectified pair"
@@ -361,6 +372,7 @@ class CalibrationPanel(QWidget):
         from_source = self.file_label.text().startswith(SOURCE_CALIBRATION)
         self.rig = None
         self._applied = self._aside = None
+        self._applied_size = None
         self.baseline_known = True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
@@ -379,8 +391,10 @@ class CalibrationPanel(QWidget):
     def set_aside(self, why: str) -> None:
         """The session stopped using the rig (it fits another frame size): the panel says so, and
         keeps it for the next frames of its size (``frame_shown``)."""
-        if self._applied is not None and self.rig is not None:
-            self._aside = (self._applied, self.rig, self.rig_name, self.rig_estimated)
+        if self._applied is not None and (self.rig is not None or self._applied_size is not None):
+            # a rectified pair's comes back too, with frames of the size it was fitted to (code review)
+            size = None if self.rig is not None else self._applied_size
+            self._aside = (self._applied, self.rig, self.rig_name, self.rig_estimated, size)
         self.rig, self.baseline_known = None, True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
@@ -595,11 +609,12 @@ class CalibrationPanel(QWidget):
         aside = self._aside
         raw = result.raw or result.pair
         # frames of its size without a calibration of their own (the synthetic scene's is its own)
-        if aside is not None and aside[1] is not None and self.controller.session.calibration is None:
+        if aside is not None and self.controller.session.calibration is None:
             frame = raw.left
-            if raw.calibration is None and tuple(aside[1].image_size) == (frame.shape[1], frame.shape[0]):
+            fits = tuple(aside[1].image_size) if aside[1] is not None else aside[4]
+            if raw.calibration is None and fits == (frame.shape[1], frame.shape[0]):
                 self.apply(*aside)
-                w, h = aside[1].image_size
+                w, h = frame.shape[1], frame.shape[0]
                 self.controller.view.show_status(f"{aside[2]} (made for {w}x{h} frames) is in use again")
 
     def calibrate(self) -> None:

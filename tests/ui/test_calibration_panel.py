@@ -655,3 +655,36 @@ def test_outlier_views_are_named_as_views_with_their_figures() -> None:
     assert outlier_text([]) == "outlier views: none"
     assert outlier_text(["2 (frame 2, 0.50 px)"]) == "outlier view: view 2 (frame 2, 0.50 px)"
     assert outlier_text(["2 (0.5 px)", "5 (0.6 px)"]) == "outlier views: views 2 (0.5 px), 5 (0.6 px)"
+
+
+def test_a_rectified_pair_s_calibration_is_set_aside_by_another_size_and_comes_back(  # type: ignore[no-untyped-def]
+    qtbot, tmp_path
+) -> None:
+    """A 641 x 555 pair's calib.txt stayed in use over a 640 x 480 folder, in metres, unsaid
+    (re-check); set aside, it never came back as a rig does (code review)."""
+    rng = np.random.default_rng(0)
+
+    def pair(w: int, h: int) -> StereoPair:
+        left = cv2.GaussianBlur(rng.integers(0, 255, (h, w, 3), dtype=np.uint8), (0, 0), 1.5)
+        return StereoPair(left, np.roll(left, -6, axis=1))
+
+    calib = tmp_path / "calib.txt"
+    calib.write_text(
+        "cam0=[500 0 80; 0 500 60; 0 0 1]\ncam1=[500 0 80; 0 500 60; 0 0 1]\ndoffs=0\nbaseline=100\n"
+        "width=160\nheight=120\nndisp=64\n"
+    )
+    holder: list[StereoPair] = []
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, pair(160, 120))
+    panel = window.calibration
+    with qtbot.waitSignal(window.controller.resultShown, timeout=20_000):
+        panel.load(calib)
+    assert window.controller.last is not None and window.controller.last.calibration is not None
+    _show(qtbot, window, holder, pair(128, 96))
+    assert window.controller.last.calibration is None and window.session.calibration is None
+    assert "for 160x120 frames but this source's are 128x96: it is set aside" in panel.file_label.text()
+    _show(qtbot, window, holder, pair(160, 120))
+    qtbot.waitUntil(lambda: window.session.calibration is not None, timeout=10_000)
+    assert "calib.txt (made for 160x120 frames) is in use again" in window.notices.text.text()
+    # given before any frame (gui --calib): the size the file says it is for
+    assert window.session.desk.declared_size(calib) == (160, 120)

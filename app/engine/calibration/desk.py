@@ -15,6 +15,7 @@ from app.engine.calibration.check import GOOD_RMS_PX, EpipolarReport, check_epip
 from app.engine.calibration.chessboard import MIN_VIEWS, ChessboardTarget, Coverage, view_parameters
 from app.engine.calibration.files import (
     baseline_note,
+    declared_size,
     focal_guessed,
     load_calibration,
     load_for_frames,
@@ -49,6 +50,11 @@ class CalibrationDesk:
         else:
             calibration, rig, note = load_for_frames(path, second, frame_size)
         return calibration, rig, note  # a placeholder baseline (calib rectify's) is marked unknown
+
+    @staticmethod
+    def declared_size(path: Path, second: Path | None = None) -> tuple[int, int] | None:
+        """The frame size (w, h) a calibration file says it is for, or None (it says none)."""
+        return declared_size(path, second)
 
     @staticmethod
     def save(

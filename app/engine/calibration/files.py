@@ -451,6 +451,12 @@ def load_calibration(
     return calibration, rig
 
 
+def declared_size(path: str | Path, second: str | Path | None = None) -> tuple[int, int] | None:
+    """The frame size (w, h) a calibration file says it is for (a Middlebury calib.txt's width and
+    height, a rig's image size), or None."""
+    return _load(Path(path), Path(second) if second else None, None)[2]
+
+
 def load_for_frames(
     path: str | Path, second: str | Path | None, frame_size: tuple[int, int]
 ) -> tuple[Calibration, StereoRig | None, str | None]:

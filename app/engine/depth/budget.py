@@ -40,6 +40,15 @@ class StageCost:
     # its share of the full-resolution refinement and readout
     dense_base_ms: float | None = None
     dense_per_plane_ms: float | None = None
+    # a plane answer's (binary, quantized) own cost per plane, its plane check included (None until
+    # one was measured): the probe's and the search's planes are the network's alone, and a
+    # quantized fallback planned on them took 1.31x its budget (12 planes for 100 ms)
+    answer_per_plane_ms: float | None = None
+
+
+# before a plane answer was measured, its plane costs this many network planes (the plane check:
+# 16 quantized planes at 480 x 640 cost 5.5 ms a plane, a continuous sweep's plane 2.7 ms)
+ANSWER_PRIOR = 2.0
 
 
 @dataclass
@@ -59,13 +68,18 @@ class CostModel:
         per_plane = planes_ms / max(planes, 1)
         old = self.costs.get(size)
         fastest = None if seed else fixed_ms
+        answer = None if seed else per_plane
         if old is None:
-            self.costs[size] = StageCost(fixed_ms, per_plane, fastest_fixed_ms=fastest)
+            self.costs[size] = StageCost(
+                fixed_ms, per_plane, fastest_fixed_ms=fastest, answer_per_plane_ms=answer
+            )
             return
         if fastest is not None:
             known = old.fastest_fixed_ms
             old.fastest_fixed_ms = fastest if known is None else min(fastest, known)
         a = self.smoothing
+        if answer is not None:  # the first measured one replaces the prior outright
+            old.answer_per_plane_ms = _mix(old.answer_per_plane_ms, answer, a)
         old.fixed_ms = (1 - a) * old.fixed_ms + a * fixed_ms
         old.per_plane_ms = (1 - a) * old.per_plane_ms + a * per_plane
         old.samples += 1
@@ -142,22 +156,24 @@ class CostModel:
         )
 
     def predict_ms(self, size: tuple[int, int], planes: int) -> float:
+        """A plane answer's (binary, quantized) time over ``planes`` planes."""
         cost = self.costs[size]
-        return cost.fixed_ms + planes * cost.per_plane_ms
+        return cost.fixed_ms + planes * _answer_plane_ms(cost)
 
     def fastest_ms(self, size: tuple[int, int]) -> float:
         """One plane at the smallest fixed part measured: what a budget is refused below."""
         cost = self.costs[size]
         fixed = cost.fixed_ms if cost.fastest_fixed_ms is None else min(cost.fixed_ms, cost.fastest_fixed_ms)
-        return fixed + cost.per_plane_ms
+        return fixed + _answer_plane_ms(cost)
 
     def max_planes(self, size: tuple[int, int], budget_ms: float, limit: int) -> int:
-        """Largest plane count in [1, limit] predicted to fit; 1 when nothing fits."""
+        """Largest plane count in [1, limit] of a plane answer predicted to fit; 1 when nothing fits."""
         cost = self.costs[size]
-        if cost.per_plane_ms <= 0:
+        per_plane = _answer_plane_ms(cost)
+        if per_plane <= 0:
             return limit
         # the epsilon keeps float division from dropping a plane that fits exactly
-        fits = math.floor((budget_ms - cost.fixed_ms) / cost.per_plane_ms + 1e-9)
+        fits = math.floor((budget_ms - cost.fixed_ms) / per_plane + 1e-9)
         return int(max(1, min(limit, fits)))
 
     def finest_step(
@@ -191,3 +207,10 @@ def grid_planes(lo: float, hi: float, step: int, top: int) -> int:
     """How many planes a dense sweep of [lo, hi] px every ``step`` px takes (``top``: the model's max)."""
     first, last = dense_span(lo, hi, step, top)
     return (last - first) // step + 1
+
+
+def _answer_plane_ms(cost: StageCost) -> float:
+    """A plane answer's cost per plane: measured, else the network's per plane times the prior."""
+    return (
+        cost.answer_per_plane_ms if cost.answer_per_plane_ms is not None else ANSWER_PRIOR * cost.per_plane_ms
+    )

@@ -167,7 +167,8 @@ def test_budget_chooses_fewer_planes_for_less_time(pair) -> None:  # type: ignor
     engine = Bi3DEngine(Bi3DModel("binary", width=0.25))
     generous = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, budget_ms=60_000))
     cost = engine.costs.costs[(192, 288)]
-    tight_ms = cost.fixed_ms + 3.5 * cost.per_plane_ms
+    per_plane = engine.costs.predict_ms((192, 288), 1) - cost.fixed_ms  # a plane answer's own
+    tight_ms = cost.fixed_ms + 3.5 * per_plane
     tight = engine.compute(*pair, DepthRequest(mode=Mode.QUANTIZED, budget_ms=tight_ms))
     assert len(generous.planes) == 63  # every feature column inside (0, 192)
     assert 1 <= len(tight.planes) <= 3

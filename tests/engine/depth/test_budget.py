@@ -140,3 +140,15 @@ def test_a_budget_is_refused_below_the_fastest_plane_answer_measured() -> None:
     costs.update((480, 640), 35.0, 40.0, 4)
     assert costs.predict_ms((480, 640), 1) > 60.0  # the average, for choosing: still careful
     assert costs.fastest_ms((480, 640)) == pytest.approx(30.0 + 10.0)  # the floor: as measured
+
+
+def test_a_plane_answer_is_planned_on_its_own_cost_per_plane_not_the_network_s() -> None:
+    """The probe's and the search's planes are the network's alone; a quantized plane also pays
+    its plane check. A fallback planned on the network's cost took 1.31x its budget (review)."""
+    m = CostModel()
+    m.update(SIZE, fixed_ms=10.0, planes_ms=20.0, planes=2, seed=True)  # the probe: 10 ms a plane
+    assert m.predict_ms(SIZE, 4) == pytest.approx(10.0 + 4 * 20.0)  # the prior: 2 network planes
+    m.update(SIZE, fixed_ms=10.0, planes_ms=150.0, planes=10)  # a quantized answer: 15 ms a plane
+    assert m.predict_ms(SIZE, 4) == pytest.approx(10.0 + 4 * 15.0)  # measured: it replaces the prior
+    m.update_search(SIZE, 30.0, (9, 45.0), (3, 30.0), None)  # search planes: 5 ms, network only
+    assert m.predict_ms(SIZE, 4) == pytest.approx(70.0) and m.max_planes(SIZE, 70.0, 64) == 4

@@ -60,7 +60,13 @@ def baseline_metres(text: str) -> float:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from app.engine.calibration.check import SWAPPED, check_board, check_epipolar, verdict_for
+    from app.engine.calibration.check import (
+        SWAPPED,
+        check_board,
+        check_epipolar,
+        swapped_verdict,
+        verdict_for,
+    )
     from app.engine.calibration.files import load_for_frames
     from app.engine.calibration.rig import Rectifier
     from app.engine.depth.limits import check_image_size
@@ -118,9 +124,10 @@ def run_check(args: argparse.Namespace) -> int:
             f"the feature matches read {features} ({report.verdict}){why}"
         )
         figures.update(verdict=verdict, reason=reason, features_verdict=report.verdict)
-    if report.swapped and verdict != "not rectified":  # it read "rectified", exit 1 (review)
-        figures.update(verdict=SWAPPED, rows_verdict=verdict)
-        verdict = SWAPPED
+    shown = swapped_verdict(verdict, report.swapped)  # after the board's say: it read "rectified", exit 1
+    if shown != verdict:
+        figures.update(verdict=shown, rows_verdict=verdict)
+        verdict = shown
     print(f"verdict: {verdict} ({reason})")
     if board is not None:
         figures.update(_board_figures(board, args))

@@ -346,6 +346,11 @@ def run_source(args: argparse.Namespace) -> int:
         numbers: list[int] = []  # the source's frame numbers written (a damaged frame is skipped)
         overwritten = 0  # frames whose folder held an earlier run's result (replaced unsaid: review)
         said: set[str] = set()  # notes printed for an earlier frame (each frame's result.json keeps all)
+        # what every frame's result.json says of the run: what was opened (a video's result named
+        # its file alone: review) and the time its timestamps count from (ns since 1970)
+        of_run: dict[str, Any] = {"engine_reason": reason, "source_spec": _spec_path(args.left)}
+        if (origin := getattr(source, "time_origin_ns", None)) is not None:
+            of_run["start_time_ns"] = origin
         try:
             for pair in itertools.chain([first], pairs):
                 # the source's own frame number (a damaged frame skipped leaves its number unused); a
@@ -365,18 +370,7 @@ def run_source(args: argparse.Namespace) -> int:
                 print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
                 said.update(line for line in lines if line.startswith("note: "))
                 out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
-                extra = {
-                    "engine_reason": reason,
-                    "source": source.describe(),
-                    # what was opened, and which of its frames (a video's result named its file
-                    # alone, no frame: review)
-                    "source_spec": _spec_path(args.left),
-                    "frame": index,
-                    "timestamp": pair.timestamp,
-                }
-                origin = getattr(source, "time_origin_ns", None)
-                if origin is not None:  # the timestamp counts from it (ns since 1970)
-                    extra["start_time_ns"] = origin
+                extra = {**of_run, "source": source.describe(), "frame": index, "timestamp": pair.timestamp}
                 files = None if source.live else source.frame_files(index)
                 if files is not None or args.calib:  # result.json traces back to what it was made of
                     left, right = files or (None, None)

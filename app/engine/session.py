@@ -774,7 +774,7 @@ class Session:
         with self._lock:
             engine, baseline, flow = self.engine, self.baseline, self.flow
             rectifier, calibration = self.rectifier, self.calibration or pair.calibration
-            fitted = self._calibration_size if self.calibration is not None else None
+            fitted = self._calibration_size  # None without a calibration of a rectified pair
             swap = self.swap_views
             # a calibration set under an earlier source, not one given for this source (gui
             # --calib, loaded before the source opened: code review)
@@ -793,13 +793,11 @@ class Session:
             # while the source plays is the user's choice, and is used
             self._set_aside_calibration(None, left.shape, own=True)
             rectifier, calibration, fitted = None, pair.calibration, None  # set aside once (code review)
-        if rectifier is not None and (size := getattr(rectifier, "image_size", None)) is not None:
-            if size != (left.shape[1], left.shape[0]):  # a loaded rig and another source's frames
-                self._set_aside_calibration(size, left.shape, own=pair.calibration is not None)
-                rectifier, calibration = None, pair.calibration
-        elif rectifier is None and fitted is not None and fitted != (left.shape[1], left.shape[0]):
-            self._set_aside_calibration(fitted, left.shape, own=pair.calibration is not None)
-            calibration = pair.calibration
+        # the frames the calibration in use fits: a loaded rig's, or a rectified pair's fitted size
+        size = getattr(rectifier, "image_size", None) if rectifier is not None else fitted
+        if size is not None and tuple(size) != (left.shape[1], left.shape[0]):  # another source's frames
+            self._set_aside_calibration(tuple(size), left.shape, own=pair.calibration is not None)
+            rectifier, calibration = None, pair.calibration
         if rectifier is not None:
             left, right = rectifier.rectify(left, right)
         if swap:

@@ -38,6 +38,11 @@ VERDICTS = ("rectified", "marginal", "not rectified", "unknown")
 SWAPPED = "swapped"  # shown for rows that agree while the views are the wrong way round
 
 
+def swapped_verdict(verdict: str, swapped: bool) -> str:
+    """``SWAPPED`` for views the wrong way round whose rows agree, else ``verdict``."""
+    return SWAPPED if swapped and verdict != "not rectified" else verdict
+
+
 def verdict_for(vertical_rms_px: float) -> str:
     """'rectified' up to 0.6 px RMS, 'marginal' up to 1 px, else 'not rectified'."""
     if vertical_rms_px <= GOOD_RMS_PX:
@@ -71,7 +76,7 @@ class EpipolarReport:
     def headline(self) -> str:
         """The verdict to show: ``SWAPPED`` for rows that agree with the views the wrong way round
         (it read "rectified" while the check failed: review), else ``verdict``."""
-        return SWAPPED if self.swapped and self.verdict != "not rectified" else self.verdict
+        return swapped_verdict(self.verdict, self.swapped)
 
     def reason_in(self, words: Wording) -> str:
         """``reason`` with the actions it advises worded for a front end (``app.vocabulary``)."""

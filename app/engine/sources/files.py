@@ -291,12 +291,10 @@ def name_times(paths: Sequence[Path], start: int | None = None) -> list[float] |
     first name's): the last number of each stem, a ROS or EuRoC export's nanoseconds since 1970,
     or micro- or milliseconds. None when a name has none, or they do not grow in name order (a
     frame counter, 0001, is no time)."""
-    values = [_name_number(path) for path in paths]
-    if not values or any(b <= a for a, b in itertools.pairwise(values)):
+    clock = _name_clock(paths)
+    if clock is None:
         return None
-    scale = next((unit for floor, unit in _SECONDS_PER_UNIT if values[0] >= floor), None)
-    if scale is None:
-        return None
+    values, scale = clock
     origin = values[0] if start is None else start
     return [(value - origin) * scale for value in values]  # in integers first: exact to the ns
 
@@ -305,11 +303,18 @@ def name_origin_ns(paths: Sequence[Path]) -> int | None:
     """The first name's time in nanoseconds since 1970 where ``name_times`` reads times (a ROS or
     EuRoC export), else None: a recording keeps it, so its frames still line up with the other
     sensors' (it kept 0.0, 0.1, ... s alone: review)."""
-    if name_times(paths) is None:
+    clock = _name_clock(paths)
+    return None if clock is None else clock[0][0] * round(clock[1] * 1e9)
+
+
+def _name_clock(paths: Sequence[Path]) -> tuple[list[int], float] | None:
+    """The numbers in the files' names and the seconds one of them stands for, where they are
+    times (``name_times``), else None."""
+    values = [_name_number(path) for path in paths]
+    if not values or any(b <= a for a, b in itertools.pairwise(values)):
         return None
-    first = _name_number(paths[0])
-    nanoseconds = next(round(unit * 1e9) for floor, unit in _SECONDS_PER_UNIT if first >= floor)
-    return first * nanoseconds
+    scale = next((unit for floor, unit in _SECONDS_PER_UNIT if values[0] >= floor), None)
+    return None if scale is None else (values, scale)
 
 
 def _name_number(path: Path) -> int:

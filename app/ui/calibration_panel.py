@@ -391,10 +391,11 @@ class CalibrationPanel(QWidget):
     def set_aside(self, why: str) -> None:
         """The session stopped using the rig (it fits another frame size): the panel says so, and
         keeps it for the next frames of its size (``frame_shown``)."""
-        if self._applied is not None and (self.rig is not None or self._applied_size is not None):
-            # a rectified pair's comes back too, with frames of the size it was fitted to (code review)
-            size = None if self.rig is not None else self._applied_size
-            self._aside = (self._applied, self.rig, self.rig_name, self.rig_estimated, size)
+        # the frames it fits: a rig's image size, or the size a rectified pair's was fitted to (it
+        # came back too: code review)
+        fits = tuple(self.rig.image_size) if self.rig is not None else self._applied_size
+        if self._applied is not None and fits is not None:
+            self._aside = (self._applied, self.rig, self.rig_name, self.rig_estimated, (fits[0], fits[1]))
         self.rig, self.baseline_known = None, True
         self._show_rig_baseline(None)
         self.save_button.setEnabled(False)
@@ -611,8 +612,7 @@ class CalibrationPanel(QWidget):
         # frames of its size without a calibration of their own (the synthetic scene's is its own)
         if aside is not None and self.controller.session.calibration is None:
             frame = raw.left
-            fits = tuple(aside[1].image_size) if aside[1] is not None else aside[4]
-            if raw.calibration is None and fits == (frame.shape[1], frame.shape[0]):
+            if raw.calibration is None and aside[4] == (frame.shape[1], frame.shape[0]):
                 self.apply(*aside)
                 w, h = frame.shape[1], frame.shape[0]
                 self.controller.view.show_status(f"{aside[2]} (made for {w}x{h} frames) is in use again")

@@ -34,6 +34,7 @@ class FramesAgoAxis(pg.AxisItem):
     _inside = 0.0  # a tick left of this is at the plot's edge, where its label is hidden
     _px_per_frame = 0.0  # of the last layout
     _named: tuple[float, float] | None = None  # the tick that says "frames ago", and its label's width
+    _metrics: QFontMetrics  # the tick font's, set with ``_named``
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:
         levels = super().tickValues(minVal, maxVal, size)
@@ -52,9 +53,9 @@ class FramesAgoAxis(pg.AxisItem):
             "now" if v == 0 else f"{-v * scale:g} frames ago" if v == named else f"{-v * scale:g}"
             for v in values
         ]
-        metrics = QFontMetrics(self.style.get("tickFont") or self.font())
+        self._metrics = QFontMetrics(self.style.get("tickFont") or self.font())  # for the minor ticks next
         self._named = (
-            None if named is None else (named, metrics.horizontalAdvance(f"{-named * scale:g} frames ago"))
+            None if named is None else (named, self._metrics.horizontalAdvance(strings[values.index(named)]))
         )
         return strings
 
@@ -63,8 +64,7 @@ class FramesAgoAxis(pg.AxisItem):
         if self._named is None:
             return text
         named, width = self._named
-        metrics = QFontMetrics(self.style.get("tickFont") or self.font())
-        room = (width + metrics.horizontalAdvance(text)) / 2 + metrics.horizontalAdvance(" ")
+        room = (width + self._metrics.horizontalAdvance(text)) / 2 + self._metrics.horizontalAdvance(" ")
         return "" if abs(value - named) * self._px_per_frame < room else text
 
 

@@ -191,7 +191,12 @@ class MainWindow(QMainWindow):
         self._engine_error = ""  # the engine settings' last error, gone when they next apply
         self._model_error = ""  # the last model file that failed to load, while its error may be shown
         self._engine_in_use = engine_values(settings)  # what the controls go back to on an error
+        # what the engine in use makes moot (SGBM side by side under SGBM), whichever way it changes
+        # (Engine, File > Load model); set_engine runs on this thread
         self.controls.set_running_engine(self.session.engine.name)
+        self.session.events.engine_changed.connect(
+            lambda _reason: self.controls.set_running_engine(self.session.engine.name)
+        )
         if settings.flow != "off":  # the saved method: its combo said "auto" while flow stayed off
             self._apply_flow(settings.flow)
         self._restore_layout()
@@ -791,7 +796,6 @@ class MainWindow(QMainWindow):
             self.notices.dismiss()  # the engine the error was about is gone: so is the error
             self._engine_error = ""
         self.session.set_compare(self.settings.compare)
-        self.controls.set_running_engine(self.session.engine.name)
         self.show_status(
             f"engine: {self.session.engine.name} ({vocabulary.word(reason)})" + self._runtime_skipped()
         )
@@ -1308,7 +1312,6 @@ class MainWindow(QMainWindow):
             engine.blockSignals(True)  # the engine is built already
             engine.setCurrentText("bi3d")
             engine.blockSignals(False)
-        self.controls.set_running_engine(self.session.engine.name)  # SGBM side by side: live again
         self.show_status(
             f"model {Path(path).name} loaded; engine: {self.session.engine.name} ({vocabulary.word(reason)})"
         )

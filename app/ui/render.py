@@ -121,7 +121,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             planes_text = plural(len(depth.planes), "quantized plane")
             title = f"budget {depth.choice.get('budget_ms', 0):g} ms: {planes_text} · {title}"
         state = depth.range_state
-        if not answered and state is not None and not (state == 0).any() and (state != 0).any():
+        if not answered and state is not None and state.size and not (state == 0).any():
             # the range holds nothing of the scene: lowering Min confidence would not help (review)
             lo, hi = result.request.range or (0.0, 0.0)
             side = "nearer" if (state == 1).sum() > (state == -1).sum() else "farther"

@@ -1101,3 +1101,14 @@ def test_enter_in_a_number_box_gives_the_keys_back_to_the_window(qtbot) -> None:
     qtbot.waitUntil(box.hasFocus, timeout=2000)
     qtbot.keyClick(box, Qt.Key.Key_Return)
     assert not box.hasFocus()
+
+
+def test_loading_a_model_gives_sgbm_side_by_side_back(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Load model switched the engine to Bi3D with the Engine box's signals held: the tick stayed
+    greyed as under SGBM (code review)."""
+    from app.engine.assets import default_weights
+
+    window = _window(qtbot, lambda spec: FakeSource(1))  # SGBM runs
+    assert not window.controls.compare.isEnabled()
+    assert window.load_model(str(default_weights()))
+    assert window.session.engine.name == "bi3d" and window.controls.compare.isEnabled()

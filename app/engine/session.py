@@ -426,13 +426,20 @@ class Session:
         if (
             depth.confidence is None
             or before is None
-            or depth.notes_of_answers
+            or (depth.answer_notes and depth.recount_notes is None)
             or FLAT_NOTE in " ".join(depth.notes)
             or depth.mode in (Mode.BINARY, Mode.QUANTIZED)
         ):
             return False
         depth.disparity = remask(before, depth.confidence, min_confidence)
         depth.unmasked = before if min_confidence > 0 else None
+        if depth.recount_notes is not None:  # the notes that count answers, counted again (aloe
+            # reaches the auto range's ceiling: each move of the slider took 3 s there: review)
+            old = depth.answer_notes
+            at = next((i for i, note in enumerate(depth.notes) if note in old), len(depth.notes))
+            kept = [note for note in depth.notes if note not in old]
+            depth.answer_notes = depth.recount_notes(depth)
+            depth.notes = kept[:at] + depth.answer_notes + kept[at:]
         result.request = dataclasses.replace(result.request, min_confidence=min_confidence)
         result.display = None
         return True

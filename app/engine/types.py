@@ -195,9 +195,10 @@ class DepthResult:
     # the answers before the min-confidence threshold left some unknown (None: no threshold): the
     # window applies another threshold without a new answer; not written to files
     unmasked: np.ndarray | None = None
-    # notes read from the thresholded answers (how many reach the ceiling): another threshold needs
-    # a new answer, not ``unmasked`` (code review)
-    notes_of_answers: bool = False
+    # notes read from the thresholded answers (how many reach the ceiling: code review), and how
+    # to read them again from answers under another threshold (None: that needs a new answer)
+    answer_notes: list[str] = field(default_factory=list)
+    recount_notes: Callable[[DepthResult], list[str]] | None = None
 
     def defer_probabilities(
         self, record: Callable[[], np.ndarray], plane: Callable[[int], np.ndarray]

@@ -362,6 +362,21 @@ def test_another_min_confidence_over_an_answer_equals_answering_with_it() -> Non
         for threshold in (0.6, 0.0, 0.3):
             assert Session.rethreshold(frame, threshold) and frame.request.min_confidence == threshold
             np.testing.assert_array_equal(frame.depth.disparity, answers[mode, threshold].depth.disparity)
+    # an auto range at its ceiling: its note counts the answers at the top, counted again (each
+    # move of the slider answered aloe afresh, 3 s: review)
+    for auto, words in ((True, "the top of the range"), (False, "nearer than the range reaches")):
+        for threshold in (0.0, 0.3, 0.6):
+            request = DepthRequest(
+                mode=Mode.CONTINUOUS, max_disparity=6, min_confidence=threshold, auto_range=auto
+            )
+            answer = bi3d.compute(left, right, request)
+            answers[auto, threshold] = FrameResult(0, 0, StereoPair(left, right), request, answer)
+        frame = answers[auto, 0.3]
+        assert any(words in note for note in frame.depth.answer_notes)
+        for threshold in (0.6, 0.0):
+            assert Session.rethreshold(frame, threshold)
+            np.testing.assert_array_equal(frame.depth.disparity, answers[auto, threshold].depth.disparity)
+            assert frame.depth.notes == answers[auto, threshold].depth.notes
     binary = DepthRequest(mode=Mode.BINARY, planes=(12.0,), max_disparity=48)
     frame = FrameResult(0, 0, StereoPair(left, right), binary, bi3d.compute(left, right, binary))
     assert not Session.rethreshold(frame, 0.5)  # no threshold there: answered afresh
@@ -427,5 +442,9 @@ def test_another_threshold_is_answered_afresh_where_the_notes_read_the_answers()
         return FrameResult(0, 0, StereoPair(image, image), request, depth)
 
     assert Session.rethreshold(frame(), 0.5)
-    assert not Session.rethreshold(frame(notes_of_answers=True), 0.5)
+    assert not Session.rethreshold(frame(answer_notes=["12 % read 48 px"], notes=["12 % read 48 px"]), 0.5)
+    counted = frame(notes=["a", "12 % read 48 px", "b"], answer_notes=["12 % read 48 px"])
+    counted.depth.recount_notes = lambda depth: [f"{np.isnan(depth.disparity).sum()} unknown"]
+    assert Session.rethreshold(counted, 0.5)  # counted again from the answers under 0.5
+    assert counted.depth.notes == ["a", "0 unknown", "b"] and counted.depth.answer_notes == ["0 unknown"]
     assert not Session.rethreshold(frame(notes=[f"{FLAT_NOTE} (grey levels 0-0)"]), 0.5)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,7 @@ from app.engine.depth.readout import (
 )
 from app.engine.depth.scene_range import (
     RangeTracker,
+    SceneRange,
     bounded,
     ceiling_note,
     ceiling_remedy,
@@ -353,16 +355,10 @@ class Bi3DEngine:
                     widened = self._widen(request, plan, feats, lowres, padder, ceiling, timings)
                     request, plan, lowres = widened
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
-                said = len(result.notes)
-                if found is None and request.mode is Mode.CONTINUOUS:  # a range the user fixed
-                    result.notes.extend(beyond_note(result, request.max_disparity))
-                elif (
-                    request.mode is Mode.CONTINUOUS and request.max_disparity >= ceiling
-                ):  # auto, no room left
-                    remedy = ceiling_remedy(self.model.max_disparity, ceiling, left.shape[1])
-                    reach = None if found is None else found.estimate
-                    result.notes.extend(ceiling_note(result.disparity, request.max_disparity, remedy, reach))
-                result.notes_of_answers = len(result.notes) > said
+                count = self._answer_notes(request, found, ceiling, left.shape[1])
+                result.answer_notes = count(result)
+                result.notes.extend(result.answer_notes)
+                result.recount_notes = count
         # the probe of a new size is reported apart: the cost model learns the frame's own time
         set_up_runtime = prepare_ms > PREPARE_REPORTED_MS
         timings["total"] = (
@@ -789,6 +785,24 @@ class Bi3DEngine:
             timings["total"] = (time.perf_counter() - t0) * 1000
         self._record_costs(padder.padded_size, answer, plan, timings)
 
+    def _answer_notes(
+        self, request: DepthRequest, found: SceneRange | None, ceiling: float, width: int
+    ) -> Callable[[DepthResult], list[str]]:
+        """What a continuous answer's notes count in it (how many read at the sweep's top), as a
+        reading the window can make again of the same answers under another min confidence."""
+        if request.mode is not Mode.CONTINUOUS:
+            return _no_notes
+        if found is None:  # a range the user fixed
+            return functools.partial(beyond_note, top=request.max_disparity)
+        if request.max_disparity < ceiling:  # auto, with room left
+            return _no_notes
+        remedy = ceiling_remedy(self.model.max_disparity, ceiling, width)
+
+        def at_ceiling(result: DepthResult) -> list[str]:
+            return ceiling_note(result.disparity, request.max_disparity, remedy, found.estimate)
+
+        return at_ceiling
+
     # ---- readout ------------------------------------------------------------------
     def _readout(
         self,
@@ -1020,6 +1034,10 @@ class Bi3DEngine:
         yield
         self._sync()
         timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - t0) * 1000
+
+
+def _no_notes(result: DepthResult) -> list[str]:
+    return []
 
 
 def beyond_note(result: DepthResult, top: float | None = None) -> list[str]:

@@ -172,9 +172,9 @@ def test_eval_json_holds_the_means_and_the_scenes_left_out(capsys, demo_dir: Pat
     code, stdout, _ = run(capsys, "eval", str(tmp_path / "mb"), "--engines", "sgbm", "--json", str(out))
     assert code == 0 and "mean/sgbm" in stdout and "scene c left out" in stdout
     rows = json.loads(out.read_text())
-    assert [r.get("scene") for r in rows] == ["a", "b", "mean", None]
+    assert [r.get("scene") for r in rows] == ["a", "b", "mean", "c"]
     assert rows[2]["scenes"] == 2 and rows[2]["dense"]["bad2"] == rows[0]["dense"]["bad2"]
-    assert rows[3]["left_out"].startswith("scene c left out")
+    assert "dense" not in rows[3] and "im1.png" in rows[3]["left_out"]  # the scene by its key (review)
 
 
 def test_bench_writes_records(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

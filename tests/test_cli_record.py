@@ -882,3 +882,20 @@ def test_a_recording_of_a_ros_export_keeps_the_time_its_stamps_count_from(
     code, _, _ = run(capsys, "record", str(tmp_path / "ros"), str(tmp_path / "rec"))
     meta = json.loads((tmp_path / "rec" / "session.json").read_text())
     assert code == 0 and meta["start_time_ns"] == start and "since 1970" in meta["timestamps_from"]
+
+
+def test_depth_over_frames_checks_every_frame_s_folder_before_writing_any(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A user's disparity.png in the third frame's folder stopped the run there, after it had
+    replaced the first two frames' results of an earlier run, and said "nothing was written"
+    (review)."""
+    out = tmp_path / "out"
+    argv = ("depth", SYNTH, "--engine", "sgbm", "--out", str(out))
+    assert run(capsys, *argv, "--frames", "2", "--mode", "binary", "--planes", "8")[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (out / "000002").mkdir()
+    (out / "000002" / "disparity.png").write_bytes(b"mine")
+    code, _, err = run(capsys, *argv, "--frames", "4")
+    assert code == 2 and "000002 already holds disparity.png, not written by bi3d-studio" in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.parent.name != "000002"} == before

@@ -34,6 +34,7 @@ def parse_pattern(text: str) -> tuple[int, int]:
 SQUARE_NOTE_M = 1.0  # a chessboard square this large is centimetres or millimetres typed as metres
 USABLE_RMS_PX = 1.0  # reprojection or epipolar error past which a calibration is not written (--force)
 SQUARE_OFF_PERCENT = 3.0  # a board measured this far from --square: metric depths are off as far
+UNCHECKED_EXIT = 3  # calib check's exit status when nothing could be checked (verdict unknown)
 
 
 def positive_metres(text: str, what: str = "square size") -> float:
@@ -136,6 +137,8 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"wrote {args.json}")
     # scripts can gate on a rig out of calibration, and on cameras the wrong way round (depth
     # refuses such a pair: the check passed it, "rectified", exit 0: review)
+    if verdict == "unknown":  # nothing was checked: exit 0 passed such a pair in a script (review)
+        return UNCHECKED_EXIT
     return 1 if verdict in ("not rectified", SWAPPED) else 0
 
 
@@ -484,7 +487,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Match features over the whole pair (ratio test, RANSAC fundamental matrix) and report the "
             "vertical offsets of the inliers, and the shift, roll and vertical scale between the views: "
             "rectified <= 0.6 px RMS, marginal <= 1 px, else not rectified (exit status 1); unknown "
-            "when the scene lacks texture. With --calib of a raw rig the "
+            f"when the scene lacks texture (exit status {UNCHECKED_EXIT}). With --calib of a raw rig the "
             "pair is rectified first. "
             "With a chessboard in view (--pattern) also the epipolar RMS over its corners and, given "
             "--square and --calib, the measured square size against the true one."

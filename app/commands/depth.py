@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.depth.exposure import flat_pair_note, identical_pair_note
     from app.engine.formats import read_pair_rgb
     from app.engine.outputs import (
+        beyond_kitti_notes,
         check_writable,
         earlier_result,
         format_summary,
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"engine: {engine.name} ({word_settings(reason, cli_words)})")
     result = engine.compute(left, right, request)
     result.notes[:0] = notes
+    result.notes.extend(beyond_kitti_notes(result))
     print(format_summary(result, calibration, _depth_unit(calibration), cli_words))
     extra = {
         "engine_reason": reason,
@@ -291,10 +293,12 @@ def run_source(args: argparse.Namespace) -> int:
     from app.engine.depth.engines import build_engine
     from app.engine.depth.scene_range import without_ceiling_notes
     from app.engine.outputs import (
+        beyond_kitti_notes,
         earlier_result,
         format_summary,
         frame_folder,
         frame_results,
+        refuse_foreign_frames,
         remove_stale_frames,
     )
     from app.engine.sources.layout import depth_is_noise
@@ -351,6 +355,9 @@ def run_source(args: argparse.Namespace) -> int:
         of_run: dict[str, Any] = {"engine_reason": reason, "source_spec": _spec_path(args.left)}
         if (origin := getattr(source, "time_origin_ns", None)) is not None:
             of_run["start_time_ns"] = origin
+        if args.frames:  # every frame's folder checked before any is written (review)
+            start = 0 if source.live else source.frame_number
+            refuse_foreign_frames(Path(args.out), range(start, start + args.frames))
         try:
             for pair in itertools.chain([first], pairs):
                 # the source's own frame number (a damaged frame skipped leaves its number unused); a
@@ -366,6 +373,7 @@ def run_source(args: argparse.Namespace) -> int:
                 result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
                 if depth_is_noise(source.notes):  # split the wrong way, or mono: no range to raise
                     result.notes = without_ceiling_notes(result.notes)
+                result.notes.extend(beyond_kitti_notes(result))
                 lines = format_summary(result, calibration, _depth_unit(calibration), cli_words).splitlines()
                 print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
                 said.update(line for line in lines if line.startswith("note: "))

@@ -67,15 +67,15 @@ def run(args: argparse.Namespace) -> int:
         if guessed:
             names = ", ".join(guessed[:3]) + (f" and {len(guessed) - 3} more" if len(guessed) > 3 else "")
             print(f"note: no calib.txt in {names}: searched with --max-disparity auto (its ndisp unknown)")
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []
     rows = evaluate_scenes(
         scenes, engines, engine_options(args), args.max_disparity, skipped, args.min_confidence
     )
     print(eval_table(rows))
     for line in eval_notes(rows, vocabulary.cli_words):
         print(line)
-    for line in skipped:
-        print(f"note: {line}")
+    for scene, reason in skipped:
+        print(f"note: scene {scene} left out: {reason}")
     if args.json:
         write_json(args.json, eval_json(rows, skipped))
         print(f"wrote {args.json}")

@@ -61,7 +61,7 @@ class Misalignment:
         shift, roll, scale = (
             round(v, n) + 0.0 for v, n in ((self.shift_px, 2), (self.roll_deg, 3), (self.scale_percent, 2))
         )
-        return f"shift {shift:+.2f} px, roll {roll:+.3f} deg, scale {scale:+.2f} %"
+        return f"shift {shift:+.2f} px at the centre, roll {roll:+.3f} deg, scale {scale:+.2f} %"
 
 
 def match_features(

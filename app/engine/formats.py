@@ -174,15 +174,21 @@ def write_pfm(path: PathLike, array: np.ndarray) -> None:
 # --- KITTI 16-bit PNG ------------------------------------------------------------------------
 
 
+KITTI_BEYOND_PX = 65535.5 / _KITTI_SCALE  # answers this far or farther do not fit a KITTI PNG
+
+
 def write_kitti_png(path: PathLike, disparity: np.ndarray) -> None:
     """Write H x W disparity as KITTI uint16 PNG (value = round(d * 256), 0 = invalid). An
     answer of 0 px (or under 1/512 px) is stored as 1, the smallest answer the format holds:
-    written as 0 it read back as "invalid" beside the PFM's 0.0. A negative one stays invalid."""
+    written as 0 it read back as "invalid" beside the PFM's 0.0. A negative one stays invalid,
+    and so does one of ``KITTI_BEYOND_PX`` (256 px) or more, which the format cannot hold: they
+    were all written as 255.996 px (review)."""
     d = np.asarray(disparity, dtype=np.float64)
     if d.ndim != 2:
         raise ValueError(f"KITTI PNG needs an H x W disparity, got shape {d.shape}")
     valid = np.isfinite(d) & (d >= 0)
-    scaled = np.clip(np.where(valid, d, 0.0) * _KITTI_SCALE, 0, 65535)
+    valid &= ~(d >= KITTI_BEYOND_PX)
+    scaled = np.where(valid, d, 0.0) * _KITTI_SCALE
     values = np.rint(scaled).astype(np.uint16)
     values[valid & (values == 0)] = 1
     ok, buf = cv2.imencode(".png", values)

@@ -1,9 +1,9 @@
 """Writing a ``DepthResult`` to disk as the command-line contract describes.
 
-``result.npz`` (disparity, probabilities, planes, range_state, confidence), ``disparity.pfm``,
-``disparity.png`` (KITTI 16-bit), ``disparity_color.png`` (these three not in binary mode,
-which has no disparity), ``mask.png`` for binary mode, and ``result.json`` with the request,
-engine, timings and notes.
+``result.npz`` (disparity, probabilities, planes, range_state, confidence, depth; binary mode:
+mask, probabilities, planes), ``disparity.pfm``, ``disparity.png`` (KITTI 16-bit),
+``disparity_color.png`` (these three not in binary mode, which has no disparity), ``mask.png``
+for binary mode, and ``result.json`` with the request, engine, timings and notes.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 from app.engine.errors import UserError, Wording, plain_words, word_settings
 from app.engine.fileio import default_folder_mode, make_folder
 from app.engine.formats import (
+    KITTI_BEYOND_PX,
     atomic_write,
     colorize,
     write_color_png,
@@ -127,10 +128,22 @@ def refuse_foreign_files(
         return
     foreign = [name for name in names if (out_dir / name).exists()]
     if foreign:
-        raise UserError(
-            f"{out_dir} already holds {', '.join(foreign)}, not written by bi3d-studio (no {record} "
-            "of an earlier run beside them): choose another --out folder (nothing was written)"
+        # "no result.json beside them" was said of a result.json of the user's (review)
+        why = (
+            f"its {record} is not one" if record in foreign else f"no {record} of an earlier run beside them"
         )
+        raise UserError(
+            f"{out_dir} already holds {', '.join(foreign)}, not written by bi3d-studio ({why}): choose "
+            "another --out folder (nothing was written)"
+        )
+
+
+def refuse_foreign_frames(out_dir: Path, indices: Collection[int]) -> None:
+    """``refuse_foreign_files`` for every frame folder (``frame_folder``) of ``indices`` that a
+    many-frame run is to write, before it writes any: checked frame by frame, a user's file in
+    the third frame's folder stopped the run after it had replaced the first two (review)."""
+    for index in indices:
+        refuse_foreign_files(frame_folder(out_dir, index))
 
 
 def _staging_folder(out_dir: Path) -> Path:
@@ -191,6 +204,7 @@ def color_range(disparity: np.ndarray, top: float) -> tuple[float, float]:
 
 
 MASK_CLOSER, MASK_FARTHER, MASK_UNKNOWN = 255, 0, 128  # mask.png's grey levels
+BINARY_ARRAYS = ("probabilities", "planes", "confidence")  # a binary result.npz's, beside its mask
 
 
 def mask_levels(result: DepthResult) -> np.ndarray:
@@ -202,6 +216,22 @@ def mask_levels(result: DepthResult) -> np.ndarray:
     if result.probabilities is not None and len(result.probabilities):
         levels[np.isnan(result.probabilities[0])] = MASK_UNKNOWN
     return levels
+
+
+BEYOND_KITTI_NOTE = (
+    f"answers of {KITTI_BEYOND_PX:.0f} px or more do not fit disparity.png (KITTI 16-bit): they are 0 "
+    "(unknown) there; result.npz and disparity.pfm hold them"
+)
+
+
+def beyond_kitti_notes(result: DepthResult) -> list[str]:
+    """A note when some of the answer is farther than disparity.png can hold (``KITTI_BEYOND_PX``):
+    they were written as 255.996 px, unsaid (review)."""
+    if result.mask is not None:  # a binary answer writes no disparity.png
+        return []
+    with np.errstate(invalid="ignore"):
+        beyond = bool(np.any(result.disparity >= KITTI_BEYOND_PX))
+    return [BEYOND_KITTI_NOTE] if beyond else []
 
 
 def derived_probabilities(result: DepthResult) -> bool:
@@ -223,9 +253,16 @@ def _write_set(
     arrays = result.arrays()
     if not probabilities or derived_probabilities(result):
         del arrays["probabilities"]
+    if result.mask is not None:  # a binary answer: its mask, not an all-NaN disparity (review)
+        arrays = {"mask": mask_levels(result), **{k: v for k, v in arrays.items() if k in BINARY_ARRAYS}}
+        if result.confidence is None:  # no rating: zeros read "sure of nothing"
+            del arrays["confidence"]
     if request.calibration is not None and result.mask is None:
         # metres per pixel: every user had to redo f * B / (d + doffs) from result.json (review)
-        arrays["depth"] = depth = request.calibration.depth_m(result.disparity)
+        depth = request.calibration.depth_m(result.disparity)
+        # in baselines where the calibration has none measured, named so as result.json names it
+        # (a self-rectified pair's 19.8 baselines read 19.8 m from result.npz: review)
+        arrays["depth" if request.calibration.baseline_known else "depth_baselines"] = depth
         far = farthest_level(result)
         if far is not None:  # it reaches to infinity: its middle read 30 m for "15 m or more" (review)
             depth[far] = np.inf
@@ -281,15 +318,15 @@ def frame_folder(out_dir: Path, index: int) -> Path:
 
 
 def frame_results(out_dir: Path) -> list[Path]:
-    """The frame folders (``frame_folder``) in ``out_dir`` that hold a result set, in order."""
+    """The frame folders (``frame_folder``) in ``out_dir`` that hold a result set this program
+    wrote (``earlier_result``: a user's own result.json there was taken for one, and its folder's
+    files removed as an earlier run's: review), in order."""
     if not out_dir.is_dir():
         return []
     return sorted(
         folder
         for folder in out_dir.iterdir()
-        if len(folder.name) == FRAME_FOLDER_DIGITS
-        and folder.name.isdigit()
-        and (folder / "result.json").is_file()
+        if len(folder.name) == FRAME_FOLDER_DIGITS and folder.name.isdigit() and earlier_result(folder)
     )
 
 

@@ -239,3 +239,59 @@ def test_a_quantized_answer_mostly_in_its_farthest_level_says_its_median_depth_h
     cal = Calibration(focal_px=500.0, baseline_m=0.1)
     text = outputs.format_summary(result, cal, "m")
     assert "median depth beyond 1.25 m (the farthest level)" in text and "2.50 m" not in text
+
+
+def test_frames_of_a_users_own_result_json_are_not_an_earlier_run_s(tmp_path: Path) -> None:
+    """A frame folder holding a result.json of the user's (no request in it) was removed with its
+    files as an earlier run's (review)."""
+    out = tmp_path / "out"
+    outputs.write_result(outputs.frame_folder(out, 0), *_result(Mode.CONTINUOUS, 1.0), {})
+    mine = outputs.frame_folder(out, 9)
+    mine.mkdir()
+    (mine / "result.json").write_text('{"my": "notes"}')
+    (mine / "disparity.png").write_bytes(b"mine")
+    assert outputs.frame_results(out) == [outputs.frame_folder(out, 0)]
+    assert outputs.remove_stale_frames(out, []) == 1
+    assert sorted(p.name for p in mine.iterdir()) == ["disparity.png", "result.json"]
+    with pytest.raises(outputs.UserError, match=r"its result\.json is not one"):
+        outputs.refuse_foreign_frames(out, range(12))
+
+
+def test_a_binary_result_npz_holds_its_mask_not_an_empty_disparity(tmp_path: Path) -> None:
+    """A binary result.npz held an all-NaN disparity, an all-inside range state and an all-zero
+    confidence, which read "nothing known" (review)."""
+    result, request = _result(Mode.BINARY, 3.0)
+    result.probabilities[0, 0, 0] = np.nan  # no match there
+    outputs.write_result(tmp_path / "out", result, request, {})
+    with np.load(tmp_path / "out" / "result.npz") as z:
+        assert set(z.files) == {"mask", "probabilities", "planes"}
+        mask = z["mask"]
+    assert mask[0, 0] == outputs.MASK_UNKNOWN and (mask.ravel()[1:] == outputs.MASK_CLOSER).all()
+
+
+def test_depth_in_baselines_is_named_so_in_result_npz(tmp_path: Path) -> None:
+    """A self-rectified pair without a measured baseline: result.json said depth_baselines, the
+    npz's "depth" read as metres (review)."""
+    result, _ = _result(Mode.CONTINUOUS, 5.0)
+    for known, name in ((True, "depth"), (False, "depth_baselines")):
+        calibration = Calibration(focal_px=100.0, baseline_m=1.0, baseline_known=known)
+        out = tmp_path / name
+        outputs.write_result(out, result, DepthRequest(calibration=calibration), {})
+        with np.load(out / "result.npz") as z:
+            assert name in z.files and {"depth", "depth_baselines"} - {name} & set(z.files) == set()
+            np.testing.assert_allclose(z[name], 20.0)
+
+
+def test_answers_past_what_a_kitti_png_holds_are_unknown_there_and_said(tmp_path: Path) -> None:
+    """disparity.png wrote every answer of 256 px or more as 255.996 px, unsaid (review)."""
+    from app.engine.formats import read_kitti_png
+
+    result, request = _result(Mode.CONTINUOUS, 300.0)
+    result.disparity[0, :2] = (255.5, 10.0)
+    assert outputs.beyond_kitti_notes(result) == [outputs.BEYOND_KITTI_NOTE]
+    outputs.write_result(tmp_path / "out", result, request, {})
+    png = read_kitti_png(tmp_path / "out" / "disparity.png")
+    assert png[0, 0] == pytest.approx(255.5, abs=1 / 256) and png[0, 1] == pytest.approx(10.0)
+    assert np.isnan(png.ravel()[2:]).all()
+    result.disparity[:] = 255.9
+    assert outputs.beyond_kitti_notes(result) == []

@@ -46,15 +46,16 @@ class EvalRow:
         }
 
 
-def eval_json(rows: list[EvalRow], skipped: list[str] | None = None) -> list[dict[str, Any]]:
+def eval_json(rows: list[EvalRow], skipped: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
     """``eval --json``: each scene's row, then each engine's mean over the scenes where there are
-    several (``"scene": "mean"``, and how many) and each scene left out (``"left_out"``): the
-    file held neither, nor the runtime, precision and notes the text gives (review)."""
+    several (``"scene": "mean"``, and how many) and each scene left out (its ``"scene"`` and why,
+    ``"left_out"``: the scene was named only inside the reason's words, review): the file held
+    neither, nor the runtime, precision and notes the text gives (review)."""
     out = [r.to_json() for r in rows]
     for engine, metrics in mean_rows(rows).items():
         scenes = sum(r.engine == engine for r in rows)  # the rows averaged, per engine
         out.append({"scene": "mean", "engine": engine, "scenes": scenes, **to_json_dict(metrics)})
-    out += [{"left_out": reason} for reason in skipped or ()]
+    out += [{"scene": scene, "left_out": reason} for scene, reason in skipped or ()]
     return out
 
 
@@ -82,7 +83,7 @@ def evaluate_scenes(
     engines: list[str],
     options: EngineOptions,
     max_disparity: int | str | None = None,
-    skipped: list[str] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
 ) -> list[EvalRow]:
     """Each engine on each scene with ground truth: dense bad-2, EPE and time per scene, at the
@@ -113,7 +114,7 @@ def evaluate_scenes(
             if skipped is None or len(scenes) == 1:
                 raise
             failed.append(exc)
-            skipped.append(f"scene {scene.name} left out: {exc}")
+            skipped.append((scene.name, str(exc)))
             continue
         for engine in built:
             reach = engine_reach(engine)

@@ -305,7 +305,7 @@ def depth_request(
         if m is not Mode.SELECTIVE:
             raise UserError(
                 f"{setting('range')} restricts the selective mode only; use {setting('mode', 'selective')}, "
-                f"or a lower {setting('max_disparity')} to bound the {m.value} search"
+                f"or lower {setting('max_disparity')} to bound the {m.value} search"
             )
         range_px = (float(RANGE.check(range_px[0])), float(RANGE.check(range_px[1])))
     return DepthRequest(

@@ -109,3 +109,21 @@ def test_a_command_the_window_has_a_button_for_is_named_as_the_button() -> None:
 
     note = Alignment(Misalignment(0.0, 1.0, 0.0), 1.0, 100, 0.1).note()  # the engine's own
     assert word(note).endswith("check the rig with the Calibration panel's 'Check the current pair'")
+
+
+def test_no_message_puts_an_article_or_adjective_before_a_setting_s_name() -> None:
+    """The window words a setting as "the Max disparity control": "use Engine: sgbm with a larger
+    the Max disparity control" (review). A setting named without a value follows a verb."""
+    import re
+    from pathlib import Path
+
+    import app
+
+    words = r"\b(a|an|the|larger|smaller|higher|bigger|another)\s+"
+    pattern = re.compile(words + r"\{setting\(['\"][a-z_]+['\"]\)\}")
+    found = [
+        f"{path.name}: {m.group(0)}"
+        for path in Path(app.__file__).parent.rglob("*.py")
+        for m in pattern.finditer(path.read_text())
+    ]
+    assert found == []

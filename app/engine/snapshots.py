@@ -45,6 +45,7 @@ def write_snapshot(
         "source_time_s": round(float(result.pair.timestamp), 6),
         "answer_number": result.index,  # answers the window computed this session, this one's
         "files": {"left": "left.png", "right": "right.png", "sgbm": "sgbm/" if result.baseline else None},
+        # sgbm/depth_shown.png: SGBM's answer as the window drew it beside, where it did
     }
     # the depth as the window drew it (its colour map, colour range and greys): disparity_color.png
     # is coloured from 0 px with unknown pixels black, and did not match the screen it captured
@@ -73,6 +74,10 @@ def write_snapshot(
         write_color_png(folder / "right.png", result.pair.right)
         if result.baseline is not None:
             write_result(folder / "sgbm", result.baseline, result.request, {"source": source})
+            beside = getattr(result.display, "baseline_rgb", None)
+            if isinstance(beside, np.ndarray):  # as drawn beside it, on the same colour range: its
+                # disparity_color.png is coloured from 0 px, orange where the window drew red (review)
+                write_color_png(folder / "sgbm" / "depth_shown.png", beside)
     except OSError as exc:
         raise UserError(f"could not write the snapshot to {folder} ({exc.strerror})") from exc
     return folder

@@ -140,7 +140,7 @@ class DepthRequest:
             f"{setting('max_disparity')} ({top} px) bounds it"
             if top != DEFAULT_MAX_DISPARITY
             else f"{top} px is where {setting('max_disparity')} auto stops, and Bi3D's reach; SGBM "
-            f"({setting('engine', 'sgbm')}) searches farther with a larger {setting('max_disparity')}"
+            f"({setting('engine', 'sgbm')}) searches farther where {setting('max_disparity')} is raised"
         )
         for p in self.planes:
             number(p, "plane", Bounds(0, top), "px", f"choose planes inside the range ({bound})")

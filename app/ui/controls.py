@@ -68,6 +68,28 @@ def _combo(items: tuple[str, ...] | list[str], current: str) -> QComboBox:
     return box
 
 
+class SteadyLabel(QLabel):
+    """A word-wrapped label whose height grows with its texts but does not shrink back while they
+    come (a budget's choice said in 2 lines, then 6, then 2, moved every control below it frame
+    by frame, under the mouse: review); an empty text lets it shrink to its ``lines`` again."""
+
+    def __init__(self, lines: int) -> None:
+        super().__init__("")
+        self.setWordWrap(True)
+        self._floor = lines * self.fontMetrics().lineSpacing()
+        self.setMinimumHeight(self._floor)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        if not text:
+            self.setMinimumHeight(self._floor)
+            return
+        width = self.width() if self.width() > 0 else self.sizeHint().width()
+        need = self.heightForWidth(width)
+        if need > self.minimumHeight():
+            self.setMinimumHeight(need)
+
+
 class ControlsPanel(QWidget):
     requestChanged = Signal()
     engineChanged = Signal()
@@ -193,10 +215,8 @@ class ControlsPanel(QWidget):
         self.budget_on.toggled.connect(lambda _: self._update_applicable())  # live only when it applies
         self.budget.numberChanged.connect(lambda v: self._set("budget_ms", float(v)))
         self.budget.numberChanged.connect(self._show_budget)
-        self.budget_label = QLabel("")
-        self.budget_label.setWordWrap(True)
         # room for its usual two lines before the first answer: the panel below does not jump then
-        self.budget_label.setMinimumHeight(2 * self.budget_label.fontMetrics().lineSpacing())
+        self.budget_label = SteadyLabel(lines=2)
         form.addRow(self.budget_on, self.budget)
         form.addRow("", self.budget_label)
         # as wide as its widest text, so the slider beside it does not move under the cursor

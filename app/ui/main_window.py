@@ -720,6 +720,10 @@ class MainWindow(QMainWindow):
         _, count, _ = self.session.position()
         if count:
             source = self.session.source
+            if not getattr(source, "has_times", False):  # a folder of pairs: its frames carry no
+                # times ("frame 7 / 8 · 6.00 s" made up 1 s a frame: review)
+                self.seek_label.setText(f" frame {index + 1} / {count} ")
+                return
             # time into the source: a recording's clock (a camera's, or a restarted one) starts anywhere
             stamp = source.timestamp_of(index) - source.timestamp_of(0)  # type: ignore[union-attr]
             speed = self._playback_speed(index)

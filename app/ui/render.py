@@ -48,7 +48,22 @@ def auto_levels(values: np.ndarray) -> tuple[float, float]:
     if not valid.size:
         return 0.0, 1.0
     lo, hi = float(np.percentile(valid, 2)), float(np.percentile(valid, 98))
-    return lo, max(hi, lo + 1e-3)
+    if hi - lo < FLAT_SPAN_PX:  # one value: a 1e-3 px bar had no numbers, its colour the lowest (review)
+        mid = (lo + hi) / 2
+        return mid - FLAT_SPAN_PX / 2, mid + FLAT_SPAN_PX / 2
+    return lo, hi
+
+
+FLAT_SPAN_PX = 1.0  # the narrowest automatic colour range: a flat answer is drawn mid-scale
+
+
+def level_span(planes: np.ndarray, top: float) -> tuple[float, float]:
+    """A quantized answer's colour range: its nearest and farthest levels' values (the middles of
+    the bins between 0, ``planes`` and ``top`` px), so each level keeps its colour frame to frame
+    and a scene in one level is not one colour under a bar without numbers (review)."""
+    edges = np.concatenate([[0.0], np.asarray(planes, np.float64), [max(float(top), float(planes[-1]))]])
+    mids = (edges[:-1] + edges[1:]) / 2
+    return float(mids[0]), float(max(mids[-1], mids[0] + FLAT_SPAN_PX))
 
 
 UNKNOWN_RGB = (48, 48, 48)  # pixels without a value: grey, so they stand apart from the background
@@ -107,6 +122,9 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         shown = depth.disparity
         answered = bool(np.isfinite(shown).any())
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
+        if not spec.fixed_max and depth.mode is Mode.QUANTIZED and len(depth.planes):
+            top = depth.searched[1] if depth.searched else result.request.max_disparity
+            levels = level_span(depth.planes, top)
         if not spec.fixed_max and depth.mode is Mode.SELECTIVE and result.request.range is not None:
             # the range's ends: a coarse answer under a tight budget (2 planes every 42 px) set a
             # 20-38 px scale that SGBM beside it, 20-60 px, overran in one colour (review)
@@ -170,6 +188,12 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
             title = (
                 f"{truth.engine}: {100 * truth.side:.1f} % on the right side of {truth.what} · bright: "
                 "the wrong side · a pixel without an answer counts as wrong"
+            )
+        elif truth.side is not None and depth.mode is Mode.QUANTIZED:
+            title = (
+                f"{truth.engine}: {100 * truth.side:.1f} % in the right level of {truth.what} · "
+                f"truth outside the level 0-{ERROR_MAX_PX:g} px, bright: far outside · (bad-2 of the "
+                f"levels' middles {100 * truth.bad2:.1f} %)"
             )
         elif truth.side is not None:
             inside = (

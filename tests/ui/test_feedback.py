@@ -58,6 +58,23 @@ def test_a_snapshot_says_where_it_went(qtbot, tmp_path: Path) -> None:  # type: 
     assert window.notices.text.text().endswith(f", {size:.1f} MB")  # its result.npz was unsaid (review)
 
 
+def test_a_snapshot_keeps_sgbm_beside_it_as_drawn(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """SGBM's saved colour image was coloured from 0 px (orange where the window drew it red); the
+    main engine's was saved as drawn (review)."""
+    import cv2
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine(), compare=True)
+    window.session.set_compare(True)
+    window.session.output_root = tmp_path
+    window.open_spec("pair")
+    last = _shown(qtbot, window)
+    assert last.baseline is not None
+    window.snapshot()
+    (folder,) = (tmp_path / "snapshots").iterdir()
+    saved = cv2.cvtColor(cv2.imread(str(folder / "sgbm" / "depth_shown.png")), cv2.COLOR_BGR2RGB)
+    assert np.array_equal(saved, window.controller.last.display.baseline_rgb)  # type: ignore[union-attr]
+
+
 def test_errors_stay_until_dismissed_and_news_fades(qtbot) -> None:  # type: ignore[no-untyped-def]
     window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
     window.show_error("the camera went away")
@@ -639,6 +656,7 @@ def test_seeking_a_folder_after_it_ended(qtbot, tmp_path: Path) -> None:  # type
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:
         window.controller.seek(2)
     assert blocker.args[0].pair.timestamp == 2.0 and "frame 3 / 5" in window.seek_label.text()
+    assert " s" not in window.seek_label.text()  # its frames carry no times: "2.00 s" was made up (review)
     # a click on the groove (a page step) seeks too, not only a drag of the handle
     window.seek_bar.setPageStep(2)
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000) as blocker:

@@ -395,6 +395,20 @@ def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such
     # right or wrong: no 0-4 px colour bar reads it (review); a selective map's does
     assert render(plane, DisplaySpec()).errors[0][2] is False and render(frame, DisplaySpec()).errors[0][2]
     assert "no answer here" in work.readout(plane, 0, 0) and "nan" not in work.readout(plane, 0, 0)
+    # quantized: in the right level or not (dense bad-2 of the levels' middles read 64 % wrong: review)
+    levels = empty_result(image, "bi3d", Mode.QUANTIZED)
+    levels.planes = np.array([20.0, 40.0], np.float32)  # levels 0-20, 20-40, 40-60 px: middles 10, 30, 50
+    levels.disparity[:] = np.array([[10.0, 30.0, 30.0, 50.0]] * 4, np.float32)  # the third: truth 50 px
+    levels.disparity[0, 0] = np.nan
+    quantized = FrameResult(1, 0, pair, DepthRequest(mode=Mode.QUANTIZED, levels=3, max_disparity=60), levels)
+    (truth,) = Session.truth_errors(quantized)
+    assert truth.side == pytest.approx(7 / 12) and truth.what == "3 levels"
+    assert truth.error[1, 2] == pytest.approx(10.0) and truth.error[1, 0] == 0.0
+    assert (
+        render(quantized, DisplaySpec())
+        .errors[0][0]
+        .startswith("bi3d: 58.3 % in the right level of 3 levels")
+    )
 
 
 def test_a_selective_answer_is_coloured_over_its_range() -> None:
@@ -476,3 +490,46 @@ def test_a_selective_range_holding_nothing_says_so_not_the_confidence_threshold(
     assert "Min confidence" not in title
     depth.range_state[:] = 1
     assert "the scene is nearer" in render(frame, DisplaySpec()).depth_title
+
+
+def test_a_one_level_or_flat_answer_is_drawn_mid_scale_under_a_bar_with_numbers() -> None:
+    """A quantized answer whose scene lay in one level, or any flat answer, drew one colour (the
+    lowest) under a colour bar 1e-3 px wide, without numbers (review)."""
+    from app.engine.types import DepthRequest, FrameResult, Mode
+    from app.ui.render import DisplaySpec, render
+    from tests.engine.fake_results import empty_result
+
+    image = np.zeros((8, 8, 3), np.uint8)
+    depth = empty_result(image, "bi3d", Mode.QUANTIZED)
+    depth.planes = np.array([21.3, 42.7, 64.0], np.float32)
+    request = DepthRequest(mode=Mode.QUANTIZED, levels=4, max_disparity=85)
+    frame = FrameResult(1, 0, StereoPair(image, image), request, depth)
+    colours = {}
+    for level in (10.65, 53.35):  # the nearest level, then every pixel in the 42.7-64 px one
+        depth.disparity[:] = level
+        shown = render(frame, DisplaySpec())
+        assert shown.depth_levels == pytest.approx((10.65, 74.5))  # the nearest and farthest levels
+        colours[level] = tuple(shown.depth_rgb[0, 0])
+    assert colours[53.35] != colours[10.65]
+    flat = empty_result(image, "bi3d", Mode.CONTINUOUS)
+    flat.disparity[:] = 30.0
+    frame = FrameResult(1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS), flat)
+    assert render(frame, DisplaySpec()).depth_levels == (29.5, 30.5)
+
+
+def test_the_budget_s_words_do_not_move_the_controls_below_them_frame_by_frame(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Said in 2 lines, then 6, then 2, the budget's choice moved every control below it each
+    frame (review): its label grows, and shrinks only when emptied (a new source)."""
+    from app.ui.controls import SteadyLabel
+
+    label = SteadyLabel(lines=2)
+    qtbot.addWidget(label)
+    label.resize(200, label.minimumHeight())
+    floor = label.minimumHeight()
+    label.setText("chose 1 quantized plane, took 57 ms; " * 6)
+    grown = label.minimumHeight()
+    assert grown > floor
+    label.setText("chose 3 quantized planes")
+    assert label.minimumHeight() == grown
+    label.setText("")
+    assert label.minimumHeight() == floor

@@ -392,7 +392,8 @@ class Bi3DEngine:
             if budget is not None and timings["total"] > OVER_BUDGET * budget:  # it was unsaid (review)
                 predicted = plan.choice.get("predicted_ms", 0.0)
                 why = (
-                    f"the cheapest answer here was predicted at {predicted:.0f} ms"
+                    # "cheapest" read against the cheapest selective depth said beside it (review)
+                    f"the coarsest answer here was predicted at {predicted:.0f} ms"
                     if predicted > OVER_BUDGET * budget and probe_ms == 0.0
                     # every frame of a selective stream said the costs were still being measured
                     else "this frame size's costs were still being measured (a stream's next frames "
@@ -659,9 +660,9 @@ class Bi3DEngine:
             cheapest = cheapest_ms(self.costs, size, (lo, hi), top, runs, config)
             choice["predicted_ms"] = predicted
             note = (
-                f"budget {budget:g} ms is below the cheapest selective depth here (about {cheapest:.0f} "
-                f"ms): {count} planes every {step} px without sub-pixel matching; what is inside the "
-                "range holds, the depth inside it is coarse"
+                f"budget {budget:g} ms is below selective depth every 12 px or finer here (about "
+                f"{cheapest:.0f} ms): {count} planes every {step} px without sub-pixel matching; what is "
+                "inside the range holds, the depth inside it is coarse"
             )
             choice["cheapest_ms"] = cheapest
         planes = edge_planes(lo, hi, strategy.step, top)

@@ -251,7 +251,8 @@ def ceiling_remedy(model_top: int | None, top: float | None = None, width: int |
         return f"set {setting('max_disparity')} above it (SGBM searches up to the image width)"
     return (
         f"this model reaches {model_top} px: give the images at half size or smaller, or use "
-        f"{setting('engine', 'sgbm')} with a larger {setting('max_disparity')}"
+        f"{setting('engine', 'sgbm')} and raise {setting('max_disparity')}"  # "with a larger the Max
+        # disparity control" in the window (review)
     )
 
 

@@ -673,7 +673,7 @@ def test_a_selective_budget_keeps_the_range_edges_as_planes(pair) -> None:  # ty
             assert step <= 12 and result.choice["predicted_ms"] <= budget
         if budget == 60.0:  # below every strategy: no sub-pixel matching, and said
             assert result.choice["subpixel"] == 0.0 and "subpixel" not in result.timings
-            assert "below the cheapest selective depth" in result.notes[0]
+            assert "below selective depth every 12 px or finer" in result.notes[0]
             # sized as the dense answer it is (10 + 8 a plane): 6 planes, not the 10 that plane
             # answers' costs (10 + 5 a plane) fit, 90 ms predicted as 60
             assert len(planes) == 6 and result.choice["predicted_ms"] == pytest.approx(58.0)
@@ -743,4 +743,4 @@ def test_selective_over_its_cheapest_says_so_and_a_range_from_0_has_nothing_fart
 
     monkeypatch.setattr(engine.backend, "planes", slow_planes)
     slow = engine.compute(*pair, dataclasses.replace(request, budget_ms=20.0))
-    assert any("over the 20 ms budget: the cheapest answer here was predicted at" in n for n in slow.notes)
+    assert any("over the 20 ms budget: the coarsest answer here was predicted at" in n for n in slow.notes)

@@ -18,9 +18,12 @@ class RegionStats:
 
     pixels: int
     fill_rate: float  # share of the pixels with a depth
-    mean_distance_m: float  # mean z of those
-    plane_rms_mm: float  # RMS distance of their 3D points to the best-fitting plane
+    mean_distance_m: float | None  # mean z of those (None without a calibration)
+    plane_rms_mm: float | None  # RMS distance of their 3D points to the best-fitting plane
     median_disparity_px: float
+    # RMS of the disparities about their best plane d = a x + b y + c (a flat surface's disparity
+    # is such a plane in the image): flatness without a calibration
+    disparity_plane_rms_px: float = float("nan")
 
 
 def point_at(disparity: np.ndarray, calibration: Calibration | None, x: int, y: int) -> np.ndarray:
@@ -57,21 +60,36 @@ def region_stats(
     region = disparity[y0:y1, x0:x1]
     known = np.isfinite(region) & (region > 0)
     pixels = region.size
-    points, _ = point_cloud(disparity, calibration, np.zeros((h, w, 3), np.uint8), keep)
-    if len(points) < 3:
+    if known.sum() < 3:
         raise UserError("the rectangle holds fewer than 3 pixels with depth; choose a region with depth")
+    ys, xs = np.nonzero(known)
+    flat = plane_fit_rms(np.stack([xs, ys, region[known]], axis=1).astype(np.float64), along=2)
+    mean_m = rms_mm = None
+    if calibration is not None:  # without one, the pixels' figures alone (it said "needs a calibration")
+        points, _ = point_cloud(disparity, calibration, np.zeros((h, w, 3), np.uint8), keep)
+        if len(points) < 3:
+            raise UserError("the rectangle holds fewer than 3 pixels with depth; choose a region with depth")
+        mean_m, rms_mm = float(points[:, 2].mean()), 1000.0 * plane_fit_rms(points)
     return RegionStats(
         pixels=pixels,
         fill_rate=float(known.sum() / pixels),
-        mean_distance_m=float(points[:, 2].mean()),
-        plane_rms_mm=1000.0 * plane_fit_rms(points),
+        mean_distance_m=mean_m,
+        plane_rms_mm=rms_mm,
         median_disparity_px=float(np.median(region[known])),
+        disparity_plane_rms_px=flat,
     )
 
 
-def plane_fit_rms(points: np.ndarray) -> float:
-    """RMS orthogonal distance of N x 3 points to their least-squares plane (same unit)."""
+def plane_fit_rms(points: np.ndarray, along: int | None = None) -> float:
+    """RMS orthogonal distance of N x 3 points to their least-squares plane (same unit); ``along``
+    a coordinate: the RMS of that coordinate about its best plane over the other two instead
+    (a disparity d = a x + b y + c, whose units differ from x's and y's)."""
     p = np.asarray(points, np.float64)
+    if along is not None:
+        others = np.delete(p, along, axis=1)
+        design = np.column_stack([others, np.ones(len(p))])
+        coef, *_ = np.linalg.lstsq(design, p[:, along], rcond=None)
+        return float(np.sqrt(np.mean((design @ coef - p[:, along]) ** 2)))
     centred = p - p.mean(axis=0)
     # the plane's normal is the direction of least spread: the last right-singular vector
     _, _, vt = np.linalg.svd(centred, full_matrices=False)

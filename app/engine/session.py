@@ -592,8 +592,10 @@ class Session:
 
     @staticmethod
     def region_stats(result: FrameResult, x0: int, y0: int, x1: int, y1: int) -> measure.RegionStats:
-        """Fill rate, mean distance and plane-fit RMS of a rectangle of the frame's depth."""
-        pointcloud.require_metric(result, "measuring a region")
+        """Fill rate, mean distance and plane-fit RMS of a rectangle of the frame's depth; without
+        a calibration its disparities' figures alone (it said "needs a calibration": review)."""
+        if result.calibration is not None or result.depth.mode is Mode.BINARY:  # binary: no depth at all
+            pointcloud.require_metric(result, "measuring a region")
         return measure.region_stats(result.depth.disparity, result.calibration, x0, y0, x1, y1)
 
     @staticmethod

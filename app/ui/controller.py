@@ -167,6 +167,12 @@ class SessionController(QObject):
         self.resultShown.emit(last)
         return True
 
+    def answer_pending(self) -> bool:
+        """Whether the frame held is being answered again for changed controls: the answer shown
+        is of the settings before."""
+        last = self.last
+        return self.holds_still() and last is not None and last.generation != self._generation
+
     def holds_still(self) -> bool:
         """Whether the frame shown is held (an image pair, a paused or ended source): answered
         again when a setting changes, not as a stream."""

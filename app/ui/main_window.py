@@ -133,6 +133,7 @@ PLAY_AGAIN = "Play starts it again"  # the end's news: taken back when Play does
 SLOWER_THAN_REAL = 0.9  # playback below this share of the source's own speed is said on the seek bar
 PLAYED_FOR_SPEED = 4  # frames in a row before the speed is said
 NEW_SOURCE_DEPTH = "depth of the new source: computing…"
+RECOMPUTING = "computing the new settings…"  # before the title of an answer to the settings before
 RAISE_MARGIN = 1.3  # a budget raised to the fastest answer goes this much above its prediction
 
 
@@ -469,6 +470,7 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         c = self.controls
         c.requestChanged.connect(self.controller.request_changed)
+        c.requestChanged.connect(self._mark_pending)
         c.requestChanged.connect(self._new_budget_try)
         c.engineChanged.connect(self.apply_engine)
         c.compareChanged.connect(self._apply_compare)
@@ -997,6 +999,17 @@ class MainWindow(QMainWindow):
         self.right_view.show_image(pair.right)
         self.left_view.show_tint(None)
 
+    def _mark_pending(self) -> None:
+        """The frame held is answered again for the changed controls: its panes say so until the
+        answer comes (the Mode box said selective for 1-3 s over the binary answer, unmarked:
+        review). A stream's next frame answers them anyway."""
+        if not self.controller.answer_pending():
+            return
+        for pane in (self.depth_view, self.compare_main):
+            title = pane.title.full_text
+            if title and not title.startswith(RECOMPUTING):
+                pane.set_title(f"{RECOMPUTING} · {title}")
+
     def show_result(self, result: FrameResult) -> None:
         spec = self.display_spec()
         shown: Rendered = result.display
@@ -1272,6 +1285,8 @@ class MainWindow(QMainWindow):
         self.controls.show_refused()
         # the pane itself says its answer is an older one (on a live source the left image moved
         # on while the depth stayed, with only the message bar and the panel saying why)
+        for pane in (self.depth_view, self.compare_main):  # computing no more
+            pane.set_title(pane.title.full_text.removeprefix(f"{RECOMPUTING} · "))
         title = self.depth_view.title.full_text
         if not title.startswith(STALE_DEPTH):
             self.depth_view.set_title(f"{STALE_DEPTH} · {title}")

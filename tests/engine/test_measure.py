@@ -28,6 +28,22 @@ def test_plane_fit_of_a_slanted_plane_with_noise() -> None:
     assert noisy.fill_rate == pytest.approx(0.5) and noisy.plane_rms_mm > 1.0
 
 
+def test_a_region_without_a_calibration_gives_its_disparities_figures() -> None:
+    """It said "measuring a region needs a calibration", where the fill rate, the median disparity
+    and how flat the disparities are need none (review)."""
+    rng = np.random.default_rng(0)
+    xs = np.mgrid[0:120, 0:200][1]
+    d = (20.0 + 0.05 * xs).astype(np.float32)
+    d[:60] = np.nan
+    stats = measure.region_stats(d, None, 0, 0, 200, 120)
+    assert stats.mean_distance_m is None and stats.plane_rms_mm is None
+    assert stats.fill_rate == 0.5 and stats.median_disparity_px == pytest.approx(24.975, abs=0.03)
+    assert stats.disparity_plane_rms_px < 1e-4  # a slanted plane's disparity is a plane in x, y
+    noisy = measure.region_stats(d + rng.normal(0, 0.2, d.shape).astype(np.float32), None, 0, 0, 200, 120)
+    assert noisy.disparity_plane_rms_px == pytest.approx(0.2, rel=0.1)
+    assert measure.region_stats(d, CAL, 0, 0, 200, 120).disparity_plane_rms_px < 1e-4
+
+
 def test_pixels_without_depth_and_empty_regions_say_so() -> None:
     d = np.full((40, 50), np.nan, np.float32)
     with pytest.raises(UserError, match="has no depth"):

@@ -416,6 +416,18 @@ def test_a_preview_whose_full_answer_is_refused_says_so(qtbot) -> None:  # type:
     assert title.startswith("preview (6 levels); the full answer was refused") and "follows" not in title
 
 
+def test_a_region_without_a_calibration_is_measured_in_pixels(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """It said "measuring a region needs a calibration" and gave a histogram alone (review)."""
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    result = _shown(qtbot, window)
+    window.measure.tool.setCurrentText("region")
+    text = window.measure.figures.text()
+    d = float(result.depth.disparity[0, 0])
+    assert f"fill rate 100.0 % · median disparity {d:.2f} px · disparity-plane RMS 0.00 px" in text
+    assert text.endswith("depths need a calibration")
+
+
 def test_measuring_distance_region_and_histogram(qtbot, demo_dir: Path) -> None:  # type: ignore[no-untyped-def]
     from app.engine.types import Calibration
 
@@ -1461,3 +1473,34 @@ def test_min_confidence_over_a_held_frame_answers_at_once_without_computing_agai
     with qtbot.waitSignal(window.controller.resultShown, timeout=5000):
         window.controls.mode.setCurrentText("selective")  # any other setting answers afresh
     qtbot.waitUntil(lambda: len(engine.requests) > asked, timeout=5000)
+
+
+def test_a_held_frame_answered_again_says_so_until_its_answer_comes(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The Mode box said selective for 1-3 s over the binary answer, nothing marking it as the
+    settings before (review)."""
+    from app.ui.main_window import RECOMPUTING
+
+    gate = threading.Event()
+
+    class Held(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            if self.requests:  # the first answer at once, the next when let through
+                gate.wait(10)
+            if request.mode is Mode.SELECTIVE:
+                raise UserError("selective refused here")
+            return super().compute(left, right, request)
+
+    window = _window(qtbot, lambda spec: FakeSource(1), Held())
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    assert not window.depth_view.title.full_text.startswith(RECOMPUTING)
+    window.controls.mode.setCurrentText("binary")
+    window.controls.apply_now()
+    assert window.depth_view.title.full_text.startswith(f"{RECOMPUTING} · ")
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
+        gate.set()
+    assert window.depth_view.title.full_text.startswith("fake binary")
+    window.controls.mode.setCurrentText("selective")
+    window.controls.apply_now()
+    qtbot.waitUntil(lambda: window.depth_view.title.full_text.startswith("last answer"), timeout=10_000)
+    assert RECOMPUTING not in window.depth_view.title.full_text  # refused: computing no more

@@ -899,3 +899,20 @@ def test_depth_over_frames_checks_every_frame_s_folder_before_writing_any(
     code, _, err = run(capsys, *argv, "--frames", "4")
     assert code == 2 and "000002 already holds disparity.png, not written by bi3d-studio" in err
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.parent.name != "000002"} == before
+
+
+def test_a_recording_of_frames_without_times_says_its_timestamps_are_frame_numbers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A folder of pairs without times in its names was recorded with timestamps 0, 1, 2 as if
+    seconds, unsaid, and played back as "6.00 s" (review)."""
+    from app.engine.sources.recording import FRAME_NUMBER_TIMES
+
+    folder = pairs_folder(tmp_path / "pairs", 3)
+    assert run(capsys, "record", str(folder), str(tmp_path / "rec"))[0] == 0
+    meta = json.loads((tmp_path / "rec" / "session.json").read_text())
+    assert meta["timestamps_from"] == FRAME_NUMBER_TIMES
+    with open_source(str(tmp_path / "rec")) as played:
+        assert not played.has_times and played.frame_count == 3
+    assert run(capsys, "record", SYNTH, str(tmp_path / "timed"), "--frames", "2")[0] == 0
+    assert "timestamps_from" not in json.loads((tmp_path / "timed" / "session.json").read_text())

@@ -73,7 +73,7 @@ def _record(args: argparse.Namespace) -> int:
         recorder = Recorder(
             args.dir, calibration, overwrite=args.overwrite, source=source.describe(), rig=rig
         )
-        recorder.set_time_origin(getattr(source, "time_origin_ns", None))  # its frames' times since 1970
+        recorder.keep_times_of(source)  # its frames' times since 1970, or that they are frame numbers
         if calib_note:
             print(f"note: {calib_note}")
         print(f"recording from {source.describe()} into {args.dir}")  # "recording recording rec" read oddly

@@ -626,7 +626,7 @@ class Session:
             source=describe() if callable(describe) else "",  # session.json says what was recorded
             rig=self._recorded_rig(shown),
         )
-        recorder.set_time_origin(getattr(self.source, "time_origin_ns", None))  # as `record` keeps it
+        recorder.keep_times_of(self.source)  # as `record` keeps them
         hook = getattr(self.source, "add_capture_listener", None)
         self._recorder_on_capture = hook is not None
         self._failed_recording = None

@@ -447,6 +447,12 @@ class SceneSource(StereoSource):
     def has_times(self) -> bool:
         return self._timestamps is not None
 
+    @property
+    def frame_number_times(self) -> bool:
+        """Whether its timestamps are frame numbers (no times in its files' names), which a
+        recording of it says rather than passing them off as seconds."""
+        return self._timestamps is None
+
     def _load(self, index: int, notes: list[str]) -> StereoPair:
         """Scene ``index``'s pair; ground truth that cannot be read is left out with a note (the
         images are what depth needs), images that cannot be read are a ``UserError``."""

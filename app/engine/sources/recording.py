@@ -73,6 +73,7 @@ if TYPE_CHECKING:
 
     from app.engine.calibration.rig import StereoRig
 
+FRAME_NUMBER_TIMES = "frame numbers (the source's frames carry no times)"  # session.json's timestamps_from
 DEFAULT_INTERVAL_S = 0.1  # the step of a restarted clock before two frames have shown the real one
 QUEUE_BYTES = (
     512 << 20
@@ -286,6 +287,16 @@ class Recorder:
         self._last_stamp = stamp
         return stamp
 
+    def keep_times_of(self, source: object) -> None:
+        """What the recorded source's timestamps are: from its first frame's time since 1970
+        (``set_time_origin``), or frame numbers (a folder of pairs without times in its names:
+        session.json said nothing, and its 0, 1, 2 read as seconds: review)."""
+        if getattr(source, "frame_number_times", False):
+            with self._lock:
+                self._meta["timestamps_from"] = FRAME_NUMBER_TIMES
+                self._write_session()
+        self.set_time_origin(getattr(source, "time_origin_ns", None))
+
     def set_time_origin(self, origin_ns: int | None) -> None:
         """The source's first frame's time in ns since 1970 (``SceneSource.time_origin_ns``): kept
         in session.json as ``start_time_ns``, the timestamps counting from it."""
@@ -447,7 +458,10 @@ def open_recording(folder: Path) -> SceneSource:
     if (folder / RIG).is_file():  # raw frames of a rig: rectified as they are read
         calibration, rectify = _rig(folder / RIG)
     description = f"recording {folder.name} ({plural(len(scenes), 'frame')})"
-    source = SceneSource(scenes, description, [stamp for _, stamp in frames], calibration, rectify)
+    # a source's frame numbers are not times: played back, they are not said as seconds
+    untimed = meta.get("timestamps_from") == FRAME_NUMBER_TIMES
+    stamps = None if untimed else [stamp for _, stamp in frames]
+    source = SceneSource(scenes, description, stamps, calibration, rectify)
     origin = meta.get("start_time_ns")
     if isinstance(origin, int) and not isinstance(origin, bool):
         source.time_origin_ns = origin

@@ -914,5 +914,23 @@ def test_a_recording_of_frames_without_times_says_its_timestamps_are_frame_numbe
     assert meta["timestamps_from"] == FRAME_NUMBER_TIMES
     with open_source(str(tmp_path / "rec")) as played:
         assert not played.has_times and played.frame_count == 3
+    for given in (folder, tmp_path / "rec"):  # depth's result.json: no seconds made of their numbers
+        assert (
+            run(
+                capsys, "depth", str(given), "--frames", "2", "--engine", "sgbm", "--out", str(tmp_path / "d")
+            )[0]
+            == 0
+        )
+        assert json.loads((tmp_path / "d" / "000001" / "result.json").read_text())["timestamp"] is None
+    (tmp_path / "rec" / "timestamps.txt").unlink()  # rebuilt: frame numbers again, not 10 fps seconds
+    assert run(capsys, "record", "--reindex", str(tmp_path / "rec"))[0] == 0
+    assert (tmp_path / "rec" / "timestamps.txt").read_text().split() == [
+        "000000",
+        "0.0",
+        "000001",
+        "1.0",
+        "000002",
+        "2.0",
+    ]
     assert run(capsys, "record", SYNTH, str(tmp_path / "timed"), "--frames", "2")[0] == 0
     assert "timestamps_from" not in json.loads((tmp_path / "timed" / "session.json").read_text())

@@ -378,7 +378,9 @@ def run_source(args: argparse.Namespace) -> int:
                 print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
                 said.update(line for line in lines if line.startswith("note: "))
                 out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)
-                extra = {**of_run, "source": source.describe(), "frame": index, "timestamp": pair.timestamp}
+                # a folder's frames without times: null, not their numbers as seconds (review)
+                stamp = None if getattr(source, "frame_number_times", False) else pair.timestamp
+                extra = {**of_run, "source": source.describe(), "frame": index, "timestamp": stamp}
                 files = None if source.live else source.frame_files(index)
                 if files is not None or args.calib:  # result.json traces back to what it was made of
                     left, right = files or (None, None)

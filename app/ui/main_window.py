@@ -607,6 +607,7 @@ class MainWindow(QMainWindow):
         self._ended = False
         self.pause_action.setChecked(False)
         self._playback_for(self.session.source)
+        self.seek_label.setMinimumWidth(0)  # the last source's widest text is not this one's
         self._update_position()
         describe = getattr(self.session.source, "describe", None)
         what = describe() if callable(describe) else ""  # how it was opened: a video layout, a camera mode
@@ -720,17 +721,23 @@ class MainWindow(QMainWindow):
 
     def _seek_label_text(self, index: int) -> None:
         _, count, _ = self.session.position()
-        if count:
-            source = self.session.source
-            if not getattr(source, "has_times", False):  # a folder of pairs: its frames carry no
-                # times ("frame 7 / 8 · 6.00 s" made up 1 s a frame: review)
-                self.seek_label.setText(f" frame {index + 1} / {count} ")
-                return
+        if not count:
+            return
+        source = self.session.source
+        if not getattr(source, "has_times", False):  # a folder of pairs: its frames carry no times
+            # ("frame 7 / 8 · 6.00 s" made up 1 s a frame: review)
+            text = f" frame {index + 1} / {count} "
+        else:
             # time into the source: a recording's clock (a camera's, or a restarted one) starts anywhere
             stamp = source.timestamp_of(index) - source.timestamp_of(0)  # type: ignore[union-attr]
             speed = self._playback_speed(index)
             slower = f" · {speed:.2g}x real time" if speed is not None and speed < SLOWER_THAN_REAL else ""
-            self.seek_label.setText(f" frame {index + 1} / {count} · {stamp:.2f} s{slower} ")
+            text = f" frame {index + 1} / {count} · {stamp:.2f} s{slower} "
+        self.seek_label.setText(text)
+        # as wide as its widest text of this source: the seek bar's end moved 110 px frame by
+        # frame as "· 0.22x real time" came and went (re-check)
+        label = self.seek_label
+        label.setMinimumWidth(max(label.minimumWidth(), label.sizeHint().width()))
 
     def _playback_speed(self, index: int) -> float | None:
         """Seconds of the source played per second over the last frames shown in a row, or None

@@ -190,10 +190,9 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
                 "the wrong side · a pixel without an answer counts as wrong"
             )
         elif truth.side is not None and depth.mode is Mode.QUANTIZED:
-            title = (
+            title = (  # short: a second line cut in its middle left a ")" without its "(" (re-check)
                 f"{truth.engine}: {100 * truth.side:.1f} % in the right level of {truth.what} · "
-                f"truth outside the level 0-{ERROR_MAX_PX:g} px, bright: far outside · (bad-2 of the "
-                f"levels' middles {100 * truth.bad2:.1f} %)"
+                f"truth outside its level 0-{ERROR_MAX_PX:g} px · levels' bad-2 {100 * truth.bad2:.1f} %"
             )
         elif truth.side is not None:
             inside = (

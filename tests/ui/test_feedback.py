@@ -1504,3 +1504,25 @@ def test_a_held_frame_answered_again_says_so_until_its_answer_comes(qtbot) -> No
     window.controls.apply_now()
     qtbot.waitUntil(lambda: window.depth_view.title.full_text.startswith("last answer"), timeout=10_000)
     assert RECOMPUTING not in window.depth_view.title.full_text  # refused: computing no more
+
+
+def test_the_seek_bar_does_not_change_length_as_its_label_changes(qtbot, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """ "· 0.22x real time" came and went frame by frame, and the seek bar's end moved 110 px with
+    it (re-check): the label keeps its widest text's width until another source opens."""
+    folder = pairs_folder(tmp_path / "pairs")
+    window = _window(qtbot, None, RecordingEngine())
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        window.open_spec(str(folder))
+    source = window.session.source
+    monkeypatch.setattr(type(source), "has_times", property(lambda self: True))
+    monkeypatch.setattr(window, "_playback_speed", lambda index: 0.22)
+    window._seek_label_text(3)
+    assert "0.22x real time" in window.seek_label.text()
+    wide = window.seek_label.minimumWidth()
+    monkeypatch.setattr(window, "_playback_speed", lambda index: None)
+    window._seek_label_text(4)
+    assert "real time" not in window.seek_label.text() and window.seek_label.minimumWidth() == wide
+    monkeypatch.undo()
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
+        window.open_spec(str(folder))
+    assert window.seek_label.minimumWidth() < wide

@@ -47,6 +47,7 @@ from app.engine.sources.files import Scene, SceneSource
 from app.engine.sources.layout import noise_note
 from app.engine.sources.recording_index import (
     FORMAT,
+    FRAME_NUMBER_TIMES,
     LOCK,
     RIG,
     SESSION,
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
 
     from app.engine.calibration.rig import StereoRig
 
-FRAME_NUMBER_TIMES = "frame numbers (the source's frames carry no times)"  # session.json's timestamps_from
 DEFAULT_INTERVAL_S = 0.1  # the step of a restarted clock before two frames have shown the real one
 QUEUE_BYTES = (
     512 << 20

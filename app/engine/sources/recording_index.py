@@ -196,6 +196,7 @@ def _reindex_lock(folder: Path) -> Iterator[None]:
 
 
 GUESSED_FPS = 10.0  # the rate frames without any readable timestamp are given
+FRAME_NUMBER_TIMES = "frame numbers (the source's frames carry no times)"  # session.json's timestamps_from
 
 
 def guessed_stamps(kept: dict[int, float]) -> tuple[Callable[[int], float], str]:
@@ -220,12 +221,15 @@ def _rebuild_index(folder: Path) -> tuple[int, list[str]]:
     notes: list[str] = []
     old = _readable_stamps(folder / TIMESTAMPS)
     guessed = [i for i in indices if i not in old]
+    meta, problem = read_session(folder)
     stamp, how = guessed_stamps(old)
+    if meta is not None and meta.get("timestamps_from") == FRAME_NUMBER_TIMES:
+        # its times are frame numbers: 10 fps seconds were made up for them (review)
+        stamp, how = (lambda i: float(i)), "set to their frame numbers, as the recording's times are"
     if guessed:
         notes.append(f"{len(guessed)} frame(s) had no readable timestamp; {how}")
     # a guessed time to the microsecond: 1.7999999999999998 read as a damaged line (review)
     lines = "".join(f"{i:06d} {old[i] if i in old else round(stamp(i), 6)!r}\n" for i in indices)
-    meta, problem = read_session(folder)
     if meta is None:
         meta = {"format": FORMAT, "version": 1, "source": "rebuilt index", "calibration": None}
         meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")

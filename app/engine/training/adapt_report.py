@@ -16,6 +16,7 @@ continuous mode, as the user would see it.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
 
@@ -55,8 +56,16 @@ def describe(name: str, before: float, after: float) -> tuple[str, bool | None]:
     better = (after > before) == higher if moved else None
     verdict = (", better" if better else ", worse") if moved else (", about the same" if known else "")
     way = "higher" if higher else "lower"
-    line = f"{words} ({unit}, {way} is better): {before * factor:.3g} -> {after * factor:.3g}{verdict}"
+    line = f"{words} ({unit}, {way} is better): {_before_after(before * factor, after * factor)}{verdict}"
     return line, better
+
+
+def _before_after(before: float, after: float) -> str:
+    """Both figures to the same decimals, three significant digits of the larger ("11.2 -> 11"
+    read as a figure of another precision: review)."""
+    big = max((abs(v) for v in (before, after) if np.isfinite(v)), default=0.0)
+    decimals = max(0, 2 - math.floor(math.log10(big))) if big > 0 else 2
+    return f"{before:.{decimals}f} -> {after:.{decimals}f}"
 
 
 DEPTH_FIGURES = ("dense_bad2", "pseudo_bad2")  # the depth's own figures, the ground truth's first

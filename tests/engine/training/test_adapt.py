@@ -218,12 +218,14 @@ def test_the_report_says_units_and_which_way_is_better() -> None:
     )
     assert describe("photometric_l1", 5.0, 5.04)[1] is None
     assert describe("photometric_l1", 5.0, 5.3)[1] is False
-    assert describe("epe", 1.0, float("nan")) == ("end-point error (px, lower is better): 1 -> nan", None)
+    assert describe("epe", 1.0, float("nan")) == ("end-point error (px, lower is better): 1.00 -> nan", None)
     assert describe("lr_consistency", 0.95, 0.97) == (
-        "left-right agreement (%, higher is better): 95 -> 97, better",
+        "left-right agreement (%, higher is better): 95.0 -> 97.0, better",
         True,
     )
     assert describe("frames", 2, 2) == ("frames: 2 -> 2", None)
+    # both to the same decimals ("11.2 -> 11" read as figures of two precisions: review)
+    assert describe("epe", 11.2, 11.0)[0].endswith(": 11.2 -> 11.0, better")
     assert describe("epe", 1.0, 1.0)[1] is None  # unchanged: neither
 
 

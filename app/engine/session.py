@@ -522,7 +522,8 @@ class Session:
     def snapshot(self, result: FrameResult, source: str = "", view: dict[str, Any] | None = None) -> Path:
         """The frame's depth files, its pair and SGBM's answer when comparing, in a new folder
         under ``output_root/snapshots`` (``snapshots.write_snapshot``)."""
-        return snapshots.write_snapshot(result, self.output_root, source, view)
+        untimed = bool(getattr(self.source, "frame_number_times", False))  # a folder's frame numbers
+        return snapshots.write_snapshot(result, self.output_root, source, view, timed=not untimed)
 
     def export_point_cloud(self, result: FrameResult, path: Path | None = None) -> tuple[Path, int]:
         """The frame's points as PLY (default: a new file under ``output_root/pointclouds``)."""

@@ -24,14 +24,18 @@ def new_folder(root: Path, kind: str) -> Path:
 
 
 def write_snapshot(
-    result: FrameResult, root: Path, source: str = "", view: dict[str, Any] | None = None
+    result: FrameResult,
+    root: Path,
+    source: str = "",
+    view: dict[str, Any] | None = None,
+    timed: bool = True,
 ) -> Path:
     """What is needed to show or redo a frame's answer, in a new folder: the depth (colour PNG,
     PFM, 16-bit PNG, result.npz; a binary or quantized answer's plane probabilities, which are
     that answer, not a continuous or selective one's), the pair as it was matched (``left.png``,
     ``right.png``, after rectification), SGBM's answer beside it when comparing (``sgbm/``), and
     ``result.json`` (request, calibration, timings, the source and the frame's time in it, ``view``: how the
-    window showed it)."""
+    window showed it); ``timed`` False: the source's frames carry no times (``source_time_s`` null)."""
     folder = new_folder(root, "snapshots")
     cal = result.calibration
     extra: dict[str, Any] = {
@@ -42,7 +46,8 @@ def write_snapshot(
         "stage_timings_ms": {k: round(v, 2) for k, v in result.timings.items()},
         "engine_reason": result.engine_reason,  # which weights made it, as depth's result.json says
         "source": source,
-        "source_time_s": round(float(result.pair.timestamp), 6),
+        # null where the source's frames carry no times (their numbers read as seconds: review)
+        "source_time_s": round(float(result.pair.timestamp), 6) if timed else None,
         "answer_number": result.index,  # answers the window computed this session, this one's
         "files": {"left": "left.png", "right": "right.png", "sgbm": "sgbm/" if result.baseline else None},
         # sgbm/depth_shown.png: SGBM's answer as the window drew it beside, where it did

@@ -31,6 +31,9 @@ def test_a_snapshot_holds_the_pair_the_source_and_sgbm_beside(tmp_path: Path) ->
     np.testing.assert_array_equal(read_image_rgb(folder / "right.png"), right)
     assert float(read_pfm(folder / "sgbm" / "disparity.pfm")[0, 0]) == 6.0
     assert float(read_pfm(folder / "disparity.pfm")[0, 0]) == 5.0
+    # a folder of pairs without times: its frame number is no time (it read as seconds: review)
+    untimed = write_snapshot(result, tmp_path, "pairs/", timed=False)
+    assert json.loads((untimed / "result.json").read_text())["source_time_s"] is None
 
 
 def test_a_dense_answer_s_snapshot_leaves_its_plane_probabilities_out(tmp_path: Path) -> None:

@@ -291,7 +291,7 @@ def _second_file(calib: str | None, given: str | None) -> Path | None:
 def run_source(args: argparse.Namespace) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.depth.engines import build_engine
-    from app.engine.depth.scene_range import without_ceiling_notes
+    from app.engine.depth.scene_range import drop_ceiling_notes
     from app.engine.outputs import (
         beyond_kitti_notes,
         earlier_result,
@@ -372,7 +372,7 @@ def run_source(args: argparse.Namespace) -> int:
                 result = engine.compute(*views, request)
                 result.notes[:0] = [n for n in (*calib_notes, *source.notes) if n not in result.notes]
                 if depth_is_noise(source.notes):  # split the wrong way, or mono: no range to raise
-                    result.notes = without_ceiling_notes(result.notes)
+                    drop_ceiling_notes(result)
                 result.notes.extend(beyond_kitti_notes(result))
                 lines = format_summary(result, calibration, _depth_unit(calibration), cli_words).splitlines()
                 print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))

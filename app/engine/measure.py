@@ -60,15 +60,15 @@ def region_stats(
     region = disparity[y0:y1, x0:x1]
     known = np.isfinite(region) & (region > 0)
     pixels = region.size
-    if known.sum() < 3:
+    points = None  # without a calibration, the pixels' figures alone (it said "needs a calibration")
+    if calibration is not None:
+        points, _ = point_cloud(disparity, calibration, np.zeros((h, w, 3), np.uint8), keep)
+    if min(int(known.sum()), len(points) if points is not None else 3) < 3:
         raise UserError("the rectangle holds fewer than 3 pixels with depth; choose a region with depth")
     ys, xs = np.nonzero(known)
     flat = plane_fit_rms(np.stack([xs, ys, region[known]], axis=1).astype(np.float64), along=2)
     mean_m = rms_mm = None
-    if calibration is not None:  # without one, the pixels' figures alone (it said "needs a calibration")
-        points, _ = point_cloud(disparity, calibration, np.zeros((h, w, 3), np.uint8), keep)
-        if len(points) < 3:
-            raise UserError("the rectangle holds fewer than 3 pixels with depth; choose a region with depth")
+    if points is not None:
         mean_m, rms_mm = float(points[:, 2].mean()), 1000.0 * plane_fit_rms(points)
     return RegionStats(
         pixels=pixels,

@@ -63,6 +63,8 @@ def write_result(
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out {out_dir} is a file; give a folder (new, or one of earlier results)")
     refuse_foreign_files(out_dir)
+    # said in result.json whoever writes it (a window snapshot's SGBM can search past 256 px)
+    result.notes.extend(note for note in beyond_kitti_notes(result) if note not in result.notes)
     staging = _staging_folder(out_dir)
     try:
         try:

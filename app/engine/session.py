@@ -29,7 +29,7 @@ from app.engine.depth.bi3d import OVER_BUDGET
 from app.engine.depth.border import remask
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
 from app.engine.depth.exposure import EXPOSURE_MISMATCH_WORDS, IDENTICAL_NOTE
-from app.engine.depth.scene_range import widest_search, without_ceiling_notes
+from app.engine.depth.scene_range import drop_ceiling_notes, widest_search
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
 from app.engine.flow.base import PARAMETERS, FlowOptions, FlowParam
@@ -55,6 +55,7 @@ from app.engine.types import (
     Mode,
     Spacing,
     StereoPair,
+    level_edges,
 )
 
 __all__ = [
@@ -157,6 +158,7 @@ class TruthError:
     # side of the plane, of the range (farther, inside, closer), or in their level; None for continuous
     side: float | None = None
     what: str = ""  # binary: "30 px" (the plane); selective: "20-60 px" (the range); "8 levels"
+    mode: Mode = Mode.CONTINUOUS  # the scored answer's (SGBM beside a budget's quantized answer differs)
 
 
 class AdaptJob:
@@ -436,8 +438,13 @@ class Session:
         if depth.recount_notes is not None:  # the notes that count answers, counted again (aloe
             # reaches the auto range's ceiling: each move of the slider took 3 s there: review)
             old = depth.answer_notes
-            at = next((i for i, note in enumerate(depth.notes) if note in old), len(depth.notes))
             kept = [note for note in depth.notes if note not in old]
+            # where the old ones stood, or after the note they follow (a new one went after the
+            # runtime's and the budget's notes, unlike a fresh answer's: code review)
+            at = next((i for i, note in enumerate(depth.notes) if note in old), None)
+            if at is None:
+                after = depth.answer_notes_after
+                at = kept.index(after) + 1 if after in kept else 0
             depth.answer_notes = depth.recount_notes(depth)
             depth.notes = kept[:at] + depth.answer_notes + kept[at:]
         result.request = dataclasses.replace(result.request, min_confidence=min_confidence)
@@ -569,13 +576,12 @@ class Session:
             elif answer.mode is Mode.SELECTIVE and answer.range_state is not None and result.request.range:
                 out.append(_selective_truth(answer, gt, result.request.range))
             elif answer.mode is Mode.QUANTIZED and len(answer.planes):
-                top = answer.searched[1] if answer.searched else result.request.max_disparity
-                out.append(_quantized_truth(answer, gt, top))
+                out.append(_quantized_truth(answer, gt, level_edges(answer, result.request.max_disparity)))
             else:
                 scores = evaluate(answer.disparity, gt)["dense"]
                 with np.errstate(invalid="ignore"):
                     error = np.where(gt > 0, np.abs(answer.disparity - gt), np.nan).astype(np.float32)
-                out.append(TruthError(answer.engine, error, scores.bad2, scores.epe))
+                out.append(TruthError(answer.engine, error, scores.bad2, scores.epe, mode=answer.mode))
         return out
 
     # ---- measuring ---------------------------------------------------------------------------
@@ -595,7 +601,7 @@ class Session:
     def region_stats(result: FrameResult, x0: int, y0: int, x1: int, y1: int) -> measure.RegionStats:
         """Fill rate, mean distance and plane-fit RMS of a rectangle of the frame's depth; without
         a calibration its disparities' figures alone (it said "needs a calibration": review)."""
-        if result.calibration is not None or result.depth.mode is Mode.BINARY:  # binary: no depth at all
+        if result.depth.mode is Mode.BINARY:  # no depth at all (metres: with a calibration)
             pointcloud.require_metric(result, "measuring a region")
         return measure.region_stats(result.depth.disparity, result.calibration, x0, y0, x1, y1)
 
@@ -823,7 +829,7 @@ class Session:
         source_notes = getattr(self.source, "notes", ())  # e.g. a video opened in the other layout
         depth.notes[:0] = [n for n in source_notes if n not in depth.notes]
         if depth_is_noise(source_notes):  # split the wrong way, or mono: no range to raise
-            depth.notes = without_ceiling_notes(depth.notes)
+            drop_ceiling_notes(depth)
         for stage in ("features", "planes"):
             timings[stage] = depth.timings.get(stage, 0.0)
         timings["depth_total"] = depth.timings.get("total", 0.0)
@@ -924,28 +930,30 @@ def _binary_truth(answer: DepthResult, gt: np.ndarray) -> TruthError:
         right = np.isfinite(p) & ((p > 0.5) == (gt > plane))
     error = np.where(known, np.where(right, 0.0, ERROR_SIDE_PX), np.nan).astype(np.float32)
     side = float(right[known].mean())
-    return TruthError(answer.engine, error, float("nan"), float("nan"), side, f"{plane:g} px")
+    return TruthError(answer.engine, error, float("nan"), float("nan"), side, f"{plane:g} px", Mode.BINARY)
 
 
-def _quantized_truth(answer: DepthResult, gt: np.ndarray, top: float) -> TruthError:
+def _quantized_truth(answer: DepthResult, gt: np.ndarray, edges: np.ndarray) -> TruthError:
     """A quantized answer against the truth: each pixel with ground truth in the level it was
-    answered in (its bin between 0, the planes and ``top`` px; unanswered counts as wrong), the
-    map how far the truth lies outside that level (0 inside). Dense bad-2 of the levels' middles
-    read 64 % wrong of an answer of 8 levels 10 px apart (review); bad-2 and EPE stay beside."""
-    planes = np.asarray(answer.planes, np.float64)
-    edges = np.concatenate([[0.0], planes, [max(float(top), float(planes[-1]))]])
+    answered in (between its ``edges``, ``level_edges``; unanswered counts as wrong), the map how
+    far the truth lies outside that level (0 inside). Dense bad-2 of the levels' middles read 64 %
+    wrong of an answer of 8 levels 10 px apart (review); bad-2 and EPE stay beside. The nearest
+    level is open towards nearer, as the farthest is towards farther: "nearer than its plane"."""
     known = np.isfinite(gt) & (gt > 0)
     d = answer.disparity
     answered = np.isfinite(d)
     level = np.clip(np.searchsorted(edges, np.where(answered, d, 0.0), side="right") - 1, 0, len(edges) - 2)
+    upper = np.append(edges[1:-1], np.inf)  # each level's upper edge, the nearest one's open
     with np.errstate(invalid="ignore"):
-        outside = np.maximum(np.maximum(edges[level] - gt, gt - edges[level + 1]), 0.0)
+        outside = np.maximum(np.maximum(edges[level] - gt, gt - upper[level]), 0.0)
     right = known & answered & (outside == 0)
     error = np.where(answered, outside, ERROR_SIDE_PX).astype(np.float32)
     error[~known] = np.nan
     scores = evaluate(d, gt)["dense"]
     side = float(right[known].mean())
-    return TruthError(answer.engine, error, scores.bad2, scores.epe, side, f"{len(edges) - 1} levels")
+    return TruthError(
+        answer.engine, error, scores.bad2, scores.epe, side, f"{len(edges) - 1} levels", Mode.QUANTIZED
+    )
 
 
 def _selective_truth(answer: DepthResult, gt: np.ndarray, span: tuple[float, float]) -> TruthError:
@@ -968,7 +976,7 @@ def _selective_truth(answer: DepthResult, gt: np.ndarray, span: tuple[float, flo
     scores = evaluate(answer.disparity, within)["dense"] if inside.any() else None
     side = float(right[known].mean())
     bad2, epe = (scores.bad2, scores.epe) if scores is not None else (float("nan"), float("nan"))
-    return TruthError(answer.engine, error, bad2, epe, side, f"{lo:g}-{hi:g} px")
+    return TruthError(answer.engine, error, bad2, epe, side, f"{lo:g}-{hi:g} px", Mode.SELECTIVE)
 
 
 def range_side(

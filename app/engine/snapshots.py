@@ -50,11 +50,15 @@ def write_snapshot(
         "source_time_s": round(float(result.pair.timestamp), 6) if timed else None,
         "answer_number": result.index,  # answers the window computed this session, this one's
         "files": {"left": "left.png", "right": "right.png", "sgbm": "sgbm/" if result.baseline else None},
-        # sgbm/depth_shown.png: SGBM's answer as the window drew it beside, where it did
     }
     # the depth as the window drew it (its colour map, colour range and greys): disparity_color.png
     # is coloured from 0 px with unknown pixels black, and did not match the screen it captured
     shown = getattr(result.display, "depth_rgb", None)
+    # SGBM's answer as drawn beside it, on the same colour range: its disparity_color.png is
+    # coloured from 0 px, orange where the window drew red (review)
+    beside = getattr(result.display, "baseline_rgb", None) if result.baseline is not None else None
+    if isinstance(beside, np.ndarray):
+        extra["files"]["sgbm_shown"] = "sgbm/depth_shown.png"
     if isinstance(shown, np.ndarray):
         extra["files"]["shown"] = "depth_shown.png"
         levels = getattr(result.display, "depth_levels", None)
@@ -79,9 +83,7 @@ def write_snapshot(
         write_color_png(folder / "right.png", result.pair.right)
         if result.baseline is not None:
             write_result(folder / "sgbm", result.baseline, result.request, {"source": source})
-            beside = getattr(result.display, "baseline_rgb", None)
-            if isinstance(beside, np.ndarray):  # as drawn beside it, on the same colour range: its
-                # disparity_color.png is coloured from 0 px, orange where the window drew red (review)
+            if isinstance(beside, np.ndarray):
                 write_color_png(folder / "sgbm" / "depth_shown.png", beside)
     except OSError as exc:
         raise UserError(f"could not write the snapshot to {folder} ({exc.strerror})") from exc

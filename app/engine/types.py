@@ -199,6 +199,7 @@ class DepthResult:
     # to read them again from answers under another threshold (None: that needs a new answer)
     answer_notes: list[str] = field(default_factory=list)
     recount_notes: Callable[[DepthResult], list[str]] | None = None
+    answer_notes_after: str | None = None  # the note they follow (None: they come first)
 
     def defer_probabilities(
         self, record: Callable[[], np.ndarray], plane: Callable[[int], np.ndarray]
@@ -231,6 +232,14 @@ class DepthResult:
         if self.confidence is not None:
             return self.confidence.astype(np.float32)
         return np.isfinite(self.disparity).astype(np.float32)
+
+
+def level_edges(result: DepthResult, max_disparity: float) -> np.ndarray:
+    """A quantized answer's level edges (px, ascending): 0, its planes, and the top of its sweep
+    (its auto range's, else ``max_disparity``, at least its last plane)."""
+    planes = np.asarray(result.planes, np.float64)
+    top = result.searched[1] if result.searched else max_disparity
+    return np.concatenate([[0.0], planes, [max(float(top), float(planes[-1]))]])
 
 
 def farthest_plane(result: DepthResult) -> float | None:

@@ -49,6 +49,8 @@ class MainView(Protocol):
 
     def raise_budget(self, minimum_ms: float) -> bool: ...
 
+    def show_pending(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class Job:
@@ -104,6 +106,7 @@ class SessionController(QObject):
         self._dirty = False
         self._closing = False
         self._generation = 0
+        self._failed = -1  # the generation whose answer ended in an error (no answer is coming)
         self._request = request()
         self._still: StereoPair | None = None
         self._live = False
@@ -140,6 +143,7 @@ class SessionController(QObject):
         self._request = request
         self._dirty = True
         self._kick()
+        self.view.show_pending()  # a held frame's panes say their answer is of the settings before
 
     def _rethreshold(self, request: DepthRequest) -> bool:
         """Only Min confidence moved, over a held frame whose answer is of the settings before:
@@ -167,11 +171,16 @@ class SessionController(QObject):
         self.resultShown.emit(last)
         return True
 
-    def answer_pending(self) -> bool:
+    def answer_pending(self, shown: FrameResult | None = None) -> bool:
         """Whether the frame held is being answered again for changed controls: the answer shown
-        is of the settings before."""
-        last = self.last
-        return self.holds_still() and last is not None and last.generation != self._generation
+        (``shown``, or the last) is of the settings before."""
+        shown = shown or self.last
+        return (
+            self.holds_still()
+            and shown is not None
+            and shown.generation != self._generation
+            and self._failed != self._generation
+        )
 
     def holds_still(self) -> bool:
         """Whether the frame shown is held (an image pair, a paused or ended source): answered
@@ -361,7 +370,10 @@ class SessionController(QObject):
             # the raised budget is the request at once (raise_budget), no refusal in between
             return
         if outcome.error:
+            if not self._dirty:  # the answer asked for last ended here: none is coming
+                self._failed = self._generation
             self.view.show_error(outcome.error)
+            self.view.show_pending()  # computing no more (before a refusal marks the answer shown)
             if outcome.pair is not None:  # a playing source's images go on beside the last depth
                 self.view.show_pair(outcome.pair)
             self._refusal = outcome.error if outcome.refused else None

@@ -470,7 +470,6 @@ class MainWindow(QMainWindow):
     def _wire(self) -> None:
         c = self.controls
         c.requestChanged.connect(self.controller.request_changed)
-        c.requestChanged.connect(self._mark_pending)
         c.requestChanged.connect(self._new_budget_try)
         c.engineChanged.connect(self.apply_engine)
         c.compareChanged.connect(self._apply_compare)
@@ -1006,16 +1005,17 @@ class MainWindow(QMainWindow):
         self.right_view.show_image(pair.right)
         self.left_view.show_tint(None)
 
-    def _mark_pending(self) -> None:
-        """The frame held is answered again for the changed controls: its panes say so until the
-        answer comes (the Mode box said selective for 1-3 s over the binary answer, unmarked:
-        review). A stream's next frame answers them anyway."""
-        if not self.controller.answer_pending():
-            return
+    def show_pending(self, shown: FrameResult | None = None) -> None:
+        """While the frame held is answered again (changed controls, engine, calibration), its
+        panes say their answer (``shown``, or the last) is of the settings before, until the new
+        one comes or fails (the Mode box said selective for 1-3 s over the binary answer,
+        unmarked: review). A stream's next frame answers them anyway."""
+        pending = self.controller.answer_pending(shown)
         for pane in (self.depth_view, self.compare_main):
-            title = pane.title.full_text
-            if title and not title.startswith(RECOMPUTING):
-                pane.set_title(f"{RECOMPUTING} · {title}")
+            title = pane.title.full_text.removeprefix(f"{RECOMPUTING} · ")
+            if pending and title:
+                title = f"{RECOMPUTING} · {title}"
+            pane.set_title(title)
 
     def show_result(self, result: FrameResult) -> None:
         spec = self.display_spec()
@@ -1033,6 +1033,7 @@ class MainWindow(QMainWindow):
         if self.top.currentIndex() == 1:  # comparing: the main engine again, beside SGBM
             self.compare_main.set_title(shown.depth_title)
             self.compare_main.show_rgb(shown.depth_rgb, shown.depth_levels, shown.answered)
+        self.show_pending(result)  # drawn again (a colour map) while a new answer is computed
         if shown.baseline_rgb is not None and result.baseline is not None:
             # what it shows (it said "SGBM" alone, also beside a quick preview's banded answer)
             first = shown.depth_title.split(" · ")[0]
@@ -1292,8 +1293,6 @@ class MainWindow(QMainWindow):
         self.controls.show_refused()
         # the pane itself says its answer is an older one (on a live source the left image moved
         # on while the depth stayed, with only the message bar and the panel saying why)
-        for pane in (self.depth_view, self.compare_main):  # computing no more
-            pane.set_title(pane.title.full_text.removeprefix(f"{RECOMPUTING} · "))
         title = self.depth_view.title.full_text
         if not title.startswith(STALE_DEPTH):
             self.depth_view.set_title(f"{STALE_DEPTH} · {title}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.engine.session import Display, Session, plural
-from app.engine.types import FLAT_NOTE, DepthResult, FrameResult, Mode
+from app.engine.types import FLAT_NOTE, DepthResult, FrameResult, Mode, level_edges
 
 colorize = Display.colorize
 ERROR_MAX_PX = 4.0  # the error colour bar's top: bad-2 pixels sit in its upper half
@@ -49,19 +49,18 @@ def auto_levels(values: np.ndarray) -> tuple[float, float]:
         return 0.0, 1.0
     lo, hi = float(np.percentile(valid, 2)), float(np.percentile(valid, 98))
     if hi - lo < FLAT_SPAN_PX:  # one value: a 1e-3 px bar had no numbers, its colour the lowest (review)
-        mid = (lo + hi) / 2
-        return mid - FLAT_SPAN_PX / 2, mid + FLAT_SPAN_PX / 2
+        lo = max(0.0, (lo + hi - FLAT_SPAN_PX) / 2)  # no negative disparity on the bar
+        return lo, lo + FLAT_SPAN_PX
     return lo, hi
 
 
 FLAT_SPAN_PX = 1.0  # the narrowest automatic colour range: a flat answer is drawn mid-scale
 
 
-def level_span(planes: np.ndarray, top: float) -> tuple[float, float]:
+def level_span(edges: np.ndarray) -> tuple[float, float]:
     """A quantized answer's colour range: its nearest and farthest levels' values (the middles of
-    the bins between 0, ``planes`` and ``top`` px), so each level keeps its colour frame to frame
+    the bins between its ``edges``, ``level_edges``), so each level keeps its colour frame to frame
     and a scene in one level is not one colour under a bar without numbers (review)."""
-    edges = np.concatenate([[0.0], np.asarray(planes, np.float64), [max(float(top), float(planes[-1]))]])
     mids = (edges[:-1] + edges[1:]) / 2
     return float(mids[0]), float(max(mids[-1], mids[0] + FLAT_SPAN_PX))
 
@@ -123,8 +122,7 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         answered = bool(np.isfinite(shown).any())
         levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
         if not spec.fixed_max and depth.mode is Mode.QUANTIZED and len(depth.planes):
-            top = depth.searched[1] if depth.searched else result.request.max_disparity
-            levels = level_span(depth.planes, top)
+            levels = level_span(level_edges(depth, result.request.max_disparity))
         if not spec.fixed_max and depth.mode is Mode.SELECTIVE and result.request.range is not None:
             # the range's ends: a coarse answer under a tight budget (2 planes every 42 px) set a
             # 20-38 px scale that SGBM beside it, 20-60 px, overran in one colour (review)
@@ -184,12 +182,12 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
         rgb = _unknown_grey(colorize(truth.error, 0.0, ERROR_MAX_PX, "magma"), truth.error)
         # the figures first (a narrow pane cuts the title's end); dense: an unknown pixel counts
         # as wrong, so masking more by confidence raises bad-2, and the title says why
-        if truth.side is not None and depth.mode is Mode.BINARY:
+        if truth.side is not None and truth.mode is Mode.BINARY:
             title = (
                 f"{truth.engine}: {100 * truth.side:.1f} % on the right side of {truth.what} · bright: "
                 "the wrong side · a pixel without an answer counts as wrong"
             )
-        elif truth.side is not None and depth.mode is Mode.QUANTIZED:
+        elif truth.side is not None and truth.mode is Mode.QUANTIZED:
             title = (  # short: a second line cut in its middle left a ")" without its "(" (re-check)
                 f"{truth.engine}: {100 * truth.side:.1f} % in the right level of {truth.what} · "
                 f"truth outside its level 0-{ERROR_MAX_PX:g} px · levels' bad-2 {100 * truth.bad2:.1f} %"

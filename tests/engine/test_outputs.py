@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import zipfile
@@ -290,6 +291,7 @@ def test_answers_past_what_a_kitti_png_holds_are_unknown_there_and_said(tmp_path
     result.disparity[0, :2] = (255.5, 10.0)
     assert outputs.beyond_kitti_notes(result) == [outputs.BEYOND_KITTI_NOTE]
     outputs.write_result(tmp_path / "out", result, request, {})
+    assert outputs.BEYOND_KITTI_NOTE in json.loads((tmp_path / "out" / "result.json").read_text())["notes"]
     png = read_kitti_png(tmp_path / "out" / "disparity.png")
     assert png[0, 0] == pytest.approx(255.5, abs=1 / 256) and png[0, 1] == pytest.approx(10.0)
     assert np.isnan(png.ravel()[2:]).all()

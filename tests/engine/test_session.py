@@ -447,4 +447,22 @@ def test_another_threshold_is_answered_afresh_where_the_notes_read_the_answers()
     counted.depth.recount_notes = lambda depth: [f"{np.isnan(depth.disparity).sum()} unknown"]
     assert Session.rethreshold(counted, 0.5)  # counted again from the answers under 0.5
     assert counted.depth.notes == ["a", "0 unknown", "b"] and counted.depth.answer_notes == ["0 unknown"]
+    # none at the first threshold: a new one goes after the note they follow, as in a fresh answer
+    # (it went after the runtime's and the budget's notes: code review)
+    later = frame(notes=["plan", "runtime x", "took 90 ms"], answer_notes_after="plan")
+    later.depth.recount_notes = lambda depth: ["at the top"]
+    assert Session.rethreshold(later, 0.5) and later.depth.notes == [
+        "plan",
+        "at the top",
+        "runtime x",
+        "took 90 ms",
+    ]
+    # where the depth is noise (a mono video), "raise the range" is not counted back in (code review)
+    from app.engine.depth.scene_range import CEILING_WORDS, drop_ceiling_notes
+
+    top = f"45 % of the answers read {CEILING_WORDS} (48 px): raise it"
+    noise = frame(notes=["depth is noise", top], answer_notes=[top])
+    noise.depth.recount_notes = lambda depth: [top]
+    drop_ceiling_notes(noise.depth)
+    assert Session.rethreshold(noise, 0.5) and noise.depth.notes == ["depth is noise"]
     assert not Session.rethreshold(frame(notes=[f"{FLAT_NOTE} (grey levels 0-0)"]), 0.5)

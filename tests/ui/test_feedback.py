@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from pathlib import Path
 
@@ -71,6 +72,7 @@ def test_a_snapshot_keeps_sgbm_beside_it_as_drawn(qtbot, tmp_path: Path) -> None
     assert last.baseline is not None
     window.snapshot()
     (folder,) = (tmp_path / "snapshots").iterdir()
+    assert json.loads((folder / "result.json").read_text())["files"]["sgbm_shown"] == "sgbm/depth_shown.png"
     saved = cv2.cvtColor(cv2.imread(str(folder / "sgbm" / "depth_shown.png")), cv2.COLOR_BGR2RGB)
     assert np.array_equal(saved, window.controller.last.display.baseline_rgb)  # type: ignore[union-attr]
 
@@ -1488,6 +1490,8 @@ def test_a_held_frame_answered_again_says_so_until_its_answer_comes(qtbot) -> No
                 gate.wait(10)
             if request.mode is Mode.SELECTIVE:
                 raise UserError("selective refused here")
+            if request.mode is Mode.QUANTIZED:
+                raise RuntimeError("a bug")
             return super().compute(left, right, request)
 
     window = _window(qtbot, lambda spec: FakeSource(1), Held())
@@ -1497,9 +1501,20 @@ def test_a_held_frame_answered_again_says_so_until_its_answer_comes(qtbot) -> No
     window.controls.mode.setCurrentText("binary")
     window.controls.apply_now()
     assert window.depth_view.title.full_text.startswith(f"{RECOMPUTING} · ")
+    window._redraw()  # drawn again meanwhile (a colour map): still the settings before
+    assert window.depth_view.title.full_text.startswith(f"{RECOMPUTING} · ")
     with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
         gate.set()
     assert window.depth_view.title.full_text.startswith("fake binary")
+    gate.clear()
+    window.controller.refresh()  # an engine or calibration change answers the frame again too
+    assert window.depth_view.title.full_text.startswith(f"{RECOMPUTING} · ")
+    with qtbot.waitSignal(window.controller.resultShown, timeout=10_000):
+        gate.set()
+    window.controls.mode.setCurrentText("quantized")  # an engine's failure: no answer is coming
+    window.controls.apply_now()
+    qtbot.waitUntil(lambda: "a bug" in window.notices.text.text(), timeout=10_000)
+    assert not window.depth_view.title.full_text.startswith(RECOMPUTING)
     window.controls.mode.setCurrentText("selective")
     window.controls.apply_now()
     qtbot.waitUntil(lambda: window.depth_view.title.full_text.startswith("last answer"), timeout=10_000)

@@ -404,11 +404,14 @@ def test_binary_and_selective_answers_are_scored_by_their_sides_and_read_as_such
     (truth,) = Session.truth_errors(quantized)
     assert truth.side == pytest.approx(7 / 12) and truth.what == "3 levels"
     assert truth.error[1, 2] == pytest.approx(10.0) and truth.error[1, 0] == 0.0
-    assert (
-        render(quantized, DisplaySpec())
-        .errors[0][0]
-        .startswith("bi3d: 58.3 % in the right level of 3 levels")
-    )
+    title = render(quantized, DisplaySpec()).errors[0][0]
+    assert title.startswith("bi3d: 58.3 % in the right level of 3 levels")
+    # the nearest level reads "nearer than its plane", open as the farthest is (code review)
+    levels.disparity[:, 2] = 45.0
+    levels.planes = np.array([20.0, 30.0], np.float32)  # 30-60 px, and the truth's 50 px in it
+    quantized = FrameResult(1, 0, pair, DepthRequest(mode=Mode.QUANTIZED, levels=3, max_disparity=40), levels)
+    (truth,) = Session.truth_errors(quantized)
+    assert truth.error[1, 2] == 0.0  # truth 50 px past the 40 px top: still in the nearest level
 
 
 def test_a_selective_answer_is_coloured_over_its_range() -> None:
@@ -515,6 +518,8 @@ def test_a_one_level_or_flat_answer_is_drawn_mid_scale_under_a_bar_with_numbers(
     flat.disparity[:] = 30.0
     frame = FrameResult(1, 0, StereoPair(image, image), DepthRequest(mode=Mode.CONTINUOUS), flat)
     assert render(frame, DisplaySpec()).depth_levels == (29.5, 30.5)
+    flat.disparity[:] = 0.2  # no negative disparity on the bar (code review)
+    assert render(frame, DisplaySpec()).depth_levels == (0.0, 1.0)
 
 
 def test_the_budget_s_words_do_not_move_the_controls_below_them_frame_by_frame(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from app.engine.depth.scene_range import checked_disparity, without_ceiling_notes
+from app.engine.depth.scene_range import checked_disparity, drop_ceiling_notes
 from app.engine.epipolar import (
     SWAP_ROWS_PX,
     Misalignment,
@@ -375,7 +375,7 @@ def with_alignment(result: DepthResult, notes: list[str], ms: float) -> DepthRes
     if any(UNRECTIFIED_WORDS in note for note in notes):
         # matching along the wrong rows reads anything, up to the top of the range: the advice to
         # shrink the images was wrong there (a hand-held pair's reach was 40 px once rectified)
-        result.notes = without_ceiling_notes(result.notes)
+        drop_ceiling_notes(result)
     result.notes.extend(notes)
     if ms:
         result.timings["align"] = ms

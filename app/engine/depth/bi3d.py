@@ -357,6 +357,7 @@ class Bi3DEngine:
                 result = self._readout(request, plan, feats, lowres, padder, timings, (left, right))
                 count = self._answer_notes(request, found, ceiling, left.shape[1])
                 result.answer_notes = count(result)
+                result.answer_notes_after = result.notes[-1] if result.notes else None
                 result.notes.extend(result.answer_notes)
                 result.recount_notes = count
         # the probe of a new size is reported apart: the cost model learns the frame's own time
@@ -374,6 +375,8 @@ class Bi3DEngine:
         result.notes = (
             plan.notes + result.notes + ([f"runtime {self.backend.name}: {reason}"] if reason else [])
         )
+        if result.answer_notes_after is None and plan.notes:  # where answer notes go (recounted)
+            result.answer_notes_after = plan.notes[-1]
         result.choice = plan.choice
         if found is not None:
             result.searched = (0.0, float(request.max_disparity))
@@ -386,6 +389,8 @@ class Bi3DEngine:
                     "cut off pixels nearer than it: swept to the ceiling)"
                 ),
             )
+            if result.answer_notes_after is None:
+                result.answer_notes_after = result.notes[0]
         result.runtime_choice = self.backend.choice_source
         if plan.choice:  # chosen under a budget
             result.choice["took_ms"] = timings["total"]

@@ -25,7 +25,7 @@ import numpy as np
 from torch import Tensor
 
 from app.engine.errors import setting
-from app.engine.types import DepthRequest, Mode, Spacing
+from app.engine.types import DepthRequest, DepthResult, Mode, Spacing
 
 STEP_PX = 3  # the sweep's plane step: bounds are multiples of it
 
@@ -212,6 +212,17 @@ def without_ceiling_notes(notes: list[str]) -> list[str]:
     """``notes`` less ``ceiling_note``'s: where the depth is noise (an unrectified pair, a stereo
     video split the wrong way) raising the range is no advice."""
     return [note for note in notes if CEILING_WORDS not in note]
+
+
+def drop_ceiling_notes(result: DepthResult) -> None:
+    """``without_ceiling_notes`` on an answer's notes, and on those another min confidence counts
+    again (``DepthResult.recount_notes``): a mono video's "raise the range" came back with a move
+    of the slider (code review)."""
+    result.notes = without_ceiling_notes(result.notes)
+    result.answer_notes = without_ceiling_notes(result.answer_notes)
+    count = result.recount_notes
+    if count is not None:
+        result.recount_notes = lambda answer: without_ceiling_notes(count(answer))
 
 
 def ceiling_note(disparity: np.ndarray, top: float, remedy: str, estimate: float | None = None) -> list[str]:

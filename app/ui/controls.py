@@ -76,6 +76,8 @@ class SteadyLabel(QLabel):
     def __init__(self, lines: int) -> None:
         super().__init__("")
         self.setWordWrap(True)
+        # the room it keeps is below its words, not a blank line above them
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self._floor = lines * self.fontMetrics().lineSpacing()
         self.setMinimumHeight(self._floor)
 
@@ -84,8 +86,9 @@ class SteadyLabel(QLabel):
         if not text:
             self.setMinimumHeight(self._floor)
             return
-        width = self.width() if self.width() > 0 else self.sizeHint().width()
-        need = self.heightForWidth(width)
+        if not self.isVisible():  # not laid out yet: its width is not the panel's (a 2-line text
+            return  # had 4 lines' room at the first answer)
+        need = self.heightForWidth(self.width())
         if need > self.minimumHeight():
             self.setMinimumHeight(need)
 

@@ -530,6 +530,7 @@ def test_the_budget_s_words_do_not_move_the_controls_below_them_frame_by_frame(q
     label = SteadyLabel(lines=2)
     qtbot.addWidget(label)
     label.resize(200, label.minimumHeight())
+    label.show()
     floor = label.minimumHeight()
     label.setText("chose 1 quantized plane, took 57 ms; " * 6)
     grown = label.minimumHeight()

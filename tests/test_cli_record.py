@@ -934,3 +934,23 @@ def test_a_recording_of_frames_without_times_says_its_timestamps_are_frame_numbe
     ]
     assert run(capsys, "record", SYNTH, str(tmp_path / "timed"), "--frames", "2")[0] == 0
     assert "timestamps_from" not in json.loads((tmp_path / "timed" / "session.json").read_text())
+
+
+def test_depth_over_frames_says_the_auto_range_note_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each frame printed its "max disparity auto: ..." note beside its own "searched:" line
+    (review): the note is said with the first frame, the range each frame."""
+    import cv2
+
+    rng = np.random.default_rng(3)
+    for side in ("left", "right"):
+        (tmp_path / "pairs" / side).mkdir(parents=True)
+    for i, shift in enumerate((4, 12, 24)):  # a nearer scene each frame: another range note each
+        image = cv2.resize(rng.integers(0, 255, (24, 40, 3), dtype=np.uint8), (160, 96))
+        cv2.imwrite(str(tmp_path / "pairs" / "left" / f"{i:03d}.png"), image)
+        cv2.imwrite(str(tmp_path / "pairs" / "right" / f"{i:03d}.png"), np.roll(image, -shift, axis=1))
+    argv = ("depth", str(tmp_path / "pairs"), "--frames", "3", "--out", str(tmp_path / "d"))
+    code, stdout, _ = run(capsys, *argv)
+    assert code == 0 and stdout.count("note: max disparity auto: ") == 1, stdout
+    assert stdout.count("searched: ") == 3

@@ -291,7 +291,7 @@ def _second_file(calib: str | None, given: str | None) -> Path | None:
 def run_source(args: argparse.Namespace) -> int:
     """LEFT alone is a source: depth for its first frame into OUT, or N frames into OUT/000000/..."""
     from app.engine.depth.engines import build_engine
-    from app.engine.depth.scene_range import drop_ceiling_notes
+    from app.engine.depth.scene_range import AUTO_RANGE_WORDS, drop_ceiling_notes
     from app.engine.outputs import (
         beyond_kitti_notes,
         earlier_result,
@@ -375,6 +375,8 @@ def run_source(args: argparse.Namespace) -> int:
                     drop_ceiling_notes(result)
                 result.notes.extend(beyond_kitti_notes(result))
                 lines = format_summary(result, calibration, _depth_unit(calibration), cli_words).splitlines()
+                if numbers:  # a later frame's auto range is its "searched:" line (said each frame: review)
+                    lines = [line for line in lines if not line.startswith(f"note: {AUTO_RANGE_WORDS}")]
                 print(f"frame {index}: " + "\n".join(line for line in lines if line not in said))
                 said.update(line for line in lines if line.startswith("note: "))
                 out = frame_folder(Path(args.out), index) if args.frames else Path(args.out)

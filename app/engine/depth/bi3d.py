@@ -72,6 +72,7 @@ from app.engine.depth.readout import (
     upsampled_step_fit,
 )
 from app.engine.depth.scene_range import (
+    AUTO_RANGE_WORDS,
     RangeTracker,
     SceneRange,
     bounded,
@@ -385,7 +386,7 @@ class Bi3DEngine:
                 found.note
                 if found.bound == request.max_disparity
                 else (
-                    f"max disparity auto: 0-{request.max_disparity} px (the estimate, {found.bound} px, "
+                    f"{AUTO_RANGE_WORDS}0-{request.max_disparity} px (the estimate, {found.bound} px, "
                     "cut off pixels nearer than it: swept to the ceiling)"
                 ),
             )

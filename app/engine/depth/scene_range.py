@@ -28,6 +28,7 @@ from app.engine.errors import setting
 from app.engine.types import DepthRequest, DepthResult, Mode, Spacing
 
 STEP_PX = 3  # the sweep's plane step: bounds are multiples of it
+AUTO_RANGE_WORDS = "max disparity auto: "  # how a frame's auto range note begins
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ class RangeTracker:
         seen = (
             f"scene reaches about {reach:.0f} px" if reach is not None else "too little texture to estimate"
         )
-        return SceneRange(self.bound, reach, f"max disparity auto: 0-{self.bound} px ({seen})")
+        return SceneRange(self.bound, reach, f"{AUTO_RANGE_WORDS}0-{self.bound} px ({seen})")
 
     def grow(self, bound: int) -> None:
         """The sweep had to reach ``bound`` after all: keep it from the next frame on."""

@@ -57,6 +57,8 @@ from app.engine.depth.exposure import (
     DEFAULT_EXPOSURE,
     ExposureConfig,
     flat_answer,
+    gain_matched,
+    pair_histogram,
     pair_notes,
     stretch,
 )
@@ -289,6 +291,11 @@ class Bi3DEngine:
         flat, seen, counts = pair_notes(left, right)
         notes = [*notes, *seen]
         if self.exposure is not None and flat is None:
+            # views exposed apart matched first: the network's first layers see gain (review)
+            matched = gain_matched(left, right)
+            if matched[0] is not left or matched[1] is not right:
+                left, right = matched
+                counts = pair_histogram(left, right)
             left, right, stretched = stretch(left, right, self.exposure, counts)
             notes = [*notes, stretched] if stretched else notes
         while True:

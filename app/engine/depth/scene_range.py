@@ -24,6 +24,7 @@ import cv2
 import numpy as np
 from torch import Tensor
 
+from app.engine.depth.exposure import gain_matched
 from app.engine.errors import setting
 from app.engine.types import DepthRequest, DepthResult, Mode, Spacing
 
@@ -64,7 +65,9 @@ def _grey(image: np.ndarray) -> np.ndarray:
 def checked_disparity(left: np.ndarray, right: np.ndarray, num: int) -> np.ndarray:
     """A left-right-checked, unique-only SGBM (block 5, 3-way) of two H x W uint8 grey images over
     ``num`` disparities: H x W float32 px, 0 or below where it has no answer. The cheap estimates
-    before depth (this range, ``alignment``) run it on downsampled frames."""
+    before depth (this range, ``alignment``) run it on downsampled frames, gain-matched
+    (``gain_matched``)."""
+    left, right = gain_matched(left, right)
     block = 5
     matcher = cv2.StereoSGBM_create(  # type: ignore[attr-defined]
         minDisparity=0,

@@ -24,7 +24,7 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
-from app.engine.depth.exposure import flat_answer, pair_notes
+from app.engine.depth.exposure import flat_answer, gain_matched, pair_notes
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import (
     STEP_PX,
@@ -151,6 +151,9 @@ class SGBMEngine:
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
         flat, seen, _ = pair_notes(left, right)
         notes = [*notes, *seen]
+        # views exposed apart matched first, as Bi3D's are: SGBM's costs see gain (Motorcycle with
+        # the left view at half brightness: 59 % dense bad-2, against 23 % as shot; review)
+        left, right = gain_matched(left, right)
         t0 = time.perf_counter()
         ceiling = request.max_disparity
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto

@@ -141,7 +141,9 @@ def gain_matched(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.nd
     they differ by ``GAIN_MATCHED`` or more (cameras exposed apart; real pairs differ by 1.00-1.09).
     Matching costs are not invariant to gain: Motorcycle with its right view at half brightness
     estimated a reach of 168 px where the truth stops at 60, the sweep went to 192 px, and its top
-    read as a near wall (review). Darkening, not brightening: no highlight is clipped."""
+    read as a near wall (review). Darkening, not brightening: no highlight is clipped, and no noise
+    is raised (both views brought to their geometric mean, per channel, raised the blank-room
+    renders' phantoms 2.52 -> 2.64 % with 55.0 -> 52.8 % kept; this 2.52 % with 54.7 %)."""
     ml, mr = float(left.mean()), float(right.mean())
     if min(ml, mr) < 1.0 or max(ml, mr) < GAIN_MATCHED * min(ml, mr):
         return left, right

@@ -151,9 +151,7 @@ def test_views_exposed_apart_are_matched_before_the_range_and_the_matchers() -> 
     truth = cv2.resize(read_pfm(scene / "disp0GT.pfm"), size, interpolation=cv2.INTER_NEAREST) * (370 / 741)
     dark = (right * 0.5).astype(np.uint8)
     matched = gain_matched(left, dark)
-    assert (
-        matched[1] is dark and abs(float(matched[0].mean()) - float(dark.mean())) < 1.0
-    )  # the brighter darkened
+    assert abs(float(matched[0].mean()) - float(matched[1].mean())) < 1.0  # one level for both
     assert gain_matched(left, right)[0] is left  # a pair exposed alike is left as it is
     assert estimate_reach(left, dark, 192) == pytest.approx(estimate_reach(left, right, 192), abs=2.0)
     request = DepthRequest(max_disparity=48)

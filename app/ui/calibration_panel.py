@@ -123,6 +123,8 @@ class CalibrationPanel(QWidget):
         self.controller = controller
         self.folders = folders or FolderMemory(Settings())  # the window's: its dialogs start alike
         self.views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # board points, left, right
+        self._source = ""  # the source shown (as the window names it), and the one the views are of
+        self._views_source = ""
         self.params: list[np.ndarray] = []
         self.frame_keys: list[str] = []  # a digest of each captured view's left image: one frame counts once
         # each view's frame as the seek bar numbers it ("frame 2"): outliers were named by their
@@ -429,12 +431,29 @@ class CalibrationPanel(QWidget):
         self._marked = None
         self.linesReady.emit(None)
 
-    def reset_source(self) -> None:
+    def reset_source(self, description: str = "") -> None:
         """Another source: the check and the self-rectification's result and frames were of the
-        last one's (its "vertical RMS 12.76 px" stood beside the demo: review)."""
+        last one's (its "vertical RMS 12.76 px" stood beside the demo: review). Board views
+        captured from another source go too: one view of a second rig was calibrated with the
+        first rig's 13, and the result put in use (review); the same source opened again (a
+        video looped by opening it afresh) keeps them."""
         self.reset_check()
         self.self_frames = []
         self.self_status.setText("")
+        if self.views and description != self._views_source:
+            count = len(self.views)
+            self._clear_views()
+            self.board_status.setText(
+                f"the {count} board view{'' if count == 1 else 's'} of the last source were cleared: "
+                "capture this source's board"
+            )
+        self._source = description
+
+    def _clear_views(self) -> None:
+        self.views, self.params, self.frame_keys, self.view_frames = [], [], [], []
+        self.outliers = []
+        self.calibrate_button.setEnabled(False)
+        self.drop_button.setEnabled(False)
 
     def run_check(self) -> None:
         last = self.controller.last
@@ -561,6 +580,8 @@ class CalibrationPanel(QWidget):
                 return
             if self.image_size not in (None, size) or self.target_key not in (None, key):
                 self.views, self.params, self.frame_keys, self.view_frames = [], [], [], []
+            if not self.views:
+                self._views_source = self._source  # the source these views are of
             self.image_size, self.target_key, self._odd_frame = size, key, None
             self._views_board = board
             self.views.append(matched)

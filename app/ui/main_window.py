@@ -579,7 +579,7 @@ class MainWindow(QMainWindow):
         self.engine_label.show_notes("", [])
         self.controls.set_calibration(None)
         self.calibration.note_source_calibration(None)
-        self.calibration.reset_source()
+        self.calibration.reset_source(description)
         self._hover_at = None
         self.measure.reset()
         self.cloud_view.reset()

@@ -47,6 +47,11 @@ class MeasurePanel(QWidget):
         self.figures.setWordWrap(True)
         layout.addWidget(self.figures)
         self.histogram = pg.PlotWidget()
+        # a figure, not a view to zoom: the wheel meant to scroll the dock zoomed it, and the zoom
+        # stayed over every later frame and tool (review); the wheel goes to the dock
+        self.histogram.setMouseEnabled(x=False, y=False)
+        self.histogram.setMenuEnabled(False)
+        self.histogram.hideButtons()
         self.histogram.setMinimumHeight(110)
         self.histogram.setLabel("left", "pixels")
         self.bars = pg.BarGraphItem(x=[], height=[], width=1.0, brush="#80b1d3")
@@ -209,6 +214,14 @@ class MeasurePanel(QWidget):
             metres = Session.distance_m(self.result, a, b)
         except UserError as exc:
             self.figures.setText(exc.worded(window_words))
+            # the line stood drawn to a pixel without depth (review): the clicks with depth stay,
+            # waiting for a second
+            d = self.result.depth.disparity
+            with_depth = [(x, y) for x, y in (a, b) if np.isfinite(d[y, x]) and d[y, x] > 0]
+            if len(with_depth) < 2:
+                self.clicks = with_depth
+                self.marks.setData([x for x, _ in with_depth], [y for _, y in with_depth])
+                self.line.setData([], [])
             return
         self.figures.setText(f"distance {metres:.3f} m between ({a[0]}, {a[1]}) and ({b[0]}, {b[1]})")
 

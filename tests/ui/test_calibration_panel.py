@@ -688,3 +688,28 @@ def test_a_rectified_pair_s_calibration_is_set_aside_by_another_size_and_comes_b
     assert "calib.txt (made for 160x120 frames) is in use again" in window.notices.text.text()
     # given before any frame (gui --calib): the size the file says it is for
     assert window.session.desk.declared_size(calib) == (160, 120)
+
+
+def test_board_views_of_another_source_are_cleared_and_the_same_source_keeps_them(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """One view of a second rig was calibrated with the first rig's 13, and the result put in use
+    (review): views are of one source."""
+    holder: list[StereoPair] = [_sample_pair("01")]
+    window = _window(qtbot, holder)
+    panel = window.calibration
+
+    def open_source(spec: str) -> None:
+        opened: list[bool] = []
+        window.controller.sourceChanged.connect(lambda _d: opened.append(True))
+        with qtbot.waitSignal(
+            window.controller.resultShown, timeout=20_000, check_params_cb=lambda _r: bool(opened)
+        ):
+            window.open_spec(spec)
+
+    open_source("rig_a")
+    panel.capture_view()
+    qtbot.waitUntil(lambda: len(panel.views) == 1, timeout=20_000)
+    open_source("rig_a")  # the same source again (a looped video is opened afresh): kept
+    assert len(panel.views) == 1
+    open_source("rig_b")
+    assert panel.views == [] and not panel.calibrate_button.isEnabled()
+    assert panel.board_status.text().startswith("the 1 board view of the last source were cleared")

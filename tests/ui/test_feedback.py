@@ -1541,3 +1541,49 @@ def test_the_seek_bar_does_not_change_length_as_its_label_changes(qtbot, tmp_pat
     with qtbot.waitSignal(window.controller.sourceEnded, timeout=10_000):
         window.open_spec(str(folder))
     assert window.seek_label.minimumWidth() < wide
+
+
+def test_the_wheel_over_the_histogram_does_not_zoom_it(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """A wheel meant to scroll the Measure dock zoomed the histogram, and the zoom stayed over every
+    later frame (review)."""
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.open_spec("pair")
+    _shown(qtbot, window)
+    plot = window.measure.histogram
+    before = plot.getViewBox().viewRange()
+    centre = QPointF(plot.width() / 2, plot.height() / 2)
+    wheel = QWheelEvent(
+        centre,
+        plot.mapToGlobal(centre),
+        QPoint(0, 0),
+        QPoint(0, 240),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(plot.viewport(), wheel)
+    assert plot.getViewBox().viewRange() == before
+
+
+def test_a_second_click_without_depth_draws_no_line(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """ "pixel (563, 39) has no depth" was said, and the line stood drawn to it (review)."""
+    from app.engine.types import Calibration
+
+    window = _window(qtbot, lambda spec: FakeSource(1), RecordingEngine())
+    window.session.set_calibration(Calibration(focal_px=500.0, baseline_m=0.1))
+    window.open_spec("pair")
+    result = _shown(qtbot, window)
+    result.depth.disparity[40, 50] = np.nan
+    panel = window.measure
+    panel.tool.setCurrentText("distance")
+    panel._clicked(10, 10)
+    panel._clicked(50, 40)
+    assert "has no depth" in panel.figures.text() and panel.clicks == [(10, 10)]
+    assert len(panel.line.getData()[0] or []) == 0
+    panel._clicked(60, 10)  # the second click the first was waiting for
+    assert panel.figures.text().startswith("distance ")

@@ -288,11 +288,12 @@ class Bi3DEngine:
         check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
-        flat, seen, counts = pair_notes(left, right)
+        flat, seen, views = pair_notes(left, right)
         notes = [*notes, *seen]
         if self.exposure is not None and flat is None:
             # views exposed apart matched first: the network's first layers see gain (review)
-            matched = gain_matched(left, right)
+            matched = gain_matched(left, right, views)
+            counts = views[0] + views[1]
             if matched[0] is not left or matched[1] is not right:
                 left, right = matched
                 counts = pair_histogram(left, right)

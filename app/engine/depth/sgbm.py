@@ -149,11 +149,11 @@ class SGBMEngine:
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
-        flat, seen, _ = pair_notes(left, right)
+        flat, seen, views = pair_notes(left, right)
         notes = [*notes, *seen]
         # views exposed apart matched first, as Bi3D's are: SGBM's costs see gain (Motorcycle with
         # the left view at half brightness: 59 % dense bad-2, against 23 % as shot; review)
-        left, right = gain_matched(left, right)
+        left, right = gain_matched(left, right, views)
         t0 = time.perf_counter()
         ceiling = request.max_disparity
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto

@@ -240,16 +240,17 @@ class MeasurePanel(QWidget):
         except UserError as exc:
             self.figures.setText(exc.worded(window_words))
             return
+        off = f" ({stats.plane_outliers} px far off the plane left out)" if stats.plane_outliers else ""
         if stats.mean_distance_m is None or stats.plane_rms_mm is None:  # no calibration: pixels alone
             self.figures.setText(
                 f"{stats.pixels} px · fill rate {100 * stats.fill_rate:.1f} % · median disparity "
                 f"{stats.median_disparity_px:.2f} px · disparity-plane RMS "
-                f"{stats.disparity_plane_rms_px:.2f} px · depths need a calibration"
+                f"{stats.disparity_plane_rms_px:.2f} px{off} · depths need a calibration"
             )
             return
         self.figures.setText(
             f"{stats.pixels} px · fill rate {100 * stats.fill_rate:.1f} % · mean depth (Z) "
-            f"{stats.mean_distance_m:.3f} m · plane-fit RMS {stats.plane_rms_mm:.1f} mm · "
+            f"{stats.mean_distance_m:.3f} m · plane-fit RMS {stats.plane_rms_mm:.1f} mm{off} · "
             f"median disparity {stats.median_disparity_px:.2f} px"
         )
 

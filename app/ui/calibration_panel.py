@@ -322,6 +322,8 @@ class CalibrationPanel(QWidget):
         self.apply(calibration, rig, path.name, rig is not None and DESK.focal_guessed(path), fitted)
         if note:
             self.file_label.setText(f"{self.file_label.text()}; {note}")
+        if note is not None and DESK.doubtful(note):  # said in the panel alone, under a zoomed-in
+            self._show_error(note)  # corner as the left view and a 3D view of nothing (review)
 
     def apply(
         self,

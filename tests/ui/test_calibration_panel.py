@@ -713,3 +713,20 @@ def test_board_views_of_another_source_are_cleared_and_the_same_source_keeps_the
     open_source("rig_b")
     assert panel.views == [] and not panel.calibrate_button.isEnabled()
     assert panel.board_status.text().startswith("the 1 board view of the last source were cleared")
+
+
+def test_a_calibration_that_looks_made_for_another_size_is_an_error_not_a_panel_line(
+    qtbot, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A file without its size whose principal point lies far off the frames' centre was said in
+    the panel alone, under a zoomed-in corner as the left view and an empty 3D view (review)."""
+    from tests.engine.calibration.test_calibration import _stereo_calib_sample
+
+    _stereo_calib_sample(tmp_path)  # a 1280x720 rig's files, which say no size
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 255, (360, 640, 3), dtype=np.uint8)
+    holder = [StereoPair(image, np.roll(image, -4, axis=1))]
+    window = _window(qtbot, holder)
+    _show(qtbot, window, holder, holder[0])
+    window.calibration.load(tmp_path / "intrinsics.yml")
+    assert window.notices.level == "error" and "looks made for about 1281x721" in window.notices.text.text()

@@ -25,6 +25,7 @@ from app.engine.calibration.fit import StereoFit, fit_stereo
 from app.engine.calibration.rig import Rectifier, StereoRig
 from app.engine.calibration.selfrect import SelfRectification, rectify_frames
 from app.engine.calibration.target import Target
+from app.engine.calibration.validate import OFF_CENTRE_WORDS
 from app.engine.types import Calibration
 
 BoardView = Any  # one matched view: (object points, left corners, right corners)
@@ -50,6 +51,12 @@ class CalibrationDesk:
         else:
             calibration, rig, note = load_for_frames(path, second, frame_size)
         return calibration, rig, note  # a placeholder baseline (calib rectify's) is marked unknown
+
+    @staticmethod
+    def doubtful(note: str) -> bool:
+        """Whether ``load``'s note says the calibration likely does not fit the frames (a principal
+        point far off their centre): the window raises it as an error, not a panel line only."""
+        return OFF_CENTRE_WORDS in note
 
     @staticmethod
     def declared_size(path: Path, second: Path | None = None) -> tuple[int, int] | None:

@@ -99,6 +99,7 @@ def fit_to_frames(
 
 
 OFF_CENTRE = 0.15  # share of the frame's width (height) a principal point may lie off its centre
+OFF_CENTRE_WORDS = "metric depth from it is likely wrong"  # how the off-centre note is found again
 
 
 def _off_centre_note(
@@ -118,7 +119,7 @@ def _off_centre_note(
     return (
         f"{where} does not say its image size, and its principal point ({cx:.0f}, {cy:.0f}) lies far "
         f"from the centre of these {fw}x{fh} frames: it looks made for about {2 * cx + 1:.0f}x"
-        f"{2 * cy + 1:.0f} images, and metric depth from it is likely wrong; give the frames it was "
+        f"{2 * cy + 1:.0f} images, and {OFF_CENTRE_WORDS}; give the frames it was "
         "made for, or calibrate at this size"
     )
 

@@ -938,6 +938,12 @@ def test_eval_notes_name_settings_in_words_not_marks() -> None:
     row = EvalRow("demo", "bi3d", metrics, 1.0, 48, (note,), "torch", "bf16")
     (line,) = eval_notes([row], cli_words)
     assert "--precision fp32 times" in line and "\x1e" not in line and "\x1f" not in line
+    # a note both engines were given is the scene's, not one engine's (review)
+    shared = "exposure: the right image is 2.1 x darker"
+    rows = [EvalRow("demo", e, metrics, 1.0, 48, (shared,), "torch", "bf16") for e in ("bi3d", "sgbm")]
+    other = EvalRow("demo", "sgbm", metrics, 1.0, 48, (note,), "opencv", "fp32")
+    assert eval_notes([*rows, other], cli_words)[0] == f"note (demo): {shared}"
+    assert eval_notes([rows[1], other], cli_words)[0] == f"note (demo/sgbm): {shared}"
     held = _json.dumps(row.to_json())
     assert "\\u001e" not in held and "\\u001f" not in held
 

@@ -464,6 +464,9 @@ class CalibrationPanel(QWidget):
             return
         pair = last.pair  # rectified when a rig is loaded
         target = self._quiet_target()
+        number, count, _ = self.controller.session.position()
+        # which frame it read: its figures stood unmarked over other frames after a seek (review)
+        of_frame = f" (frame {number + 1})" if count and count > 1 and number >= 0 else ""
 
         def measure() -> tuple[EpipolarReport, tuple[int, float] | None]:
             board = DESK.board_rows(target, pair.left, pair.right) if target is not None else None
@@ -479,7 +482,9 @@ class CalibrationPanel(QWidget):
                     f"{rms:.2f} px apart vertically (RMS), {DESK.verdict(rms)}"
                 )
             colour = VERDICT_COLOURS.get(report.headline, "#777777")
-            self.verdict.setText(f"<b style='color:{colour}'>{report.headline.upper()}</b>{board_line}")
+            self.verdict.setText(
+                f"<b style='color:{colour}'>{report.headline.upper()}</b>{of_frame}{board_line}"
+            )
             r = report
             if r.misalignment is None:
                 self.figures.setText(f"{r.matches} matches. {r.reason_in(window_words)}")

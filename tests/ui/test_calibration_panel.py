@@ -730,3 +730,19 @@ def test_a_calibration_that_looks_made_for_another_size_is_an_error_not_a_panel_
     _show(qtbot, window, holder, holder[0])
     window.calibration.load(tmp_path / "intrinsics.yml")
     assert window.notices.level == "error" and "looks made for about 1281x721" in window.notices.text.text()
+
+
+def test_a_check_of_one_frame_of_many_names_the_frame(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """After a seek, the check of frame 13 stood beside other frames, with no frame number (review)."""
+    from tests.folders import pairs_folder
+
+    folder = pairs_folder(tmp_path / "pairs", 3, size=(120, 160))
+    window = MainWindow(Session(EngineOptions(engine="sgbm")), Settings(max_disparity=32))
+    qtbot.addWidget(window)
+    window.show()
+    with qtbot.waitSignal(window.controller.sourceEnded, timeout=20_000):
+        window.open_spec(str(folder))
+    panel = window.calibration
+    with qtbot.waitSignal(panel.linesReady, timeout=20_000):
+        panel.run_check()
+    assert "</b> (frame 3)" in panel.verdict.text()

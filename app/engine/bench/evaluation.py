@@ -204,8 +204,17 @@ def eval_notes(rows: list[EvalRow], words: Wording = plain_words) -> list[str]:
     """Each engine note once, with the first scene and engine it was said of (the table alone
     dropped them: a swapped pair was scored without a word), its settings named by ``words``
     (their raw marks were printed: review)."""
-    said: dict[str, str] = {}
+    said: dict[str, tuple[str, list[str]]] = {}  # note -> its first scene, the engines said it there
+    engines = {r.engine for r in rows}
     for r in rows:
         for note in r.notes:
-            said.setdefault(note, f"{r.scene}/{r.engine}")
-    return [f"note ({where}): {word_settings(note, words)}" for note, where in said.items()]
+            scene, of = said.setdefault(note, (r.scene, []))
+            if r.scene == scene and r.engine not in of:
+                of.append(r.engine)
+    # a note every engine was given is the scene's: "left/sgbm" alone read as if Bi3D had no such
+    # warning (review)
+    return [
+        f"note ({scene if set(of) == engines and len(engines) > 1 else f'{scene}/{of[0]}'}): "
+        f"{word_settings(note, words)}"
+        for note, (scene, of) in said.items()
+    ]

@@ -120,13 +120,16 @@ def render(result: FrameResult, spec: DisplaySpec) -> Rendered:
     else:
         shown = depth.disparity
         answered = bool(np.isfinite(shown).any())
-        levels = (0.0, spec.fixed_max) if spec.fixed_max else auto_levels(shown)
-        if not spec.fixed_max and depth.mode is Mode.QUANTIZED and len(depth.planes):
+        if spec.fixed_max:
+            levels = (0.0, spec.fixed_max)
+        elif depth.mode is Mode.QUANTIZED and len(depth.planes):
             levels = level_span(level_edges(depth, result.request.max_disparity))
-        if not spec.fixed_max and depth.mode is Mode.SELECTIVE and result.request.range is not None:
+        elif depth.mode is Mode.SELECTIVE and result.request.range is not None:
             # the range's ends: a coarse answer under a tight budget (2 planes every 42 px) set a
             # 20-38 px scale that SGBM beside it, 20-60 px, overran in one colour (review)
             levels = (float(result.request.range[0]), float(result.request.range[1]))
+        else:  # percentiles over every pixel: only where no rule above sets the range
+            levels = auto_levels(shown)
         title = f"{depth.engine} {depth.mode.value} · disparity in px{_depth_span(result, levels)}"
         if depth.choice.get("quantized") and result.request.mode is not depth.mode:
             # the budget answered another mode than the one chosen: said first (it read "bi3d

@@ -8,7 +8,8 @@ python benchmarks/camera_variants.py [--precision fp32] [--cases NAME,NAME]
 Dense bad-2 against the ground truth (unknown pixels count as errors). Right view moved down
 (or up) by 0.5-3 px or turned 0.15 degrees about its centre (bicubic, edges replicated); both
 views at 35 % or 20 % brightness, at 40 % contrast over a grey floor, with Gaussian noise
-(sigma 6 grey levels, or 3 after darkening, seed 0), blurred (sigma 1.2 px), JPEG quality 60.
+(sigma 6 grey levels, or 3 after darkening, seed 0), the right view's white balance moved (or
+both views' red), in grey, blurred (sigma 1.2 px), JPEG quality 60.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def levels(image: np.ndarray, gain: float, offset: float = 0.0) -> np.ndarray:
     return np.clip(image.astype(np.float32) * gain + offset, 0, 255).round().astype(np.uint8)
 
 
+def tinted(image: np.ndarray, gains: tuple[float, float, float]) -> np.ndarray:
+    """An RGB image with its channels scaled apart (another white balance)."""
+    return np.clip(image.astype(np.float32) * np.float32(gains), 0, 255).round().astype(np.uint8)
+
+
 def noisy(image: np.ndarray, sigma: float, seed: int) -> np.ndarray:
     noise = np.random.default_rng(seed).normal(0, sigma, image.shape)
     return np.clip(image + noise, 0, 255).round().astype(np.uint8)
@@ -77,6 +83,15 @@ CASES: dict[str, tuple[Callable[[Pair], Pair], str | None]] = {
     "35 % + noise 3": (
         lambda p: (noisy(levels(p[0], 0.35), 3, 0), noisy(levels(p[1], 0.35), 3, 1)),
         "exposure_stretch",
+    ),
+    "right warmer (R 1.2 B 0.8)": (right_only(lambda im: tinted(im, (1.2, 1.0, 0.8))), None),
+    "right cooler (R 0.8 B 1.25)": (right_only(lambda im: tinted(im, (0.8, 1.0, 1.25))), None),
+    "right greener (G 1.15)": (right_only(lambda im: tinted(im, (1.0, 1.15, 1.0))), None),
+    "both redder (R 1.2)": (both(lambda im: tinted(im, (1.2, 1.0, 1.0))), None),
+    "both less red (R 0.8)": (both(lambda im: tinted(im, (0.8, 1.0, 1.0))), None),
+    "both grey": (
+        both(lambda im: cv2.cvtColor(cv2.cvtColor(im, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)),
+        None,
     ),
     "noise 6": (lambda p: (noisy(p[0], 6, 0), noisy(p[1], 6, 1)), None),
     "blur 1.2 px": (both(lambda im: cv2.GaussianBlur(im, (0, 0), 1.2)), None),

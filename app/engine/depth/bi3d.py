@@ -61,6 +61,7 @@ from app.engine.depth.exposure import (
     pair_histogram,
     pair_notes,
     stretch,
+    white_balanced,
 )
 from app.engine.depth.limits import bi3d_bytes, check_image_size, require_frame
 from app.engine.depth.planecheck import DEFAULT_PLANE_CHECK, PlaneCheckConfig, check_planes
@@ -299,6 +300,8 @@ class Bi3DEngine:
                 counts = pair_histogram(left, right)
             left, right, stretched = stretch(left, right, self.exposure, counts)
             notes = [*notes, stretched] if stretched else notes
+        elif flat is None:  # without the exposure stage, colours still: the note says so
+            left, right = white_balanced(left, right)
         while True:
             try:
                 result = self._compute(left, right, request)

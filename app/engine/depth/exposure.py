@@ -59,6 +59,30 @@ EXPOSURE_GAP = 10.0  # ... and at least this many grey levels above it
 EXPOSURE_MISMATCH_WORDS = "so depth is less reliable"  # how the note is found again (the window)
 
 
+OVEREXPOSED = 0.15  # this share of a view's samples at level 255 is said (blank-room renders: up to 0.11)
+OVEREXPOSED_WORDS = "clipped white"
+
+
+def overexposed_note(left_counts: np.ndarray, right_counts: np.ndarray) -> str | None:
+    """A note when much of a view is clipped white (``OVEREXPOSED``), else None: its depth there
+    is unknown or guessed (Motorcycle at 1.5 x its exposure, 20 % clipped, read 23.5 % dense bad-2
+    against 16.2 % as shot; aloe, 48 % clipped, 25.9 % against 19.6 %: review)."""
+    shares = [float(c[255]) / max(float(c.sum()), 1.0) for c in (left_counts, right_counts)]
+    if max(shares) < OVEREXPOSED:
+        return None
+    which = (
+        "both images"
+        if min(shares) >= OVEREXPOSED
+        else "the left image"
+        if shares[0] > shares[1]
+        else "the right image"
+    )
+    return (
+        f"exposure: {100 * max(shares):.0f} % of {which} is {OVEREXPOSED_WORDS}, so depth is unknown or "
+        "guessed there; lower the exposure or gain"
+    )
+
+
 def mean_level(counts: np.ndarray) -> float:
     """The mean grey level of a 256-level histogram (0 for an empty one)."""
     return float((counts * np.arange(256)).sum() / max(counts.sum(), 1))
@@ -138,20 +162,109 @@ def stretch(
 
 
 GAIN_MATCHED = 1.15  # one view's mean grey this many times the other's: brought to it before matching
+TINT_MATCHED = 1.06  # the views' channel ratios this far apart (colours set apart): read as grey
+TINT_WORDS = "so depth is read from their grey levels"  # how the note is found again
+
+
+def channel_means(image: np.ndarray) -> np.ndarray:
+    """The mean level of each channel of a uint8 image (grey: one), on every ``ROW_STEP``-th row
+    (0.01 ms at 480 x 640)."""
+    channels = 1 if image.ndim == 2 else image.shape[2]
+    return np.array(cv2.mean(image[::ROW_STEP])[:channels])
+
+
+def _grey_samples(image: np.ndarray) -> bool:
+    """Whether an H x W x 3 image holds a grey camera's three equal channels (every
+    ``ROW_STEP``-th row read)."""
+    rows = image[::ROW_STEP]
+    return bool(np.array_equal(rows[..., 0], rows[..., 1]) and np.array_equal(rows[..., 1], rows[..., 2]))
+
+
+def channel_ratios(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
+    """Each channel's mean level in the right image over the left's, or None for grey images (or
+    a channel without light in either: no colour to read)."""
+    if left.ndim == 2 or right.ndim == 2 or left.shape[2] < 3:
+        return None
+    cl, cr = channel_means(left), channel_means(right)
+    if cl.min() < 1.0 or cr.min() < 1.0:
+        return None
+    return cr / cl
+
+
+def tint_spread(left: np.ndarray, right: np.ndarray) -> float:
+    """How far apart the views' colours are: the largest of ``channel_ratios`` over the smallest
+    (1.0: alike, or grey images). Motorcycle's 1.016; the blank-room renders' 1.00-1.04."""
+    ratios = channel_ratios(left, right)
+    return 1.0 if ratios is None else float(ratios.max() / ratios.min())
+
+
+def colour_mismatch(left: np.ndarray, right: np.ndarray) -> str | None:
+    """What differs between the views' colours where they should be read as grey: one view grey
+    (a grey camera's three equal channels) and the other in colour, or their channels' mean
+    ratios ``TINT_MATCHED`` x apart or more (white balance, saturation, gamma or channel order
+    set apart); None where they are alike."""
+    if left.ndim == 2 or right.ndim == 2 or left.shape[2] < 3 or right.shape[2] < 3:
+        return None
+    grey = (_grey_samples(left), _grey_samples(right))
+    if grey[0] != grey[1]:
+        grey_one, colour_one = ("left", "right") if grey[0] else ("right", "left")
+        return f"the {grey_one} image is grey and the {colour_one} in colour"
+    ratios = channel_ratios(left, right)
+    if grey[0] or ratios is None or ratios.max() < TINT_MATCHED * ratios.min():
+        return None
+    each = ", ".join(f"{name} {r:.2f} x" for name, r in zip(("red", "green", "blue"), ratios, strict=True))
+    return f"the right image's colours differ from the left's (mean {each} the left's)"
+
+
+def tint_note(left: np.ndarray, right: np.ndarray) -> str | None:
+    """A note when the views' colours differ (``colour_mismatch``), else None."""
+    what = colour_mismatch(left, right)
+    if what is None:
+        return None
+    return (
+        f"colour: {what}, {TINT_WORDS}; give both cameras the same colour settings (white balance, "
+        "saturation, gamma, channel order)"
+    )
+
+
+def as_grey(image: np.ndarray) -> np.ndarray:
+    """An H x W x 3 RGB uint8 image's grey levels in all three channels."""
+    return cv2.cvtColor(cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
+
+
+def white_balanced(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both views as grey (``as_grey``) where their colours differ (``colour_mismatch``), else both
+    as they are (``gain_matched`` says why)."""
+    if colour_mismatch(left, right) is None:
+        return left, right
+    return as_grey(left), as_grey(right)
 
 
 def gain_matched(
     left: np.ndarray, right: np.ndarray, views: tuple[np.ndarray, np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Two uint8 images (grey or RGB) with the brighter one scaled to the other's mean level where
-    they differ by ``GAIN_MATCHED`` or more (cameras exposed apart; real pairs differ by 1.00-1.09).
-    Matching costs are not invariant to gain: Motorcycle with its right view at half brightness
-    estimated a reach of 168 px where the truth stops at 60, the sweep went to 192 px, and its top
-    read as a near wall (review). Darkening, not brightening: no highlight is clipped, and no noise
-    is raised (both views brought to their geometric mean, per channel, raised the blank-room
-    renders' phantoms 2.52 -> 2.64 % with 55.0 -> 52.8 % kept; this 2.52 % with 54.7 %).
-    ``views``: the images' ``view_histograms`` where known, whose means cost nothing more (the
-    images' own means took 0.5 ms of a 15 ms binary frame)."""
+    """Two uint8 images (grey or RGB) brought to one white balance and exposure where they differ.
+
+    - Colours apart (``colour_mismatch``: white balance, saturation, gamma or channel order set
+      apart, or a grey camera beside a colour one): both read as grey. The network is not
+      invariant to colour (a grey left view beside a colour right one read aloe at 42.7 % dense
+      bad-2, 20.0 % as grey: review): Motorcycle with the right view's red at 0.8 x and blue
+      at 1.25 x gave 28.9 % dense bad-2 with each channel matched to the other view's mean (72.8 %
+      unmatched; 16.2 % as shot), and 17.2 % as grey (16.98 % for the pair as shot in grey).
+    - Exposed apart (mean grey ``GAIN_MATCHED`` x or more; real pairs differ by 1.00-1.09): the
+      brighter view scaled to the other's mean level. Matching costs are not invariant to gain:
+      Motorcycle with its right view at half brightness estimated a reach of 168 px where the truth
+      stops at 60, the sweep went to 192 px, and its top read as a near wall (review). Darkening,
+      not brightening: no highlight is clipped, and no noise is raised (both views brought to their
+      geometric mean, per channel, on every pair, raised the blank-room renders' phantoms 2.52 ->
+      2.64 % with 55.0 -> 52.8 % kept).
+
+    Otherwise both are returned as they are. ``views``: the images' ``view_histograms`` where
+    known, whose means cost nothing more (the images' own means took 0.5 ms of a 15 ms binary
+    frame)."""
+    balanced = white_balanced(left, right)
+    if balanced[0] is not left:
+        (left, right), views = balanced, None
     if views is None:
         ml, mr = float(left.mean()), float(right.mean())
     else:
@@ -197,14 +310,21 @@ def pair_notes(
     left: np.ndarray, right: np.ndarray
 ) -> tuple[str | None, list[str], tuple[np.ndarray, np.ndarray]]:
     """What a pair's grey levels say before any matching, as both engines read them: the flat
-    note (None: the pair has texture), the other notes (one image twice, the views exposed apart)
+    note (None: the pair has texture), the other notes (one image twice, the views exposed apart,
+    clipped white, or in colours set apart)
     and the views' ``view_histograms`` (``gain_matched`` reads them; their sum, ``levels`` and
     ``stretch``)."""
     views = view_histograms(left, right)
     flat = flat_pair_note(left, right, views[0] + views[1])
     if flat is not None:
         return flat, [], views
-    return None, [n for n in (identical_pair_note(left, right), exposure_mismatch_note(*views)) if n], views
+    notes = (
+        identical_pair_note(left, right),
+        exposure_mismatch_note(*views),
+        overexposed_note(*views),
+        tint_note(left, right),
+    )
+    return None, [n for n in notes if n], views
 
 
 IDENTICAL_NOTE = (

@@ -128,27 +128,34 @@ def test_exposure_apart_needs_grey_levels_apart_and_names_a_black_view() -> None
     assert binary.probabilities is not None and np.isnan(binary.probabilities).all()
 
 
-def test_views_exposed_apart_are_matched_before_the_range_and_the_matchers() -> None:
-    """Motorcycle with its right view at half brightness estimated a reach of 168 px (truth 60),
-    swept to 192 px and read its top as a near wall; SGBM with the left view darker read 59 %
-    dense bad-2 against 23 % as shot (review)."""
+def _small_motorcycle() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The demo pair and its ground truth at 370 x 250 px."""
     import cv2
 
     from app.engine.assets import demo_scene
-    from app.engine.depth.exposure import gain_matched
-    from app.engine.depth.scene_range import estimate_reach
-    from app.engine.depth.sgbm import SGBMEngine
     from app.engine.formats import read_image_rgb, read_pfm
-    from app.engine.metrics import evaluate
-    from app.engine.types import DepthRequest
 
     scene = demo_scene()
     size = (370, 250)
     left, right = (
-        cv2.resize(read_image_rgb(scene / n), size, interpolation=cv2.INTER_AREA)
-        for n in ("im0.png", "im1.png")
+        cv2.resize(read_image_rgb(scene / name), size, interpolation=cv2.INTER_AREA)
+        for name in ("im0.png", "im1.png")
     )
     truth = cv2.resize(read_pfm(scene / "disp0GT.pfm"), size, interpolation=cv2.INTER_NEAREST) * (370 / 741)
+    return left, right, truth
+
+
+def test_views_exposed_apart_are_matched_before_the_range_and_the_matchers() -> None:
+    """Motorcycle with its right view at half brightness estimated a reach of 168 px (truth 60),
+    swept to 192 px and read its top as a near wall; SGBM with the left view darker read 59 %
+    dense bad-2 against 23 % as shot (review)."""
+    from app.engine.depth.exposure import gain_matched
+    from app.engine.depth.scene_range import estimate_reach
+    from app.engine.depth.sgbm import SGBMEngine
+    from app.engine.metrics import evaluate
+    from app.engine.types import DepthRequest
+
+    left, right, truth = _small_motorcycle()
     dark = (right * 0.5).astype(np.uint8)
     matched = gain_matched(left, dark)
     assert abs(float(matched[0].mean()) - float(matched[1].mean())) < 1.0  # one level for both
@@ -167,3 +174,68 @@ def test_views_exposed_apart_are_matched_before_the_range_and_the_matchers() -> 
         evaluate(bi3d.compute(left, r, auto).disparity, truth)["dense"].bad2 for r in (right, dark)
     )
     assert apart < shot + 0.03  # the network sees gain too (23.3 % against 16.2 % at full size before)
+
+
+def _tinted(image: np.ndarray, gains: tuple[float, float, float]) -> np.ndarray:
+    return np.clip(image.astype(np.float32) * np.float32(gains), 0, 255).round().astype(np.uint8)
+
+
+def test_views_white_balanced_apart_are_read_as_grey_and_said() -> None:
+    from app.engine.depth.exposure import (
+        TINT_WORDS,
+        as_grey,
+        gain_matched,
+        pair_notes,
+        tint_note,
+        white_balanced,
+    )
+
+    left = _image(0, 200)  # no level clipped by the tint
+    right = _tinted(left, (0.8, 1.0, 1.25))
+    out_l, out_r = white_balanced(left, right)
+    assert np.array_equal(out_l, as_grey(left)) and np.array_equal(out_r, as_grey(right))
+    assert np.array_equal(out_l[..., 0], out_l[..., 2])  # grey in every channel
+    assert gain_matched(left, right)[0][..., 1].tolist() == out_l[..., 1].tolist()
+    note = tint_note(left, right)
+    assert note is not None and TINT_WORDS in note and "red 0.80 x" in note and "blue 1.25 x" in note
+    assert note in pair_notes(left, right)[1]
+    # alike, slightly apart (1.04, as the blank-room renders at most), or both grey: as they are
+    for base, other in ((left, left.copy()), (left, _tinted(left, (1.0, 1.04, 1.0))), (as_grey(left),) * 2):
+        assert white_balanced(base, other)[0] is base and tint_note(base, other) is None
+    # a grey camera's image (three equal channels) beside a colour one: aloe read 42.7 % (review)
+    for pair, grey_side in (((as_grey(left), right), "left"), ((left, as_grey(right)), "right")):
+        out_l, out_r = white_balanced(*pair)
+        assert np.array_equal(out_l, as_grey(pair[0])) and np.array_equal(out_r, as_grey(pair[1]))
+        said = tint_note(*pair)
+        assert said is not None and f"the {grey_side} image is grey" in said
+
+
+def test_a_pair_clipped_white_is_said() -> None:
+    """Motorcycle at 1.5 x its exposure (20 % of it clipped white) read 23.5 % dense bad-2, unsaid
+    (review); the blank-room renders clip up to 11 %."""
+    from app.engine.depth.exposure import OVEREXPOSED_WORDS, pair_notes
+
+    left = _image(0, 255)
+    assert not [n for n in pair_notes(left, left[:, ::-1].copy())[1] if OVEREXPOSED_WORDS in n]
+    bright = np.clip(left.astype(np.int32) * 2, 0, 255).astype(np.uint8)  # half of it clipped
+    said = [n for n in pair_notes(bright, left)[1] if OVEREXPOSED_WORDS in n]
+    assert len(said) == 1 and "of the left image is clipped white" in said[0]
+    said = [n for n in pair_notes(bright, bright[:, ::-1].copy())[1] if OVEREXPOSED_WORDS in n]
+    assert len(said) == 1 and "of both images" in said[0]
+
+
+def test_a_pair_white_balanced_apart_keeps_its_depth() -> None:
+    """Motorcycle with the right view's red at 0.8 x and blue at 1.25 x: 72.8 % dense bad-2 at
+    the defaults (16.2 % as shot); its green at 1.15 x 41.1 %. SGBM, on grey levels: 23 %."""
+    from app.engine.depth.engines import EngineOptions, build_engine
+    from app.engine.metrics import evaluate
+    from app.engine.types import DepthRequest
+
+    left, right, truth = _small_motorcycle()
+    bi3d, _ = build_engine(EngineOptions(engine="bi3d", precision="fp32", runtime="torch"))
+    auto = DepthRequest(max_disparity=192, auto_range=True)
+    shot = evaluate(bi3d.compute(left, right, auto).disparity, truth)["dense"].bad2
+    for gains in ((0.8, 1.0, 1.25), (1.0, 1.15, 1.0)):
+        bi3d.new_stream()
+        apart = evaluate(bi3d.compute(left, _tinted(right, gains), auto).disparity, truth)["dense"].bad2
+        assert apart < shot + 0.03, gains

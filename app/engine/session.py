@@ -86,6 +86,7 @@ STAGES = ("capture", "rectify", "features", "planes", "refine", "sgbm", "flow", 
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
 
 
+SEEK_WHILE_RECORDING = "a recording keeps the frames in the order they play: stop recording (Ctrl+R) to seek"
 REINDEX_MARK = "record --reindex"  # in a recording's notes that advise rebuilding its index
 
 
@@ -359,6 +360,10 @@ class Session:
             raise UserError(
                 "this source cannot seek (a camera, an endless or unnumbered stream); pause and step"
             )
+        if self.recorder is not None and index != int(getattr(source, "frame_number", -1)) + 1:
+            # a recording keeps frames in the order they are read: a seek back recorded frames 5-9,
+            # then 6-30 again, with times that went back (review)
+            raise UserError(SEEK_WHILE_RECORDING)
         source.seek(index)  # type: ignore[attr-defined]
 
     def position(self) -> tuple[int, int | None, float]:
@@ -530,7 +535,14 @@ class Session:
         """The frame's depth files, its pair and SGBM's answer when comparing, in a new folder
         under ``output_root/snapshots`` (``snapshots.write_snapshot``)."""
         untimed = bool(getattr(self.source, "frame_number_times", False))  # a folder's frame numbers
-        return snapshots.write_snapshot(result, self.output_root, source, view, timed=not untimed)
+        # the seek bar's seconds count from the source's first frame, a recording's too (its source
+        # times, kept, may start anywhere): the snapshot said 1.1 s of a frame shown at 0.90 s (review)
+        start = None
+        if getattr(self.source, "seekable", False) and getattr(self.source, "has_times", False):
+            start = float(self.source.timestamp_of(0))  # type: ignore[union-attr]
+        return snapshots.write_snapshot(
+            result, self.output_root, source, view, timed=not untimed, start_s=start
+        )
 
     def export_point_cloud(self, result: FrameResult, path: Path | None = None) -> tuple[Path, int]:
         """The frame's points as PLY (default: a new file under ``output_root/pointclouds``)."""

@@ -29,13 +29,16 @@ def write_snapshot(
     source: str = "",
     view: dict[str, Any] | None = None,
     timed: bool = True,
+    start_s: float | None = None,
 ) -> Path:
     """What is needed to show or redo a frame's answer, in a new folder: the depth (colour PNG,
     PFM, 16-bit PNG, result.npz; a binary or quantized answer's plane probabilities, which are
     that answer, not a continuous or selective one's), the pair as it was matched (``left.png``,
     ``right.png``, after rectification), SGBM's answer beside it when comparing (``sgbm/``), and
     ``result.json`` (request, calibration, timings, the source and the frame's time in it, ``view``: how the
-    window showed it); ``timed`` False: the source's frames carry no times (``source_time_s`` null)."""
+    window showed it); ``timed`` False: the source's frames carry no times (``source_time_s`` null);
+    ``start_s``: the time of the source's first frame, where it has one (a file's, a recording's):
+    ``time_into_source_s`` is then the seek bar's seconds."""
     folder = new_folder(root, "snapshots")
     cal = result.calibration
     extra: dict[str, Any] = {
@@ -48,6 +51,9 @@ def write_snapshot(
         "source": source,
         # null where the source's frames carry no times (their numbers read as seconds: review)
         "source_time_s": round(float(result.pair.timestamp), 6) if timed else None,
+        "time_into_source_s": (
+            round(float(result.pair.timestamp) - start_s, 6) if timed and start_s is not None else None
+        ),
         "answer_number": result.index,  # answers the window computed this session, this one's
         "files": {"left": "left.png", "right": "right.png", "sgbm": "sgbm/" if result.baseline else None},
     }

@@ -35,6 +35,7 @@ def build_session(settings: Settings) -> tuple[Session, str | None]:
 
 
 WINDOW_SIZE = (1500, 950)
+FRAMED_AFTER_MS = 300  # a window manager has framed a new window by then
 
 
 def screen_free() -> tuple[int, int] | None:
@@ -72,6 +73,9 @@ def create_window(source: str | None = None, settings_path: Path | None = None) 
     if not (window.geometry_restored and fits_screen(window.width(), window.height())):
         window.resize(*size)
         window.fit_width(size[0])  # a laptop's first opening: the side docks as tabs, the images wider
+        # once shown and framed by the window manager: its title bar pushed the status bar off a
+        # 1366 x 768 screen (review)
+        QTimer.singleShot(FRAMED_AFTER_MS, window.keep_on_screen)
     if problem is None:
         window.apply_engine()  # again, now that engine-build progress can reach the status bar
     window.open_spec(source or session.demo_spec())

@@ -4,13 +4,15 @@ The window's Space and Right shortcuts work wherever the focus is, so that the p
 toolbar. They took the keys from the control being used: Right did not move a focused slider
 (Min confidence went down with Left and never up again) and Space paused the video instead of
 ticking the focused checkbox. A control with the focus that uses the key claims it first, as
-Qt's shortcut override allows; elsewhere (an image, a button-less area) the shortcut works.
+Qt's shortcut override allows; elsewhere (an image, a button-less area) the shortcut works. A
+list or a button used with the mouse keeps the focus too, but not Space: it opened the Mode list
+instead of pausing.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QFocusEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractSlider,
@@ -31,15 +33,28 @@ OWN_KEYS: tuple[tuple[type, frozenset[int]], ...] = (
 )
 
 
+# controls whose Space is not theirs when the mouse brought the focus to them: a Mode list chosen
+# with the mouse kept the focus, and Space then opened the list instead of pausing (review)
+CLICKED_CONTROLS: tuple[type, ...] = (QComboBox, QAbstractButton)
+MOUSE_FOCUS = "bi3dMouseFocus"  # the property that marks such a control focused by the mouse
+MOUSE_REASONS = (Qt.FocusReason.MouseFocusReason, Qt.FocusReason.PopupFocusReason)
+
+
 class KeyGuard(QObject):
     """An application event filter: a focused control's own key is not a window shortcut."""
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.FocusIn and isinstance(event, QFocusEvent):
+            if isinstance(obj, CLICKED_CONTROLS):
+                obj.setProperty(MOUSE_FOCUS, event.reason() in MOUSE_REASONS)
+            return False
         if event.type() != QEvent.Type.ShortcutOverride or not isinstance(event, QKeyEvent):
             return False
         if event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
             return False  # Ctrl+R and the like stay shortcuts
         key = event.key()
+        if key == Qt.Key.Key_Space and isinstance(obj, CLICKED_CONTROLS) and obj.property(MOUSE_FOCUS):
+            return False  # used with the mouse: Space pauses
         if any(isinstance(obj, kind) and key in keys for kind, keys in OWN_KEYS):
             event.accept()  # the key goes to the control, not to the shortcut
             return True

@@ -139,7 +139,24 @@ RAISE_MARGIN = 1.3  # a budget raised to the fastest answer goes this much above
 
 STILL_PLAYBACK = "a still pair"  # Pause, Step and Loop's tooltip when greyed: "...: nothing to play"
 REC_BADGE_MS = 1000  # the REC badge's counts (and the quit question's) follow the recording this often
+SEEK_TIP = "seek: drag to a frame (files, datasets, recordings, videos)"
+SEEK_RECORDING_TIP = (
+    "seek: stop recording (Ctrl+R) first; a recording keeps the frames in the order they play"
+)
 PAUSE_KEY = "Space"  # pauses and plays again (the toolbar's button and the Playback menu)
+
+
+def fitted(
+    free: tuple[int, int, int, int], corner: tuple[int, int], size: tuple[int, int], extra: tuple[int, int]
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The size (without its frame) and frame corner that put a window of ``size`` whose frame adds
+    ``extra`` (width, height) inside the ``free`` area (x, y, width, height), moved as little as
+    possible."""
+    x0, y0, width, height = free
+    w, h = min(size[0], width - extra[0]), min(size[1], height - extra[1])
+    x = min(max(corner[0], x0), x0 + width - (w + extra[0]))
+    y = min(max(corner[1], y0), y0 + height - (h + extra[1]))
+    return (w, h), (x, y)
 
 
 class MainWindow(QMainWindow):
@@ -435,6 +452,28 @@ class MainWindow(QMainWindow):
         ):  # fmt: skip
             pane.fit()
 
+    def keep_on_screen(self) -> None:
+        """The whole window on its screen's free area, its title bar and borders included. The
+        opening size is the free area's, but a window manager adds its frame outside it: on a 1366
+        x 768 screen the status bar (hover readouts, notes, the REC badge) was 25 px below the
+        screen (review). A maximised or full-screen window is left as it is."""
+        screen = self.screen()
+        if screen is None or self.isMaximized() or self.isFullScreen():
+            return
+        frame, inner = self.frameGeometry(), self.geometry()
+        extra = (frame.width() - inner.width(), frame.height() - inner.height())
+        free = screen.availableGeometry()
+        size, corner = fitted(
+            (free.x(), free.y(), free.width(), free.height()),
+            (frame.x(), frame.y()),
+            (inner.width(), inner.height()),
+            extra,
+        )
+        if size != (inner.width(), inner.height()):
+            self.resize(*size)
+        if corner != (frame.x(), frame.y()):
+            self.move(*corner)
+
     def fit_width(self, width: int) -> None:
         """A first opening narrower than ``WIDE_LAYOUT_PX`` (a laptop) puts Calibration and Measure
         as tabs beside Controls: the three docks side by side left the images about 300 px wide at
@@ -698,7 +737,7 @@ class MainWindow(QMainWindow):
         self.seek_bar = QSlider(Qt.Orientation.Horizontal)
         self._seek_style = _JumpToClick()  # kept: the slider does not own a style it is given
         self.seek_bar.setStyle(self._seek_style)
-        self.seek_bar.setToolTip("seek: drag to a frame (files, datasets, recordings, videos)")
+        self.seek_bar.setToolTip(SEEK_TIP)
         self.seek_bar.setMinimumWidth(200)
         self.seek_bar.setEnabled(False)
         self.seek_bar.sliderReleased.connect(lambda: self.controller.seek(self.seek_bar.value()))
@@ -732,6 +771,14 @@ class MainWindow(QMainWindow):
             speed = self._playback_speed(index)
             slower = f" · {speed:.2g}x real time" if speed is not None and speed < SLOWER_THAN_REAL else ""
             text = f" frame {index + 1} / {count} · {stamp:.2f} s{slower} "
+            # room for the speed from the first frame: the seek bar's end moved 110 px as
+            # "· 0.78x real time" first came (review)
+            end = source.timestamp_of(count - 1) - source.timestamp_of(0)  # type: ignore[union-attr]
+            widest = f" frame {count} / {count} · {end:.2f} s · 0.00x real time "
+            label = self.seek_label
+            label.setMinimumWidth(
+                max(label.minimumWidth(), label.fontMetrics().horizontalAdvance(widest) + 8)
+            )
         self.seek_label.setText(text)
         # as wide as its widest text of this source: the seek bar's end moved 110 px frame by
         # frame as "· 0.22x real time" came and went (re-check)
@@ -757,7 +804,10 @@ class MainWindow(QMainWindow):
 
     def _update_position(self) -> None:
         number, count, _ = self.session.position()
-        self.seek_bar.setEnabled(bool(count))
+        # a recording keeps frames in the order they play: a seek back recorded them twice (review)
+        recording = self.session.recorder is not None
+        self.seek_bar.setEnabled(bool(count) and not recording)
+        self.seek_bar.setToolTip(SEEK_RECORDING_TIP if recording else SEEK_TIP)
         if not count:  # no end to seek in (the synthetic scene, a camera): which frame, at least
             self.seek_label.setText(f" frame {number + 1} " if number >= 0 else "")
             return
@@ -1162,6 +1212,10 @@ class MainWindow(QMainWindow):
         self.show_status(f"snapshot saved in {folder}, {size:.1f} MB", hold=True)
 
     def toggle_recording(self, on: bool) -> None:
+        self._record_toggled(on)
+        self._update_position()  # the seek bar rests while a recording runs
+
+    def _record_toggled(self, on: bool) -> None:
         if not on:
             recorder = self.session.stop_recording()
             ended = self.session.take_ended_recording() if recorder is None else None

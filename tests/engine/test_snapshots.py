@@ -32,8 +32,14 @@ def test_a_snapshot_holds_the_pair_the_source_and_sgbm_beside(tmp_path: Path) ->
     assert float(read_pfm(folder / "sgbm" / "disparity.pfm")[0, 0]) == 6.0
     assert float(read_pfm(folder / "disparity.pfm")[0, 0]) == 5.0
     # a folder of pairs without times: its frame number is no time (it read as seconds: review)
-    untimed = write_snapshot(result, tmp_path, "pairs/", timed=False)
-    assert json.loads((untimed / "result.json").read_text())["source_time_s"] is None
+    untimed = write_snapshot(result, tmp_path, "pairs/", timed=False, start_s=0.0)
+    untimed_meta = json.loads((untimed / "result.json").read_text())
+    assert untimed_meta["source_time_s"] is None and untimed_meta["time_into_source_s"] is None
+    # the seek bar's seconds: from the source's first frame (a recording's times start anywhere;
+    # the snapshot said 1.1 s of a frame shown at 0.90 s: review)
+    assert meta["time_into_source_s"] is None  # no first frame's time given (a camera)
+    into = write_snapshot(result, tmp_path, "rec/", start_s=0.2)
+    assert json.loads((into / "result.json").read_text())["time_into_source_s"] == 2.3
 
 
 def test_a_dense_answer_s_snapshot_leaves_its_plane_probabilities_out(tmp_path: Path) -> None:

@@ -239,6 +239,12 @@ def test_frames_per_second_come_from_frames_shown(qtbot) -> None:  # type: ignor
     assert plot.plotItem.titleLabel.text.startswith("source ended · 0.25 fps")
     plot.add({"planes": 30.0, "refine": 12.0}, still=True)  # a held pair answered again after a click
     assert plot.rate_text() == "held frame: answered in 42 ms"  # not the clicks' rate
+    # the rate now, not the stream's average: "9.2 fps" beside "0.31x real time" of a 10 fps video
+    # after a slower setting (review)
+    plot.add({"planes": 20.0})
+    plot.streamed.clear()
+    plot.streamed.extend([0.1 * i for i in range(100)] + [9.9 + 0.5 * i for i in range(1, 11)])
+    assert abs(plot.fps() - 2.0) < 1e-6
 
 
 def test_a_stream_that_plays_again_counts_its_rate_afresh(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -1217,6 +1223,18 @@ def test_a_focused_control_keeps_its_own_keys_from_the_playback_shortcuts(qtbot)
     window.left_view.setFocus()  # an image: the keys are the window's
     qtbot.keyClick(window.left_view, Qt.Key.Key_Space)
     assert window.pause_action.isChecked() != paused
+    # a list chosen with the mouse keeps the focus, not Space: it opened the Mode list (review)
+    mode = window.controls.mode
+    mode.setFocus(Qt.FocusReason.MouseFocusReason)
+    qtbot.waitUntil(mode.hasFocus, timeout=5_000)
+    paused = window.pause_action.isChecked()
+    qtbot.keyClick(mode, Qt.Key.Key_Space)
+    assert window.pause_action.isChecked() != paused
+    mode.clearFocus()
+    mode.setFocus(Qt.FocusReason.TabFocusReason)  # brought there by the keyboard: Space is the list's
+    qtbot.waitUntil(mode.hasFocus, timeout=5_000)
+    qtbot.keyClick(mode, Qt.Key.Key_Space)
+    assert window.pause_action.isChecked() != paused
 
 
 def test_record_on_a_still_pair_or_an_ended_source_says_there_is_nothing_to_record(  # type: ignore[no-untyped-def]
@@ -1530,10 +1548,15 @@ def test_the_seek_bar_does_not_change_length_as_its_label_changes(qtbot, tmp_pat
         window.open_spec(str(folder))
     source = window.session.source
     monkeypatch.setattr(type(source), "has_times", property(lambda self: True))
+    # the room is kept from the first frame, before the speed is first said (review)
+    monkeypatch.setattr(window, "_playback_speed", lambda index: None)
+    window._seek_label_text(0)
+    before = window.seek_label.minimumWidth()
     monkeypatch.setattr(window, "_playback_speed", lambda index: 0.22)
     window._seek_label_text(3)
     assert "0.22x real time" in window.seek_label.text()
     wide = window.seek_label.minimumWidth()
+    assert wide == before
     monkeypatch.setattr(window, "_playback_speed", lambda index: None)
     window._seek_label_text(4)
     assert "real time" not in window.seek_label.text() and window.seek_label.minimumWidth() == wide
@@ -1587,3 +1610,29 @@ def test_a_second_click_without_depth_draws_no_line(qtbot) -> None:  # type: ign
     assert len(panel.line.getData()[0] or []) == 0
     panel._clicked(60, 10)  # the second click the first was waiting for
     assert panel.figures.text().startswith("distance ")
+
+
+def test_the_seek_bar_rests_while_a_recording_runs(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A seek back while recording a video recorded frames 5-9, then 6-30 again, with times that
+    went back (review): a recording keeps the frames in the order they play."""
+    from app.engine.sources.recording import read_timestamps
+    from app.engine.sources.spec import open_source
+
+    window = _window(qtbot, open_source, RecordingEngine())
+    window.session.output_root = tmp_path / "out"
+    window.open_spec(str(pairs_folder(tmp_path / "pairs", 6)))
+    _shown(qtbot, window)
+    window.pause_action.setChecked(True)
+    qtbot.waitUntil(lambda: window.seek_bar.isEnabled(), timeout=5000)
+    window.record_action.setChecked(True)
+    recorder = window.session.recorder
+    assert recorder is not None
+    assert not window.seek_bar.isEnabled() and "stop recording" in window.seek_bar.toolTip()
+    with pytest.raises(UserError, match="stop recording"):
+        window.session.seek(0)
+    window.step_action.trigger()  # the next frame is recorded, in order
+    qtbot.waitUntil(lambda: recorder.frames_written >= 2, timeout=5000)
+    window.record_action.setChecked(False)
+    assert window.seek_bar.isEnabled() and "stop recording" not in window.seek_bar.toolTip()
+    stamps = [t for _, t in read_timestamps(recorder.folder)]
+    assert all(b > a for a, b in itertools.pairwise(stamps)), stamps

@@ -337,6 +337,28 @@ def test_the_window_opens_within_the_screen(qapp) -> None:  # type: ignore[no-un
     assert window_size() == (min(WINDOW_SIZE[0], free.width()), min(WINDOW_SIZE[1], free.height()))
 
 
+def test_the_window_frame_stays_on_the_screen(qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A window manager's title bar pushed the status bar 25 px below a 1366 x 768 screen (review):
+    the window shrinks and moves until its frame fits the free area."""
+    from PySide6.QtCore import QRect
+
+    from app.ui.main_window import fitted
+
+    assert fitted((0, 0, 1366, 768), (0, 0), (1366, 768), (0, 25)) == ((1366, 743), (0, 0))
+    assert fitted((0, 0, 1366, 768), (200, 100), (1366, 700), (2, 27)) == ((1364, 700), (0, 41))
+    assert fitted((0, 30, 1920, 1050), (100, 120), (1500, 950), (4, 30)) == ((1500, 950), (100, 100))
+    assert fitted((0, 0, 1920, 1080), (10, 40), (800, 600), (4, 30)) == ((800, 600), (10, 40))  # fits
+    window = _window(qtbot, None)
+    free = window.screen().availableGeometry()
+    window.resize(free.width(), free.height())
+    inner = window.geometry()
+    # the window manager's frame, as it would report it: 25 px of title bar above the window
+    framed = QRect(inner.x(), inner.y(), inner.width(), inner.height() + 25)
+    monkeypatch.setattr(window, "frameGeometry", lambda: framed)
+    window.keep_on_screen()
+    assert window.height() == free.height() - 25
+
+
 def test_controls_that_do_not_apply_are_greyed(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.ui.controls import ControlsPanel
     from app.ui.settings import Settings
@@ -614,6 +636,20 @@ def test_a_budget_frame_says_when_it_went_over_and_when_it_fell_back_to_quantize
     # SGBM side by side is said apart: the frame took more than the budgeted answer (review)
     panel.show_choice(result, {"depth_total": 190.0, "sgbm": 285.0})
     assert panel.budget_label.text().endswith("; SGBM beside it 285 ms more")
+    # the fastest answer chosen already: no "the next answer fits better" under every frame (review)
+    from app.ui.controls import NEXT_FITS
+
+    result.timings = {"total": 56.0}
+    result.choice = {"planes": 2.0, "step_px": 42.0, "budget_ms": 15.0, "predicted_ms": 51.6}
+    panel.show_choice(result)
+    text = panel.budget_label.text()
+    assert (
+        NEXT_FITS not in text and "over the 15 ms budget (the fastest answer here takes about 52 ms)" in text
+    )
+    result.choice = {"planes": 9.0, "step_px": 9.0, "budget_ms": 200.0, "predicted_ms": 150.0}
+    result.timings = {"total": 281.0}
+    panel.show_choice(result)
+    assert f"over the 200 ms budget ({NEXT_FITS})" in panel.budget_label.text()
 
 
 def test_the_budget_label_says_why_and_what_came_before_the_answer(qtbot) -> None:  # type: ignore[no-untyped-def]

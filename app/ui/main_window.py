@@ -692,6 +692,12 @@ class MainWindow(QMainWindow):
                 hold=True,  # it names the folder (5 s was too short to read it: review)
             )
 
+    def _recorded_into(self, folder: Path) -> None:
+        """The next file dialog starts beside a recording just made: File > Open folder started in
+        the last video's folder, and the recording had to be found under Documents (review)."""
+        if folder.is_dir():
+            self.folders.chose(str(folder))
+
     def _from_the_start(self) -> None:
         self._ended = False
         if getattr(self.session.source, "seekable", False):
@@ -1228,6 +1234,7 @@ class MainWindow(QMainWindow):
             if recorder is not None and not frames:
                 self.show_status("recording stopped before any frame came: nothing was recorded")
             elif recorder is not None:
+                self._recorded_into(recorder.folder)
                 message = f"recording stopped: {plural(frames, 'frame')} in {recorder.folder}"
                 if writer is not None and writer.recorder is recorder and writer.dropped:
                     message += f"; {dropped_note(writer, 'the camera')}"

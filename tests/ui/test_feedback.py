@@ -1634,5 +1634,7 @@ def test_the_seek_bar_rests_while_a_recording_runs(qtbot, tmp_path: Path) -> Non
     qtbot.waitUntil(lambda: recorder.frames_written >= 2, timeout=5000)
     window.record_action.setChecked(False)
     assert window.seek_bar.isEnabled() and "stop recording" not in window.seek_bar.toolTip()
+    # the next file dialog starts beside it (it started in the last video's folder: review)
+    assert window.folders.start() == str(recorder.folder.parent)
     stamps = [t for _, t in read_timestamps(recorder.folder)]
     assert all(b > a for a, b in itertools.pairwise(stamps)), stamps

@@ -86,7 +86,7 @@ STAGES = ("capture", "rectify", "features", "planes", "refine", "sgbm", "flow", 
 AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "refine" entry adds up
 
 
-SEEK_WHILE_RECORDING = "a recording keeps the frames in the order they play: stop recording (Ctrl+R) to seek"
+SEEK_WHILE_RECORDING = "a recording keeps the frames in the order they play: stop recording to seek"
 REINDEX_MARK = "record --reindex"  # in a recording's notes that advise rebuilding its index
 
 

@@ -220,6 +220,7 @@ class ControlsPanel(QWidget):
         self.budget.numberChanged.connect(self._show_budget)
         # room for its usual two lines before the first answer: the panel below does not jump then
         self.budget_label = SteadyLabel(lines=2)
+        self.coarsest_over = False  # the last answer shown was the coarsest, predicted over its budget
         form.addRow(self.budget_on, self.budget)
         form.addRow("", self.budget_label)
         # as wide as its widest text, so the slider beside it does not move under the cursor
@@ -619,6 +620,7 @@ class ControlsPanel(QWidget):
         budget (``over``: what is said of that); ``frame``: the frame's stage timings (SGBM beside
         it is said apart: a 340 ms budgeted answer read as the 625 ms frame's)."""
         over_budget = False
+        self.coarsest_over = False
         took = result.timings.get("total", 0.0)
         # outside the budget: the latency panel's total held them (review: 330 against 483 ms)
         before = [
@@ -652,12 +654,13 @@ class ControlsPanel(QWidget):
             # the budget this answer was planned for: the slider may have moved on since
             budget = float(result.choice.get("budget_ms", self.settings.budget_ms))
             over_budget = self.settings.budget_on and took > OVER_BUDGET * budget
+            # nothing predicted to fit: the coarsest answer was chosen already, and "the next answer
+            # fits better" came under every frame of a 15 ms budget that 2 planes took 52 ms of (review)
+            predicted = float(result.choice.get("predicted_ms", 0.0))
+            self.coarsest_over = predicted > budget
             if over_budget:
-                predicted = float(result.choice.get("predicted_ms", 0.0))
-                if over and predicted > OVER_BUDGET * budget:
-                    # the fastest answer was chosen already: "the next answer fits better" came back
-                    # under every frame of a 15 ms budget that 2 planes took 52 ms of (review)
-                    over = f"the fastest answer here takes about {predicted:.0f} ms"
+                if over and self.coarsest_over:
+                    over = f"the coarsest answer here was predicted at {predicted:.0f} ms"
                 text += f", over the {budget:g} ms budget" + (f" ({over})" if over else "")
         elif result.engine == "sgbm":  # a matcher over every disparity: no planes to count
             text = took_text

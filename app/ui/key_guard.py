@@ -37,7 +37,11 @@ OWN_KEYS: tuple[tuple[type, frozenset[int]], ...] = (
 # with the mouse kept the focus, and Space then opened the list instead of pausing (review)
 CLICKED_CONTROLS: tuple[type, ...] = (QComboBox, QAbstractButton)
 MOUSE_FOCUS = "bi3dMouseFocus"  # the property that marks such a control focused by the mouse
-MOUSE_REASONS = (Qt.FocusReason.MouseFocusReason, Qt.FocusReason.PopupFocusReason)
+KEYBOARD_REASONS = (
+    Qt.FocusReason.TabFocusReason,
+    Qt.FocusReason.BacktabFocusReason,
+    Qt.FocusReason.ShortcutFocusReason,
+)
 
 
 class KeyGuard(QObject):
@@ -45,8 +49,12 @@ class KeyGuard(QObject):
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.FocusIn and isinstance(event, QFocusEvent):
-            if isinstance(obj, CLICKED_CONTROLS):
-                obj.setProperty(MOUSE_FOCUS, event.reason() in MOUSE_REASONS)
+            # set by a click, cleared by Tab; kept when the focus comes back (a popup or dialog
+            # closed, the window active again: code review)
+            if isinstance(obj, CLICKED_CONTROLS) and event.reason() == Qt.FocusReason.MouseFocusReason:
+                obj.setProperty(MOUSE_FOCUS, True)
+            elif isinstance(obj, CLICKED_CONTROLS) and event.reason() in KEYBOARD_REASONS:
+                obj.setProperty(MOUSE_FOCUS, False)
             return False
         if event.type() != QEvent.Type.ShortcutOverride or not isinstance(event, QKeyEvent):
             return False

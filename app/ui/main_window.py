@@ -664,8 +664,9 @@ class MainWindow(QMainWindow):
 
     def _source_ended(self) -> None:
         if self.loop_action.isChecked() and self.settings.source:
-            self._from_the_start()
+            # the recording ends first: a recording refuses a seek back to the start (code review)
             self._end_recording_with_the_source()
+            self._from_the_start()
             return
         self._ended = True
         self._show_paused(True)  # the button offers Play, which starts it again
@@ -701,7 +702,7 @@ class MainWindow(QMainWindow):
     def _from_the_start(self) -> None:
         self._ended = False
         if getattr(self.session.source, "seekable", False):
-            self.controller.seek(0)  # from its start again; a recording of it goes on
+            self.controller.seek(0)  # from its start again (a recording of it ended with its last frame)
         elif self.settings.source:
             self.open_spec(self.settings.source)
 
@@ -1513,7 +1514,8 @@ class MainWindow(QMainWindow):
         still = self.controller.holds_still()
         retry = still and not self._budget_retried
         over = ANSWERING_AGAIN if retry else "" if still else NEXT_FITS
-        if self.controls.show_choice(depth, timings, over) and retry:
+        # answered again only where a finer choice could fit (the coarsest was over it: code review)
+        if self.controls.show_choice(depth, timings, over) and retry and not self.controls.coarsest_over:
             self._budget_retried = True
             QTimer.singleShot(0, self.controller.refresh)
 

@@ -1230,6 +1230,13 @@ def test_a_focused_control_keeps_its_own_keys_from_the_playback_shortcuts(qtbot)
     paused = window.pause_action.isChecked()
     qtbot.keyClick(mode, Qt.Key.Key_Space)
     assert window.pause_action.isChecked() != paused
+    # the focus back after a dialog or another window: still the mouse's (code review)
+    mode.clearFocus()
+    mode.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
+    qtbot.waitUntil(mode.hasFocus, timeout=5_000)
+    paused = window.pause_action.isChecked()
+    qtbot.keyClick(mode, Qt.Key.Key_Space)
+    assert window.pause_action.isChecked() != paused
     mode.clearFocus()
     mode.setFocus(Qt.FocusReason.TabFocusReason)  # brought there by the keyboard: Space is the list's
     qtbot.waitUntil(mode.hasFocus, timeout=5_000)

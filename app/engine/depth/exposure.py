@@ -60,7 +60,7 @@ EXPOSURE_MISMATCH_WORDS = "so depth is less reliable"  # how the note is found a
 
 
 OVEREXPOSED = 0.15  # this share of a view's samples at level 255 is said (blank-room renders: up to 0.11)
-OVEREXPOSED_WORDS = "clipped white"
+OVEREXPOSED_WORDS = "at 255 (clipped white)"
 
 
 def overexposed_note(left_counts: np.ndarray, right_counts: np.ndarray) -> str | None:
@@ -70,16 +70,13 @@ def overexposed_note(left_counts: np.ndarray, right_counts: np.ndarray) -> str |
     shares = [float(c[255]) / max(float(c.sum()), 1.0) for c in (left_counts, right_counts)]
     if max(shares) < OVEREXPOSED:
         return None
-    which = (
-        "both images"
-        if min(shares) >= OVEREXPOSED
-        else "the left image"
-        if shares[0] > shares[1]
-        else "the right image"
-    )
+    if min(shares) >= OVEREXPOSED:
+        which = f"{100 * shares[0]:.0f} and {100 * shares[1]:.0f} % of the left and right images'"
+    else:
+        which = f"{100 * max(shares):.0f} % of the {'left' if shares[0] > shares[1] else 'right'} image's"
     return (
-        f"exposure: {100 * max(shares):.0f} % of {which} is {OVEREXPOSED_WORDS}, so depth is unknown or "
-        "guessed there; lower the exposure or gain"
+        f"exposure: {which} channel values are {OVEREXPOSED_WORDS}, so depth is unknown or guessed "
+        "there; lower the exposure or gain"
     )
 
 
@@ -173,6 +170,9 @@ def channel_means(image: np.ndarray) -> np.ndarray:
     return np.array(cv2.mean(image[::ROW_STEP])[:channels])
 
 
+TINT_FLOOR = 16.0  # grey levels: a channel darker than this on average has no colour to read
+
+
 def _grey_samples(image: np.ndarray) -> bool:
     """Whether an H x W x 3 image holds a grey camera's three equal channels (every
     ``ROW_STEP``-th row read)."""
@@ -180,10 +180,18 @@ def _grey_samples(image: np.ndarray) -> bool:
     return bool(np.array_equal(rows[..., 0], rows[..., 1]) and np.array_equal(rows[..., 1], rows[..., 2]))
 
 
+def _readable(image: np.ndarray) -> bool:
+    """Whether an image has colour or grey levels to compare: not dark (``TINT_FLOOR``: a dark
+    stream's one-level black differences read 1.14 x apart: code review), not one level (a lens
+    cap's black, a blown-out white read as a grey camera: code review)."""
+    rows = image[::ROW_STEP]
+    return bool(channel_means(image).min() >= TINT_FLOOR and rows.min() != rows.max())
+
+
 def channel_ratios(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
     """Each channel's mean level in the right image over the left's, or None for grey images (or
     a channel without light in either: no colour to read)."""
-    if left.ndim == 2 or right.ndim == 2 or left.shape[2] < 3:
+    if left.ndim == 2 or right.ndim == 2 or left.shape[2] != 3 or right.shape[2] != 3:
         return None
     cl, cr = channel_means(left), channel_means(right)
     if cl.min() < 1.0 or cr.min() < 1.0:
@@ -203,7 +211,9 @@ def colour_mismatch(left: np.ndarray, right: np.ndarray) -> str | None:
     (a grey camera's three equal channels) and the other in colour, or their channels' mean
     ratios ``TINT_MATCHED`` x apart or more (white balance, saturation, gamma or channel order
     set apart); None where they are alike."""
-    if left.ndim == 2 or right.ndim == 2 or left.shape[2] < 3 or right.shape[2] < 3:
+    if left.ndim == 2 or right.ndim == 2 or left.shape[2] != 3 or right.shape[2] != 3:
+        return None
+    if not (_readable(left) and _readable(right)):
         return None
     grey = (_grey_samples(left), _grey_samples(right))
     if grey[0] != grey[1]:
@@ -221,10 +231,12 @@ def tint_note(left: np.ndarray, right: np.ndarray) -> str | None:
     what = colour_mismatch(left, right)
     if what is None:
         return None
-    return (
-        f"colour: {what}, {TINT_WORDS}; give both cameras the same colour settings (white balance, "
-        "saturation, gamma, channel order)"
+    advice = (
+        "set the colour camera to grey (mono)"
+        if "is grey" in what
+        else "give both cameras the same colour settings (white balance, saturation, gamma, channel order)"
     )
+    return f"colour: {what}, {TINT_WORDS}; {advice}"
 
 
 def as_grey(image: np.ndarray) -> np.ndarray:

@@ -380,7 +380,7 @@ def test_a_dark_pair_is_stretched_before_matching(pair) -> None:  # type: ignore
     request = DepthRequest(mode=Mode.BINARY, planes=(6,))
 
     def stretched(result) -> bool:  # type: ignore[no-untyped-def]
-        return any(n.startswith("exposure:") for n in result.notes)
+        return any(n.startswith("exposure: the pair is underexposed") for n in result.notes)
 
     dark = (left // 4, right // 4)
     assert stretched(Bi3DEngine(model).compute(*dark, request))

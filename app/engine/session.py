@@ -41,7 +41,7 @@ from app.engine.runtimes.select import FALLBACK as RUNTIME_FALLBACK
 from app.engine.sources.base import plural
 from app.engine.sources.files import left_first, right_partner
 from app.engine.sources.layout import NOT_STEREO_MARK, depth_is_noise, noise_note
-from app.engine.sources.recording import QueuedWriter, Recorder, dropped_note, progress_text
+from app.engine.sources.recording import Pace, QueuedWriter, Recorder, dropped_note, progress_text
 from app.engine.sources.spec import open_source
 from app.engine.sources.video import CUT_SHORT_WORDS
 from app.engine.training.adapt import AdaptCancelled, AdaptConfig, AdaptProgress, AdaptResult, adapt
@@ -87,6 +87,7 @@ AFTER_PLANES = ("refine", "readout", "subpixel", "check")  # engine stages the "
 
 
 SEEK_WHILE_RECORDING = "a recording keeps the frames in the order they play: stop recording to seek"
+PACE_GAP_S = 1.0  # a file's next frame due later than this (a gap in a recording) is not waited for
 REINDEX_MARK = "record --reindex"  # in a recording's notes that advise rebuilding its index
 
 
@@ -233,6 +234,7 @@ class Session:
         self._failed_recording: tuple[Recorder, str] | None = None  # stopped by a write error, not yet said
         self._recording_lock = threading.Lock()  # the capture thread writes, the GUI thread stops
         self._writer: QueuedWriter | None = None  # a live source's queue to the recorder
+        self._pace = Pace(max_wait=PACE_GAP_S)  # a file's playback held to its timestamps (``grab``)
         self.stopped_writer: QueuedWriter | None = None  # the last stopped one's, for its counts
         self.output_root = documents_dir()  # snapshots/, recordings/ and point clouds go below it
 
@@ -344,6 +346,7 @@ class Session:
         self._ended_recording = self.stop_recording() or self._ended_recording
         with self._lock:
             old, self.source = self.source, source
+            self._pace.reset()
             self._previous_left, self._flow_of = None, (None, None, None)
             self._new_stream()
             self._fresh = True
@@ -365,6 +368,7 @@ class Session:
             # then 6-30 again, with times that went back (review)
             raise UserError(SEEK_WHILE_RECORDING)
         source.seek(index)  # type: ignore[attr-defined]
+        self._pace.reset()
 
     def position(self) -> tuple[int, int | None, float]:
         """The source's last frame number, its frame count (None: unknown) and that frame's time."""
@@ -397,6 +401,7 @@ class Session:
     def hold_source(self, held: bool) -> None:
         """Paused in the window (``held``) or playing again: a source whose time can wait (the
         synthetic scene) waits; a camera goes on."""
+        self._pace.reset()  # played again: from the frame shown, not from before the pause
         hold = getattr(self.source, "hold", None)
         if hold is not None:
             hold(held)
@@ -794,9 +799,23 @@ class Session:
         self._grabbed = (pair, getattr(source, "frame_number", None) if numbered else None)
         if pair is None:
             self.events.source_ended.emit()
-        elif (recorder := self.recorder) is not None and not self._recorder_on_capture:
-            self._record(recorder, pair)
+        else:
+            if self._paced(source):  # a file plays at its own rate, not as fast as depth allows
+                self._pace.wait(float(pair.timestamp))
+            if (recorder := self.recorder) is not None and not self._recorder_on_capture:
+                self._record(recorder, pair)
         return pair, (time.perf_counter() - t0) * 1000
+
+    @staticmethod
+    def _paced(source: FrameSource) -> bool:
+        """Whether the window plays ``source`` no faster than its timestamps: a video or a recording
+        (a 15 fps video played at 1.29 x real time where depth took 32 ms: review); not a camera
+        (its own clock), a folder of pairs or a recording of one (frame numbers, not times)."""
+        return (
+            bool(getattr(source, "seekable", False))
+            and bool(getattr(source, "has_times", False))
+            and not getattr(source, "frame_number_times", False)
+        )
 
     def process(
         self, pair: StereoPair, request: DepthRequest, generation: int = 0, capture_ms: float = 0.0

@@ -466,3 +466,48 @@ def test_another_threshold_is_answered_afresh_where_the_notes_read_the_answers()
     drop_ceiling_notes(noise.depth)
     assert Session.rethreshold(noise, 0.5) and noise.depth.notes == ["depth is noise"]
     assert not Session.rethreshold(frame(notes=[f"{FLAT_NOTE} (grey levels 0-0)"]), 0.5)
+
+
+class _TimedFile:
+    """A seekable source whose frames carry times 50 ms apart (a 20 fps video)."""
+
+    seekable = True
+    has_times = True
+    frame_count = 40
+
+    def __init__(self, frame_number_times: bool = False) -> None:
+        self.frame_number_times = frame_number_times
+        self.frame_number = -1
+
+    def read(self) -> StereoPair | None:
+        self.frame_number += 1
+        image = np.zeros((8, 8, 3), np.uint8)
+        return StereoPair(image, image, 0.05 * self.frame_number)
+
+    def seek(self, index: int) -> None:
+        self.frame_number = index - 1
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_file_plays_no_faster_than_its_timestamps() -> None:
+    """A 15 fps video played at 1.29 x real time where depth took 32 ms (review): frames are handed
+    out no sooner than their times; a folder of pairs (frame numbers, not times) as fast as asked."""
+    import time
+
+    session = Session(EngineOptions(engine="sgbm"))
+    session.set_source(_TimedFile())  # type: ignore[arg-type]
+    t0 = time.monotonic()
+    for _ in range(5):
+        session.grab()
+    assert time.monotonic() - t0 >= 0.19  # 4 intervals of 50 ms after the first frame
+    session.seek(30)  # a seek starts the count again: no wait for the 1.3 s skipped
+    t0 = time.monotonic()
+    session.grab()
+    assert time.monotonic() - t0 < 0.1
+    session.set_source(_TimedFile(frame_number_times=True))  # type: ignore[arg-type]
+    t0 = time.monotonic()
+    for _ in range(5):
+        session.grab()
+    assert time.monotonic() - t0 < 0.1

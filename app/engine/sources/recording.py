@@ -554,10 +554,14 @@ class Pace:
     which would otherwise be written as fast as the disk takes it."""
 
     def __init__(
-        self, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        max_wait: float | None = None,
     ) -> None:
         self._clock = clock
         self._sleep = sleep
+        self.max_wait = max_wait  # a pair due later than this (a gap in a recording) starts the count again
         self._origin: tuple[float, float] | None = None  # (wall clock, timestamp) of the reference pair
 
     def wait(self, timestamp: float) -> None:
@@ -566,10 +570,14 @@ class Pace:
         if self._origin is not None:
             wall, stamp = self._origin
             delay = wall + (timestamp - stamp) - now
-            if delay > 0:
+            if delay > 0 and (self.max_wait is None or delay <= self.max_wait):
                 self._sleep(delay)
                 return
-        self._origin = (now, timestamp)  # the first pair, or a late one: the rate holds from here
+        self._origin = (now, timestamp)  # the first pair, a late one or a gap: the rate holds from here
+
+    def reset(self) -> None:
+        """The next pair starts the count (a seek, a pause, another source)."""
+        self._origin = None
 
 
 def record(

@@ -28,7 +28,7 @@ from app.engine.depth.alignment import SWAPPED_NOTE, UNRECTIFIED_ADVICE, UNRECTI
 from app.engine.depth.bi3d import OVER_BUDGET
 from app.engine.depth.border import remask
 from app.engine.depth.engines import DepthEngine, EngineOptions, build_engine
-from app.engine.depth.exposure import EXPOSURE_MISMATCH_WORDS, IDENTICAL_NOTE
+from app.engine.depth.exposure import EXPOSURE_MISMATCH_WORDS, IDENTICAL_NOTE, OVEREXPOSED_WORDS, TINT_WORDS
 from app.engine.depth.scene_range import drop_ceiling_notes, widest_search
 from app.engine.errors import UserError
 from app.engine.fileio import atomic_write, config_dir, documents_dir
@@ -460,6 +460,13 @@ class Session:
         result.request = dataclasses.replace(result.request, min_confidence=min_confidence)
         result.display = None
         return True
+
+    @staticmethod
+    def input_notes(result: FrameResult) -> list[tuple[str, str]]:
+        """The engine's notes on the pair's images a user can act on, as (kind, note): "colour"
+        (views in colours set apart, read as grey), "clipped" (a view clipped white)."""
+        kinds = (("colour", TINT_WORDS), ("clipped", OVEREXPOSED_WORDS))
+        return [(kind, n) for kind, words in kinds for n in result.depth.notes if words in n]
 
     @staticmethod
     def exposure_note(result: FrameResult) -> str | None:

@@ -185,6 +185,7 @@ class MainWindow(QMainWindow):
         self._unrectified_warned: str | None = None  # the unrectified-pair warning shown this stream
         self._identical_warned = ""  # the warning that both images are the same, while it holds
         self._exposure_warned = ""  # the warning that one camera is exposed darker, while it holds
+        self._input_said: set[str] = set()  # the input's notes said once this source (colours, clipping)
         self._error_of_source = False  # the error on screen came while a source ran
         self._set_aside_warned: str | None = None  # a set-aside rig's error, of this source only
         self._ended = False  # the source gave its last frame (Play starts it again)
@@ -631,6 +632,7 @@ class MainWindow(QMainWindow):
             self.clear_error(self._identical_warned)
             self._identical_warned = ""
         self._exposure_warned = ""  # of the last source (its error went with it)
+        self._input_said = set()
         self._layout_warned = False
         # the last source's depth stood under its own title for seconds beside the new images (review)
         for pane in (self.depth_view, self.compare_main, self.baseline_view):
@@ -949,6 +951,15 @@ class MainWindow(QMainWindow):
         (the pot read 90 px for 115 and the note was one of "4 notes" in the status bar: review)."""
         self._exposure_warned = self._warn_while(self.session.exposure_note(result), self._exposure_warned)
 
+    def _say_input_notes(self, result: FrameResult) -> None:
+        """The engine's notes on the cameras' images that the user can act on (colours set apart,
+        clipped white), said once a source in the bar: the notes line showed "3 notes: max
+        disparity auto: ..." and the colour note only in the notes dialog (re-check)."""
+        for kind, note in self.session.input_notes(result):
+            if kind not in self._input_said:
+                self._input_said.add(kind)
+                self.show_status(note[0].upper() + note[1:], hold=True)
+
     def _warn_while(self, note: str | None, shown: str) -> str:
         """``note`` as an error once while it holds (dismissed, it stays away), taken back when it
         no longer does; answers the error shown for it ("" when none)."""
@@ -1119,6 +1130,7 @@ class MainWindow(QMainWindow):
         self._warn_if_swapped(result)
         self._warn_if_identical(result)
         self._warn_if_exposed_apart(result)
+        self._say_input_notes(result)
         set_aside = self.session.take_set_aside()
         if set_aside is not None:  # a rig of another camera's frame size, kept from the last source
             self.calibration.set_aside(set_aside)

@@ -1645,3 +1645,29 @@ def test_the_seek_bar_rests_while_a_recording_runs(qtbot, tmp_path: Path) -> Non
     assert window.folders.start() == str(recorder.folder.parent)
     stamps = [t for _, t in read_timestamps(recorder.folder)]
     assert all(b > a for a, b in itertools.pairwise(stamps)), stamps
+
+
+def test_notes_on_the_cameras_images_are_said_once_a_source(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The colour note showed only in the notes dialog; the notes line read "3 notes: max disparity
+    auto: ..." (re-check). It is said in the bar once a source."""
+    from app.engine.depth.exposure import tint_note
+
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 200, (40, 50, 3), dtype=np.uint8)
+    note = tint_note(image, (image * np.float32([0.8, 1.0, 1.25])).astype(np.uint8))
+    assert note is not None
+
+    class NotedEngine(RecordingEngine):
+        def compute(self, left, right, request):  # type: ignore[no-untyped-def]
+            result = super().compute(left, right, request)
+            result.notes = ["max disparity auto: 0-48 px", note]
+            return result
+
+    window = _window(qtbot, lambda spec: FakeSource(1000), NotedEngine())
+    window.open_spec("video")
+    qtbot.waitUntil(lambda: window.notices.text.text().startswith("Colour: the right image"), timeout=10_000)
+    window.notices.dismiss()
+    _shown(qtbot, window)
+    _shown(qtbot, window)
+    shown_again = window.notices.isVisible() and window.notices.text.text().startswith("Colour")
+    assert not shown_again  # once a source, not every frame

@@ -21,11 +21,13 @@ from PySide6.QtWidgets import (
     QLineEdit,
 )
 
+from app.ui.range_slider import RangeSlider
 from app.ui.wheel_guard import filter_application
 
 # a focused control of these kinds keeps these keys
 OWN_KEYS: tuple[tuple[type, frozenset[int]], ...] = (
     (QAbstractSlider, frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right})),
+    (RangeSlider, frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right})),
     (QAbstractSpinBox, frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Space})),
     (QLineEdit, frozenset({Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Space})),
     (QComboBox, frozenset({Qt.Key.Key_Space})),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPaintEvent
+from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 HANDLE = 7.0  # handle radius in pixels
@@ -21,6 +21,9 @@ class RangeSlider(QWidget):
         self._drag: str | None = None
         self.setMinimumHeight(22)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        # reached with Tab too, as the other sliders are (Tab went from Mode to Max disparity: re-check);
+        # Left and Right then move the range
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
 
     def values(self) -> tuple[int, int]:
         return self._low, self._high
@@ -57,6 +60,10 @@ class RangeSlider(QWidget):
         p.setBrush(self.palette().button())
         for x in (x0, x1):
             p.drawEllipse(QRectF(x - HANDLE, mid - HANDLE, 2 * HANDLE, 2 * HANDLE))
+        if self.hasFocus():  # where the keys go
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.setPen(QPen(self.palette().highlight().color(), 1, Qt.PenStyle.DotLine))
+            p.drawRect(QRectF(0.5, 0.5, self.width() - 1.0, self.height() - 1.0))
         p.end()
 
     def mousePressEvent(self, event: QMouseEvent) -> None:

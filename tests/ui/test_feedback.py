@@ -1223,6 +1223,16 @@ def test_a_focused_control_keeps_its_own_keys_from_the_playback_shortcuts(qtbot)
     window.left_view.setFocus()  # an image: the keys are the window's
     qtbot.keyClick(window.left_view, Qt.Key.Key_Space)
     assert window.pause_action.isChecked() != paused
+    # the selective range is reached with Tab too, and keeps Left and Right (re-check)
+    window.controls.mode.setCurrentText("selective")
+    rng_slider = window.controls.range
+    assert rng_slider.focusPolicy() & Qt.FocusPolicy.TabFocus
+    rng_slider.setFocus(Qt.FocusReason.TabFocusReason)
+    qtbot.waitUntil(rng_slider.hasFocus, timeout=5_000)
+    low, high = rng_slider.values()
+    paused = window.pause_action.isChecked()
+    qtbot.keyClick(rng_slider, Qt.Key.Key_Right)
+    assert rng_slider.values() == (low + 1, high + 1) and window.pause_action.isChecked() == paused
     # a list chosen with the mouse keeps the focus, not Space: it opened the Mode list (review)
     mode = window.controls.mode
     mode.setFocus(Qt.FocusReason.MouseFocusReason)

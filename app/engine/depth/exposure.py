@@ -173,19 +173,23 @@ def channel_means(image: np.ndarray) -> np.ndarray:
 TINT_FLOOR = 16.0  # grey levels: a channel darker than this on average has no colour to read
 
 
-def _grey_samples(image: np.ndarray) -> bool:
-    """Whether an H x W x 3 image holds a grey camera's three equal channels (every
-    ``ROW_STEP``-th row read)."""
+def _colour_stats(image: np.ndarray) -> tuple[np.ndarray, bool, bool]:
+    """An H x W x 3 image's channel means, whether it is readable (not dark: ``TINT_FLOOR``, a dark
+    stream's one-level black differences read 1.14 x apart; not one level: a lens cap's black, a
+    blown-out white read as a grey camera: code review) and whether it holds a grey camera's three
+    equal channels; every ``ROW_STEP``-th row read, in one pass but for a grey-looking image."""
     rows = image[::ROW_STEP]
-    return bool(np.array_equal(rows[..., 0], rows[..., 1]) and np.array_equal(rows[..., 1], rows[..., 2]))
-
-
-def _readable(image: np.ndarray) -> bool:
-    """Whether an image has colour or grey levels to compare: not dark (``TINT_FLOOR``: a dark
-    stream's one-level black differences read 1.14 x apart: code review), not one level (a lens
-    cap's black, a blown-out white read as a grey camera: code review)."""
-    rows = image[::ROW_STEP]
-    return bool(channel_means(image).min() >= TINT_FLOOR and rows.min() != rows.max())
+    mean, std = cv2.meanStdDev(rows)
+    means, spread = mean.ravel()[:3], std.ravel()[:3]
+    readable = bool(means.min() >= TINT_FLOOR and spread.max() > 0)
+    # equal channels have equal means and spreads: only then are the pixels compared
+    grey = bool(
+        np.ptp(means) < 1e-6
+        and np.ptp(spread) < 1e-6
+        and np.array_equal(rows[..., 0], rows[..., 1])
+        and np.array_equal(rows[..., 1], rows[..., 2])
+    )
+    return means, readable, grey
 
 
 def channel_ratios(left: np.ndarray, right: np.ndarray) -> np.ndarray | None:
@@ -213,14 +217,14 @@ def colour_mismatch(left: np.ndarray, right: np.ndarray) -> str | None:
     set apart); None where they are alike."""
     if left.ndim == 2 or right.ndim == 2 or left.shape[2] != 3 or right.shape[2] != 3:
         return None
-    if not (_readable(left) and _readable(right)):
+    (cl, readable_l, grey_l), (cr, readable_r, grey_r) = _colour_stats(left), _colour_stats(right)
+    if not (readable_l and readable_r):
         return None
-    grey = (_grey_samples(left), _grey_samples(right))
-    if grey[0] != grey[1]:
-        grey_one, colour_one = ("left", "right") if grey[0] else ("right", "left")
+    if grey_l != grey_r:
+        grey_one, colour_one = ("left", "right") if grey_l else ("right", "left")
         return f"the {grey_one} image is grey and the {colour_one} in colour"
-    ratios = channel_ratios(left, right)
-    if grey[0] or ratios is None or ratios.max() < TINT_MATCHED * ratios.min():
+    ratios = cr / cl
+    if grey_l or ratios.max() < TINT_MATCHED * ratios.min():
         return None
     each = ", ".join(f"{name} {r:.2f} x" for name, r in zip(("red", "green", "blue"), ratios, strict=True))
     return f"the right image's colours differ from the left's (mean {each} the left's)"

@@ -806,12 +806,15 @@ class Session:
         self._grabbed = (pair, getattr(source, "frame_number", None) if numbered else None)
         if pair is None:
             self.events.source_ended.emit()
-        else:
+        waited = 0.0
+        if pair is not None:
             if self._paced(source):  # a file plays at its own rate, not as fast as depth allows
+                t_wait = time.perf_counter()
                 self._pace.wait(float(pair.timestamp))
+                waited = time.perf_counter() - t_wait  # not the capture's time (the latency plot's)
             if (recorder := self.recorder) is not None and not self._recorder_on_capture:
                 self._record(recorder, pair)
-        return pair, (time.perf_counter() - t0) * 1000
+        return pair, (time.perf_counter() - t0 - waited) * 1000
 
     @staticmethod
     def _paced(source: FrameSource) -> bool:

@@ -54,6 +54,7 @@ class EngineOptions:
     search: str = "auto"  # Bi3D continuous: coarse-to-fine where it can run, or the full sweep
     align: bool = True  # both engines: cancel the pair's measured vertical misalignment (depth.alignment)
     exposure_stretch: bool = True  # Bi3D: stretch an underexposed pair's contrast first (depth.exposure)
+    colour_choice: bool = True  # Bi3D: read a colour stream in colour or grey levels (depth.colour_choice)
     # where TensorRT engine-build progress goes (None: stderr); builds take minutes
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
@@ -122,4 +123,5 @@ def bi3d_engine(model: SweepModel, options: EngineOptions) -> Bi3DEngine:
         search=options.search,
         align=options.align,
         exposure=DEFAULT_EXPOSURE if options.exposure_stretch else None,
+        colour_choice=options.colour_choice,
     )

@@ -3,13 +3,17 @@ noisier, blurred, compressed. Depth at the app's defaults, Bi3D and SGBM, and wi
 made for the case turned off (``--no-align``: ``depth.alignment``; ``--no-exposure-stretch``:
 ``depth.exposure``, Bi3D only).
 
-python benchmarks/camera_variants.py [--precision fp32] [--cases NAME,NAME]
+python benchmarks/camera_variants.py [--precision fp32] [--cases NAME,NAME] [--scene DIR]
+
+``--scene``: another Middlebury-style scene folder (im0.png, im1.png, disp0GT.pfm) instead of the demo.
 
 Dense bad-2 against the ground truth (unknown pixels count as errors). Right view moved down
 (or up) by 0.5-3 px or turned 0.15 degrees about its centre (bicubic, edges replicated); both
 views at 35 % or 20 % brightness, at 40 % contrast over a grey floor, with Gaussian noise
 (sigma 6 grey levels, or 3 after darkening, seed 0), the right view's white balance moved (or
-both views' red), in grey, blurred (sigma 1.2 px), JPEG quality 60.
+both views' colours: a cast, red and blue swapped, noise on the colour alone), in grey, blurred
+(sigma 1.2 px), JPEG quality 60. The colour cases' "without colour_choice" cells read the colours
+as they come (``depth.colour_choice``).
 """
 
 from __future__ import annotations
@@ -56,6 +60,13 @@ def noisy(image: np.ndarray, sigma: float, seed: int) -> np.ndarray:
     return np.clip(image + noise, 0, 255).round().astype(np.uint8)
 
 
+def chroma_noise(image: np.ndarray, sigma: float, seed: int) -> np.ndarray:
+    """Gaussian noise of ``sigma`` levels on the colour (Cr, Cb) of an RGB image, its grey levels kept."""
+    ycc = cv2.cvtColor(image, cv2.COLOR_RGB2YCrCb).astype(np.float64)
+    ycc[..., 1:] += np.random.default_rng(seed).normal(0, sigma, (*image.shape[:2], 2))
+    return cv2.cvtColor(np.clip(ycc, 0, 255).round().astype(np.uint8), cv2.COLOR_YCrCb2RGB)
+
+
 def jpeg(image: np.ndarray, quality: int) -> np.ndarray:
     _, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
     return cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
@@ -87,13 +98,18 @@ CASES: dict[str, tuple[Callable[[Pair], Pair], str | None]] = {
     "right warmer (R 1.2 B 0.8)": (right_only(lambda im: tinted(im, (1.2, 1.0, 0.8))), None),
     "right cooler (R 0.8 B 1.25)": (right_only(lambda im: tinted(im, (0.8, 1.0, 1.25))), None),
     "right greener (G 1.15)": (right_only(lambda im: tinted(im, (1.0, 1.15, 1.0))), None),
-    "both redder (R 1.2)": (both(lambda im: tinted(im, (1.2, 1.0, 1.0))), None),
-    "both less red (R 0.8)": (both(lambda im: tinted(im, (0.8, 1.0, 1.0))), None),
+    "both redder (R 1.2)": (both(lambda im: tinted(im, (1.2, 1.0, 1.0))), "colour_choice"),
+    "both less red (R 0.8)": (both(lambda im: tinted(im, (0.8, 1.0, 1.0))), "colour_choice"),
+    "both bluer (B 1.25)": (both(lambda im: tinted(im, (1.0, 1.0, 1.25))), "colour_choice"),
+    "both R 0.7 G 0.9 B 1.3": (both(lambda im: tinted(im, (0.7, 0.9, 1.3))), "colour_choice"),
+    "both R 1.3 G 0.9 B 0.7": (both(lambda im: tinted(im, (1.3, 0.9, 0.7))), "colour_choice"),
+    "both red and blue swapped": (both(lambda im: np.ascontiguousarray(im[..., ::-1])), "colour_choice"),
+    "chroma noise 10": (lambda p: (chroma_noise(p[0], 10, 0), chroma_noise(p[1], 10, 1)), "colour_choice"),
     "both grey": (
         both(lambda im: cv2.cvtColor(cv2.cvtColor(im, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)),
         None,
     ),
-    "noise 6": (lambda p: (noisy(p[0], 6, 0), noisy(p[1], 6, 1)), None),
+    "noise 6": (lambda p: (noisy(p[0], 6, 0), noisy(p[1], 6, 1)), "colour_choice"),
     "blur 1.2 px": (both(lambda im: cv2.GaussianBlur(im, (0, 0), 1.2)), None),
     "jpeg 60": (both(lambda im: jpeg(im, 60)), None),
 }
@@ -103,9 +119,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--precision", default="auto")
     p.add_argument("--cases", help="comma-separated case names (default: all)")
+    p.add_argument("--scene", help="a Middlebury-style scene folder (default: the demo pair)")
     args = p.parse_args()
     tune_allocator()
-    demo, _ = find_scenes(demo_scene())[0].load()
+    demo, _ = find_scenes(args.scene or demo_scene())[0].load()
     pair, truth = (demo.left, demo.right), demo.gt_disparity
     valid = np.isfinite(truth)
     request = vocabulary.depth_request("continuous")

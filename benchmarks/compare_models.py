@@ -53,6 +53,8 @@ def score(
     out: dict[str, list[float]] = {k: [] for k in COLUMNS}
     for scene in scenes:
         left, right, gt = to_uint8(scene.left), to_uint8(scene.right), scene.disparity.numpy()
+        for engine in (plain, refined):
+            engine.new_stream()  # each scene on its own (its range, its colour choice)
         out["bad2_plain"].append(evaluate(plain.compute(left, right, dense).disparity, gt)["dense"].bad2)
         out["bad2_refined"].append(evaluate(refined.compute(left, right, dense).disparity, gt)["dense"].bad2)
         for key, planes in (("binary_on", ON_GRID), ("binary_off", OFF_GRID)):

@@ -138,9 +138,10 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
             "underexposed (its brightest 0.5 % below grey level 160), stretch its contrast to 192 levels, "
             "the same for both images, before matching", "switch", True, target="exposure_stretch"),
     Setting("colour_choice", "Colour choice", "--no-colour-choice", "Bi3D, colour cameras: on a "
-            "stream's first frame, read depth with the network seeing the colours and the grey levels, "
-            "and keep grey levels for the stream where they match the images clearly better (a colour "
-            "cast both cameras share); off: colours as they come", "switch", True, target="colour_choice"),
+            "stream's first frame (again on a new frame size, or when the colours' balance moves 6 %), "
+            "read depth with the network seeing the colours and the grey levels, and keep grey levels "
+            "where they match the images clearly better (a colour cast both cameras share); off: "
+            "colours as they come", "switch", True, target="colour_choice"),
     _choice("search", "Search", "--search", SEARCHES, "auto",
             "Bi3D continuous mode: the full sweep of every 3 px plane, or coarse-to-fine (planes "
             "every 24 px, then 3 per-pixel bisection passes: about 2.5x faster over 0-192 px, about "

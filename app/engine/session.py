@@ -828,9 +828,16 @@ class Session:
         )
 
     def process(
-        self, pair: StereoPair, request: DepthRequest, generation: int = 0, capture_ms: float = 0.0
+        self,
+        pair: StereoPair,
+        request: DepthRequest,
+        generation: int = 0,
+        capture_ms: float = 0.0,
+        preview: bool = False,
     ) -> FrameResult:
-        """Rectify, compute depth (and the baseline, and flow), and time every stage."""
+        """Rectify, compute depth (and the baseline, and flow), and time every stage. ``preview``:
+        a quick stand-in for the answer that follows (the engine leaves its once-a-stream choices,
+        as the colour choice, to that one)."""
         with self._lock:
             engine, baseline, flow = self.engine, self.baseline, self.flow
             rectifier, calibration = self.rectifier, self.calibration or pair.calibration
@@ -866,7 +873,13 @@ class Session:
             pair = dataclasses.replace(pair, left=left, right=right)
         timings["rectify"] = (time.perf_counter() - t0) * 1000
         request = with_calibration(request, calibration)
-        depth = engine.compute(left, right, request)
+        if hasattr(engine, "preview"):
+            engine.preview = preview
+        try:
+            depth = engine.compute(left, right, request)
+        finally:
+            if hasattr(engine, "preview"):
+                engine.preview = False
         source_notes = getattr(self.source, "notes", ())  # e.g. a video opened in the other layout
         depth.notes[:0] = [n for n in source_notes if n not in depth.notes]
         if depth_is_noise(source_notes):  # split the wrong way, or mono: no range to raise

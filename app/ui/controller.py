@@ -331,7 +331,7 @@ class SessionController(QObject):
             if not self._closing:
                 self.pairGrabbed.emit(pair)
         try:
-            result = self.session.process(pair, job.request, job.generation, capture)
+            result = self.session.process(pair, job.request, job.generation, capture, preview=job.quick)
         except UserError as exc:  # the engine refused the settings (a budget below its fastest answer)
             minimum = getattr(exc, "minimum_ms", None)  # a budget below the fastest answer
             return Outcome(job, error=exc.worded(window_words), refused=True, minimum_ms=minimum, pair=pair)

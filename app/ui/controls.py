@@ -45,6 +45,7 @@ OUTSIDE_STAGES = (
     ("align", "the pair's vertical alignment"),
     ("probe", "measuring this size's costs"),
     ("runtime_setup", "choosing the runtime"),
+    ("colour_check", "reading it in colour and in grey levels to choose"),
 )
 # the alignment's per-frame check (1-4 ms) read "(+1 ms before it: ...)" under every answer
 OUTSIDE_SAID_MS = 10.0

@@ -264,6 +264,9 @@ class Bi3DEngine:
         self.exposure = exposure
         self.colour = ColourChoice() if colour_choice else None  # colour or grey levels, per stream
         self._grey_network = False  # the network reads the frame's grey levels (``_read``)
+        # set by a caller for a quick stand-in answer (the window's preview of a still pair): the
+        # colour choice waits for the frame answered in full
+        self.preview = False
         # occlusion fill and matching confidence of per-plane classifiers' continuous answers
         self.agreement = agreement
         self.strategy = Strategy()  # the coarse-to-fine search without a budget
@@ -307,6 +310,7 @@ class Bi3DEngine:
         check_image_size(left.shape[0], left.shape[1])
         self._check_request(request)
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
+        as_shot = left  # the colour choice reads the camera's balance before any stage changes it
         flat, seen, views = pair_notes(left, right)
         notes = [*notes, *seen]
         if self.exposure is not None and flat is None:
@@ -322,7 +326,7 @@ class Bi3DEngine:
             left, right = white_balanced(left, right)
         while True:
             try:
-                result, read = self._compute_read(left, right, request, flat is None)
+                result, read = self._compute_read(left, right, request, flat is None, as_shot)
                 notes = [*notes, read] if read and read not in notes else notes
                 if flat is not None:  # the network answers something everywhere: none of it is depth
                     flat_answer(result)
@@ -333,20 +337,23 @@ class Bi3DEngine:
                     raise UserError(str(exc)) from exc
 
     def _compute_read(
-        self, left: np.ndarray, right: np.ndarray, request: DepthRequest, textured: bool
+        self, left: np.ndarray, right: np.ndarray, request: DepthRequest, textured: bool, as_shot: np.ndarray
     ) -> tuple[DepthResult, str | None]:
         """``_compute`` of a colour pair in colour or in grey levels, as the stream's colour choice
         says (``depth.colour_choice``), and the choice's note (None: read as it came). The frame
         that chooses reads the pair twice as a plain continuous request (``request`` itself when
-        it is one), the network reading the colours and then their grey levels (``_read``),
-        and scores both answers. A stream kept in grey levels is read from the grey images
-        throughout (the matching stages too: noise on the colours alone, sigma 10, read Motorcycle
-        at 20.8 % with the colours matched and 17.0 % with grey levels), so that frame answers once
-        more."""
+        it is one), the network reading the colours and then their grey levels (``_read``), and
+        scores both answers. A stream kept in grey levels is read from the grey images throughout
+        (the matching stages too: noise on the colours alone, sigma 10, read Motorcycle at 20.8 %
+        with the colours matched and 17.0 % with grey levels), so that frame answers once more;
+        so does a frame whose request is not a plain continuous one. ``as_shot``: the left image
+        before the exposure stages, whose colour balance says when to choose again. A preview
+        (``preview``) reads as the stream reads so far (colour until chosen) and leaves the choice
+        to the frame answered in full."""
         choice = self.colour
         if choice is None or not textured or not (is_colour(left) and is_colour(right)):
             return self._compute(left, right, request), None
-        if not choice.due(left):
+        if not choice.due(as_shot) or self.preview:
             if choice.grey:
                 return self._compute(as_grey(left), as_grey(right), request), choice.note()
             return self._compute(left, right, request), None
@@ -365,23 +372,36 @@ class Bi3DEngine:
         # the choice reads as the default engine does, sub-pixel matching on (without it a
         # held-out synthetic scene read 10.8 % in colour and 19.1 % in grey levels chose grey)
         forced, keep = self.subpixel is None, plain and self.subpixel is not None
-        before = copy.deepcopy(self.ranges)  # both readings start from the stream's range
-        costs = copy.deepcopy(self.costs)  # a budget's first frame measures its own costs
+        # both readings start from the stream's range and costs; the tracker keeps its identity
+        # (a new_stream() from another thread marks it stale meanwhile)
+        before, costs = self.ranges.state(), copy.deepcopy(self.costs)
         self.subpixel = self.subpixel or DEFAULT_SUBPIXEL
         try:
             read_colour = self._read(left, right, probe, False)
-            after_colour, self.ranges = self.ranges, copy.deepcopy(before)
+            t_colour = time.perf_counter()
+            after_colour, costs_after = self.ranges.state(), copy.deepcopy(self.costs)
+            self.ranges.restore(before)
+            self.costs = copy.deepcopy(costs)
             read_grey = self._read(left, right, probe, True)
+        except UserError:  # a probe this frame cannot take (its memory, say): read in colour
+            self.ranges.restore(before)
+            self.costs = costs
+            choice.settle(as_shot)
+            return self._compute(left, right, request), None
+        except BaseException:
+            self.ranges.restore(before)
+            self.costs = costs
+            raise
         finally:
             self.subpixel = None if forced else self.subpixel
-        in_grey = choice.choose(left, right, read_colour.disparity, read_grey.disparity)
-        if keep and not in_grey:  # the colour reading is the answer: the other and the scores, the check's
-            self.ranges, result = after_colour, read_colour
-            check_ms = (time.perf_counter() - t0) * 1000 - result.timings.get("total", 0.0)
+        in_grey = choice.choose(left, right, read_colour.disparity, read_grey.disparity, as_shot)
+        if keep and not in_grey:  # the colour reading is the answer; the grey one and the scores, the check's
+            self.ranges.restore(after_colour)
+            self.costs, result = costs_after, read_colour
+            check_ms = (time.perf_counter() - t_colour) * 1000
         else:
-            self.ranges = before
-            if not keep:
-                self.costs = costs
+            self.ranges.restore(before)
+            self.costs = costs
             t_answer = time.perf_counter()
             result = self._compute(*((as_grey(left), as_grey(right)) if in_grey else (left, right)), request)
             check_ms = (t_answer - t0) * 1000

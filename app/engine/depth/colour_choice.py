@@ -28,8 +28,10 @@ The score must be read at the frame's own size: at half size it chose grey for M
 
 It is chosen again when the left view's colour balance moves (its channels' mean ratios
 ``REDECIDE`` x from those it was chosen on, ``REDECIDE_AFTER`` frames later at the soonest: a
-camera's automatic white balance), when the frame size changes and on a new stream. The frame
-that chooses costs two readings.
+camera's automatic white balance; not where a channel is too dark to read), when the frame size
+changes and on a new stream. The frame that chooses costs two readings more than its own (three in
+all when the request is not a plain continuous one, or grey levels win); a preview frame (the
+window's quick answer of a still pair) leaves it to the frame answered in full.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ import numpy as np
 import torch
 
 from app.engine.depth.agreement import DEFAULT_AGREEMENT, Matcher
+from app.engine.depth.exposure import TINT_FLOOR
 
 SCORE_WINDOW = 7  # px: the ZNCC window of the score (the agreement stage's)
 REDECIDE = 1.06  # the left view's channel mean ratios this far from those chosen on: choose again
 REDECIDE_AFTER = 30  # frames: at the soonest after the last choice
+TRIES = 3  # frames whose answers share nothing to score are tried; then colour is kept
 ROW_STEP = 4  # the colour balance is read on every 4th row
 GREY_MARGIN = 0.01  # grey is chosen when its score is higher by more than this (module docstring)
 GREY_WORDS = "read better in grey levels than in colour"  # how the note is found again
@@ -58,10 +62,13 @@ def is_colour(image: np.ndarray) -> bool:
     return not (np.array_equal(rows[..., 0], rows[..., 1]) and np.array_equal(rows[..., 1], rows[..., 2]))
 
 
-def balance(image: np.ndarray) -> np.ndarray:
-    """An RGB image's channel means over their mean (3,)."""
+def balance(image: np.ndarray) -> np.ndarray | None:
+    """An RGB image's channel means over their mean (3,), or None where a channel is too dark to
+    read (``TINT_FLOOR``: a dark stream's noise moves its ratios by up to 1.14 x)."""
     means = np.asarray(cv2.mean(np.ascontiguousarray(image[::ROW_STEP]))[:3], np.float64)
-    return means / max(float(means.mean()), 1e-6)
+    if means.min() < TINT_FLOOR:
+        return None
+    return means / float(means.mean())
 
 
 def match_scores(left: np.ndarray, right: np.ndarray, answers: tuple[np.ndarray, ...]) -> tuple[float, ...]:
@@ -89,6 +96,7 @@ class ColourChoice:
     size: tuple[int, int] | None = None
     chosen_on: np.ndarray | None = None  # the left view's ``balance`` at the last choice
     since: int = 0  # frames since the last choice
+    tries: int = 0  # frames tried since the last choice without anything to score
     _stale: bool = field(default=False, repr=False, compare=False)  # new_stream() asked for a reset
 
     def new_stream(self) -> None:
@@ -101,23 +109,45 @@ class ColourChoice:
         size = (left.shape[0], left.shape[1])
         if self._stale or size != self.size:
             self.grey, self.scores, self.size, self.chosen_on, self.since = None, None, size, None, 0
-            self._stale = False
-        if self.grey is None or self.chosen_on is None:
+            self.tries, self._stale = 0, False
+        if self.grey is None:
             return True
         self.since += 1
         if self.since < REDECIDE_AFTER:
             return False
-        ratio = balance(left) / np.maximum(self.chosen_on, 1e-6)
+        now = balance(left)
+        if now is None or self.chosen_on is None:  # too dark to tell, then or now: no new choice
+            self.chosen_on = now if self.chosen_on is None else self.chosen_on
+            return False
+        ratio = now / self.chosen_on
         return bool(ratio.max() >= REDECIDE * ratio.min())
 
-    def choose(self, left: np.ndarray, right: np.ndarray, colour: np.ndarray, grey: np.ndarray) -> bool:
+    def choose(
+        self,
+        left: np.ndarray,
+        right: np.ndarray,
+        colour: np.ndarray,
+        grey: np.ndarray,
+        as_shot: np.ndarray | None = None,
+    ) -> bool:
         """Score the colour and the grey answers of this frame (``left``, ``right`` its colour
-        images), keep the better reading for the stream, and answer whether it is grey."""
+        images; ``as_shot``: its left image before any stage, whose balance is kept, else
+        ``left``), keep the better reading for the stream, and answer whether it is grey. Answers
+        that share nothing to score read this frame in colour and leave the choice to the next
+        (``TRIES`` frames, then colour is kept)."""
         scores = match_scores(left, right, (colour, grey))
         self.scores = (scores[0], scores[1])
+        if np.isnan(scores[0]) and self.tries + 1 < TRIES:
+            self.tries += 1
+            self.grey = None
+            return False
         self.grey = bool(scores[1] > scores[0] + GREY_MARGIN)  # NaN (nothing to score) keeps colour
-        self.chosen_on, self.since = balance(left), 0
+        self.chosen_on, self.since, self.tries = balance(left if as_shot is None else as_shot), 0, 0
         return self.grey
+
+    def settle(self, as_shot: np.ndarray) -> None:
+        """Keep colour for the stream without a choice (one that this frame could not take)."""
+        self.grey, self.scores, self.chosen_on, self.since, self.tries = False, None, balance(as_shot), 0, 0
 
     def note(self) -> str | None:
         """The note of a stream read in grey levels, else None."""

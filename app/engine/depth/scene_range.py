@@ -16,6 +16,7 @@ less than ``shrink_below`` of it.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -139,6 +140,14 @@ class RangeTracker:
     size: tuple[int, ...] | None = None
     _lower: list[int] = field(default_factory=list)
     _stale: bool = field(default=False, repr=False, compare=False)  # new_stream() asked for a reset
+
+    def state(self) -> dict[str, object]:
+        """A copy of what the tracker carries from frame to frame (not a new stream's mark)."""
+        return {k: copy.deepcopy(v) for k, v in vars(self).items() if k != "_stale"}
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Carry ``state`` (``state()``) on, in place: a new stream asked for meanwhile still holds."""
+        vars(self).update(copy.deepcopy(state))
 
     def update(
         self, left: np.ndarray, right: np.ndarray, ceiling: int, size: tuple[int, ...] = ()

@@ -191,3 +191,124 @@ def test_the_choice_reads_with_sub_pixel_matching_where_the_engine_runs_without(
     assert len(calls) == 2  # the two readings of the choice, not the answer
     plain = Bi3DEngine(model, subpixel=None, colour_choice=False).compute(left, right, request)
     assert len(calls) == 2 and np.array_equal(chosen.disparity, plain.disparity, equal_nan=True)
+
+
+def _light_engine():  # type: ignore[no-untyped-def]
+    import torch
+
+    from app.engine.bi3d.light import LightBi3D
+    from app.engine.depth.bi3d import Bi3DEngine
+
+    torch.manual_seed(0)
+    return Bi3DEngine(LightBi3D(width=0.5), plane_check=None)
+
+
+def _pair_192() -> tuple[np.ndarray, np.ndarray]:
+    left, right = _textured_pair(6)
+    return np.ascontiguousarray(np.repeat(left, 2, 0)), np.ascontiguousarray(np.repeat(right, 2, 0))
+
+
+def test_a_choice_the_frame_cannot_take_reads_it_in_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A binary request on a pair too large for a full continuous reading's memory: the choice's
+    continuous readings were refused, and with them every frame of the stream (code review)."""
+    from app.engine.errors import UserError
+    from app.engine.types import DepthRequest, Mode
+
+    engine = _light_engine()
+    check = engine._check_memory
+
+    def continuous_too_large(request: DepthRequest, size: tuple[int, int]) -> None:
+        if request.mode is Mode.CONTINUOUS:
+            raise UserError("Bi3D continuous with 65 planes needs more memory than there is")
+        check(request, size)
+
+    monkeypatch.setattr(engine, "_check_memory", continuous_too_large)
+    request = DepthRequest(mode=Mode.BINARY, planes=(12.0,), max_disparity=48)
+    left, right = _pair_192()
+    for _ in range(2):
+        result = engine.compute(left, right, request)
+        assert result.mode is Mode.BINARY and "colour_check" not in result.timings
+    assert engine.colour is not None and engine.colour.grey is False
+
+
+def test_a_choosing_frame_keeps_a_new_stream_and_its_state_on_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The range tracker was swapped for copies while the frame chose: a new source asked for in
+    that time started with the old one's range; a failed reading left its costs behind (code review)."""
+    from app.engine.errors import Interrupted
+    from app.engine.types import DepthRequest, Mode
+
+    engine = _light_engine()
+    left, right = _pair_192()
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48, auto_range=True)
+    engine.compute(left, right, request)  # a first stream
+    tracker = engine.ranges
+    read = engine._read
+    engine.new_stream()
+
+    def new_source_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = read(*args, **kwargs)
+        engine.new_stream()  # the window's thread: another source
+        return result
+
+    monkeypatch.setattr(engine, "_read", new_source_meanwhile)
+    engine.compute(left, right, request)
+    assert engine.ranges is tracker and tracker._stale  # the next frame starts the new stream afresh
+    monkeypatch.undo()
+    costs, state = engine.costs.costs.copy(), engine.ranges.state()
+
+    def stopped_in_grey(left, right, request, grey):  # type: ignore[no-untyped-def]
+        if grey:
+            raise Interrupted("depth computation stopped")
+        return read(left, right, request, grey)
+
+    engine.new_stream()
+    state = {**state, **{k: v for k, v in engine.ranges.state().items() if k not in state}}
+    monkeypatch.setattr(engine, "_read", stopped_in_grey)
+    before = engine.ranges.state()
+    with pytest.raises(Interrupted):
+        engine.compute(left, right, request)
+    assert engine.costs.costs.keys() == costs.keys() and engine.ranges.state() == before
+    assert engine.subpixel is not None and not engine._grey_network
+
+
+def test_a_preview_leaves_the_choice_to_the_answer_in_full() -> None:
+    """The window's quick answer of a still pair took the choice's two full readings first."""
+    from app.engine.depth.engines import EngineOptions
+    from app.engine.session import Session
+    from app.engine.types import DepthRequest, Mode, StereoPair
+
+    engine = _light_engine()
+    session = Session(EngineOptions(engine="sgbm"))
+    session.engine = engine  # type: ignore[assignment]
+    left, right = _pair_192()
+    quick = session.process(
+        StereoPair(left, right), DepthRequest(mode=Mode.QUANTIZED, levels=6), preview=True
+    )
+    assert (
+        "colour_check" not in quick.depth.timings and engine.colour is not None and engine.colour.grey is None
+    )
+    assert not engine.preview
+    full = session.process(StereoPair(left, right), DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48))
+    assert "colour_check" in full.depth.timings and engine.colour.grey is not None
+
+
+def test_dark_views_and_answers_without_anything_to_score() -> None:
+    from app.engine.depth.colour_choice import TRIES, balance
+
+    left, _ = _textured_pair()
+    dark = (left // 20).astype(np.uint8)
+    assert balance(dark) is None and balance(left) is not None
+    choice = ColourChoice()
+    assert choice.due(dark)
+    choice.choose(left, left, np.zeros(left.shape[:2]), np.zeros(left.shape[:2]), as_shot=dark)
+    assert choice.grey is False and choice.chosen_on is None
+    for _ in range(3 * REDECIDE_AFTER):  # no colour balance to follow: chosen once
+        assert not choice.due(_tinted(dark, (1.0, 0.5, 0.5)))
+    nothing = np.full(left.shape[:2], np.nan)
+    fresh = ColourChoice()
+    for _ in range(TRIES - 1):  # nothing scored: tried again on the next frames
+        assert fresh.due(left) and not fresh.choose(left, left, nothing, nothing) and fresh.grey is None
+    assert fresh.due(left) and not fresh.choose(left, left, nothing, nothing) and fresh.grey is False
+    assert not fresh.due(left)

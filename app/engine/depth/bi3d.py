@@ -58,6 +58,7 @@ from app.engine.depth.decoding import (
 from app.engine.depth.exposure import (
     DEFAULT_EXPOSURE,
     ExposureConfig,
+    TintHold,
     as_grey,
     flat_answer,
     gain_matched,
@@ -263,6 +264,7 @@ class Bi3DEngine:
         self.aligner = VerticalAligner() if align else None  # frame to frame, too
         self.exposure = exposure
         self.colour = ColourChoice() if colour_choice else None  # colour or grey levels, per stream
+        self.tint = TintHold()  # views in colours set apart, frame to frame
         self._grey_network = False  # the network reads the frame's grey levels (``_read``)
         # set by a caller for a quick stand-in answer (the window's preview of a still pair): the
         # colour choice waits for the frame answered in full
@@ -300,6 +302,7 @@ class Bi3DEngine:
             self.aligner.new_stream()
         if self.colour is not None:
             self.colour.new_stream()
+        self.tint.new_stream()
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         """Depth for one rectified pair: ``left``, ``right`` H x W x 3 RGB uint8 -> ``DepthResult``
@@ -311,11 +314,13 @@ class Bi3DEngine:
         self._check_request(request)
         right, notes, align_ms = self.aligner.align(left, right) if self.aligner else (right, [], 0.0)
         as_shot = left  # the colour choice reads the camera's balance before any stage changes it
-        flat, seen, views = pair_notes(left, right)
+        apart = self.tint.threshold()
+        flat, seen, views = pair_notes(left, right, apart)
+        self.tint.update(seen)
         notes = [*notes, *seen]
         if self.exposure is not None and flat is None:
             # views exposed apart matched first: the network's first layers see gain (review)
-            matched = gain_matched(left, right, views)
+            matched = gain_matched(left, right, views, apart)
             counts = views[0] + views[1]
             if matched[0] is not left or matched[1] is not right:
                 left, right = matched
@@ -323,7 +328,7 @@ class Bi3DEngine:
             left, right, stretched = stretch(left, right, self.exposure, counts)
             notes = [*notes, stretched] if stretched else notes
         elif flat is None:  # without the exposure stage, colours still: the note says so
-            left, right = white_balanced(left, right)
+            left, right = white_balanced(left, right, apart)
         while True:
             try:
                 result, read = self._compute_read(left, right, request, flat is None, as_shot)

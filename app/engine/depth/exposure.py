@@ -20,7 +20,7 @@ gain of 1 and the dark end stays on the scale. Images are H x W x 3 RGB uint8.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -162,6 +162,9 @@ GAIN_MATCHED = 1.15  # one view's mean grey this many times the other's: brought
 # the views' channel ratios this far apart (colours set apart): read as grey (Motorcycle's are
 # 1.016 x apart, the blank-room renders' 1.00-1.04 x)
 TINT_MATCHED = 1.06
+# ... and once a stream's views were apart, until their ratios come within this: a stream near the
+# threshold read colour and grey levels frame by frame (its depth flickered between the two readings)
+TINT_RELEASE = 1.03
 TINT_WORDS = "so depth is read from their grey levels"  # how the note is found again
 
 
@@ -187,11 +190,11 @@ def _colour_stats(image: np.ndarray) -> tuple[np.ndarray, bool, bool]:
     return means, readable, grey
 
 
-def colour_mismatch(left: np.ndarray, right: np.ndarray) -> str | None:
+def colour_mismatch(left: np.ndarray, right: np.ndarray, apart: float = TINT_MATCHED) -> str | None:
     """What differs between the views' colours where they should be read as grey: one view grey
     (a grey camera's three equal channels) and the other in colour, or their channels' mean
-    ratios ``TINT_MATCHED`` x apart or more (white balance, saturation, gamma or channel order
-    set apart); None where they are alike."""
+    ratios ``apart`` x apart or more (white balance, saturation, gamma or channel order set apart;
+    ``TintHold`` gives a stream's threshold); None where they are alike."""
     if left.ndim == 2 or right.ndim == 2 or left.shape[2] != 3 or right.shape[2] != 3:
         return None
     (cl, readable_l, grey_l), (cr, readable_r, grey_r) = _colour_stats(left), _colour_stats(right)
@@ -201,15 +204,15 @@ def colour_mismatch(left: np.ndarray, right: np.ndarray) -> str | None:
         grey_one, colour_one = ("left", "right") if grey_l else ("right", "left")
         return f"the {grey_one} image is grey and the {colour_one} in colour"
     ratios = cr / cl
-    if grey_l or ratios.max() < TINT_MATCHED * ratios.min():
+    if grey_l or ratios.max() < apart * ratios.min():
         return None
     each = ", ".join(f"{name} {r:.2f} x" for name, r in zip(("red", "green", "blue"), ratios, strict=True))
     return f"the right image's colours differ from the left's (mean {each} the left's)"
 
 
-def tint_note(left: np.ndarray, right: np.ndarray) -> str | None:
+def tint_note(left: np.ndarray, right: np.ndarray, apart: float = TINT_MATCHED) -> str | None:
     """A note when the views' colours differ (``colour_mismatch``), else None."""
-    what = colour_mismatch(left, right)
+    what = colour_mismatch(left, right, apart)
     if what is None:
         return None
     advice = (
@@ -225,16 +228,21 @@ def as_grey(image: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
 
 
-def white_balanced(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def white_balanced(
+    left: np.ndarray, right: np.ndarray, apart: float = TINT_MATCHED
+) -> tuple[np.ndarray, np.ndarray]:
     """Both views as grey (``as_grey``) where their colours differ (``colour_mismatch``), else both
     as they are (``gain_matched`` says why)."""
-    if colour_mismatch(left, right) is None:
+    if colour_mismatch(left, right, apart) is None:
         return left, right
     return as_grey(left), as_grey(right)
 
 
 def gain_matched(
-    left: np.ndarray, right: np.ndarray, views: tuple[np.ndarray, np.ndarray] | None = None
+    left: np.ndarray,
+    right: np.ndarray,
+    views: tuple[np.ndarray, np.ndarray] | None = None,
+    apart: float = TINT_MATCHED,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Two uint8 images (grey or RGB) brought to one white balance and exposure where they differ.
 
@@ -254,8 +262,8 @@ def gain_matched(
 
     Otherwise both are returned as they are. ``views``: the images' ``view_histograms`` where
     known, whose means cost nothing more (the images' own means took 0.5 ms of a 15 ms binary
-    frame)."""
-    balanced = white_balanced(left, right)
+    frame). ``apart``: the colours' threshold (``colour_mismatch``)."""
+    balanced = white_balanced(left, right, apart)
     if balanced[0] is not left:
         (left, right), views = balanced, None
     if views is None:
@@ -300,7 +308,7 @@ def flat_answer(result: DepthResult) -> None:
 
 
 def pair_notes(
-    left: np.ndarray, right: np.ndarray
+    left: np.ndarray, right: np.ndarray, apart: float = TINT_MATCHED
 ) -> tuple[str | None, list[str], tuple[np.ndarray, np.ndarray]]:
     """What a pair's grey levels say before any matching, as both engines read them: the flat
     note (None: the pair has texture), the other notes (one image twice, the views exposed apart,
@@ -315,7 +323,7 @@ def pair_notes(
         identical_pair_note(left, right),
         exposure_mismatch_note(*views),
         overexposed_note(*views),
-        tint_note(left, right),
+        tint_note(left, right, apart),
     )
     return None, [n for n in notes if n], views
 
@@ -330,3 +338,26 @@ def identical_pair_note(left: np.ndarray, right: np.ndarray) -> str | None:
     """A note when the two images are the same pixels (one file given twice, a duplicated
     frame), else None."""
     return IDENTICAL_NOTE if np.array_equal(left, right) else None
+
+
+@dataclass
+class TintHold:
+    """One stream's threshold for colours set apart (``colour_mismatch``): ``TINT_MATCHED`` until
+    its views were apart, then ``TINT_RELEASE`` until they come within it (hysteresis)."""
+
+    held: bool = False
+    _stale: bool = field(default=False, repr=False, compare=False)  # new_stream() asked for a reset
+
+    def new_stream(self) -> None:
+        """From the next frame on (reset in the thread that computes)."""
+        self._stale = True
+
+    def threshold(self) -> float:
+        """This frame's threshold."""
+        if self._stale:
+            self.held, self._stale = False, False
+        return TINT_RELEASE if self.held else TINT_MATCHED
+
+    def update(self, notes: list[str]) -> None:
+        """Whether this frame's views were apart, from its ``pair_notes``."""
+        self.held = any(TINT_WORDS in note for note in notes)

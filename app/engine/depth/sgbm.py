@@ -24,7 +24,7 @@ from app.engine.depth.decoding import (
     range_state,
     requested_planes,
 )
-from app.engine.depth.exposure import flat_answer, gain_matched, pair_notes
+from app.engine.depth.exposure import TintHold, flat_answer, gain_matched, pair_notes
 from app.engine.depth.limits import check_image_size, require_frame, sgbm_bytes
 from app.engine.depth.scene_range import (
     STEP_PX,
@@ -108,6 +108,8 @@ class SGBMEngine:
     ranges: RangeTracker = field(default_factory=RangeTracker, repr=False, compare=False)
     align: bool = True  # cancel the pair's measured vertical misalignment first (depth.alignment)
     aligner: VerticalAligner = field(default_factory=VerticalAligner, repr=False, compare=False)
+    # views in colours set apart, frame to frame (``exposure.TintHold``)
+    tint: TintHold = field(default_factory=TintHold, repr=False, compare=False)
 
     def disparity(self, left: np.ndarray, right: np.ndarray, max_disparity: float) -> np.ndarray:
         """H x W float32 disparity from RGB uint8 images; NaN where SGBM finds no match."""
@@ -142,6 +144,7 @@ class SGBMEngine:
         thread that computes)."""
         self.ranges.new_stream()
         self.aligner.new_stream()
+        self.tint.new_stream()
 
     def compute(self, left: np.ndarray, right: np.ndarray, request: DepthRequest) -> DepthResult:
         """OpenCV SGBM on one rectified pair (H x W x 3 RGB uint8), read out in the request's mode:
@@ -149,11 +152,13 @@ class SGBMEngine:
         check_pair(left, right)
         check_image_size(left.shape[0], left.shape[1])
         right, notes, align_ms = self.aligner.align(left, right) if self.align else (right, [], 0.0)
-        flat, seen, views = pair_notes(left, right)
+        apart = self.tint.threshold()
+        flat, seen, views = pair_notes(left, right, apart)
+        self.tint.update(seen)
         notes = [*notes, *seen]
         # views exposed apart matched first, as Bi3D's are: SGBM's costs see gain (Motorcycle with
         # the left view at half brightness: 59 % dense bad-2, against 23 % as shot; review)
-        left, right = gain_matched(left, right, views)
+        left, right = gain_matched(left, right, views, apart)
         t0 = time.perf_counter()
         ceiling = request.max_disparity
         request, found = bounded(request, self.ranges, left, right)  # --max-disparity auto

@@ -246,3 +246,37 @@ def test_a_pair_white_balanced_apart_keeps_its_depth() -> None:
     apart = plain.compute(left, _tinted(right, (0.8, 1.0, 1.25)), auto)
     assert evaluate(apart.disparity, truth)["dense"].bad2 < shot + 0.03
     assert any(note.startswith("colour: the right image's colours differ") for note in apart.notes)
+
+
+@pytest.mark.parametrize("engine_name", ["bi3d", "sgbm"])
+def test_views_near_the_colour_threshold_do_not_flip_frame_by_frame(engine_name: str) -> None:
+    """A stream whose views' colours were apart stays read as grey until they come within 1.03 x:
+    near 1.06 x its frames read colour and grey by turns, and the depth flickered between them."""
+    import torch
+
+    from app.engine.bi3d.light import LightBi3D
+    from app.engine.depth.bi3d import Bi3DEngine
+    from app.engine.depth.exposure import TINT_WORDS
+    from app.engine.depth.sgbm import SGBMEngine
+    from app.engine.types import DepthRequest, Mode
+
+    torch.manual_seed(0)
+    engine = Bi3DEngine(LightBi3D(width=0.5), colour_choice=False) if engine_name == "bi3d" else SGBMEngine()
+    left = np.repeat(_image(20, 200), 2, 0)
+    request = DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48)
+
+    def grey_read(green: float) -> bool:
+        result = engine.compute(left, _tinted(left, (1.0, green, 1.0)), request)
+        return any(TINT_WORDS in n for n in result.notes)
+
+    assert [grey_read(g) for g in (1.045, 1.07, 1.045, 1.045, 1.02, 1.045)] == [
+        False,  # within 1.06 x: colour
+        True,  # apart
+        True,  # held while above 1.03 x
+        True,
+        False,  # within 1.03 x: released
+        False,
+    ]
+    grey_read(1.07)
+    engine.new_stream()
+    assert not grey_read(1.045)  # a new stream starts at 1.06 x

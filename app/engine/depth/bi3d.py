@@ -388,17 +388,19 @@ class Bi3DEngine:
             self.ranges.restore(before)
             self.costs = copy.deepcopy(costs)
             read_grey = self._read(left, right, probe, True)
-        except UserError:  # a probe this frame cannot take (its memory, say): read in colour
+        except BaseException as exc:
             self.ranges.restore(before)
             self.costs = costs
+            if not isinstance(exc, UserError):
+                raise
+            # a probe this frame cannot take (its memory, say): colour, and the request as it is
+            # (answered after the engine's own sub-pixel setting is back: not inside this block)
             choice.settle(as_shot)
-            return self._compute(left, right, request), None
-        except BaseException:
-            self.ranges.restore(before)
-            self.costs = costs
-            raise
+            read_colour = None
         finally:
             self.subpixel = None if forced else self.subpixel
+        if read_colour is None:
+            return self._compute(left, right, request), None
         in_grey = choice.choose(left, right, read_colour.disparity, read_grey.disparity, as_shot)
         if keep and not in_grey:  # the colour reading is the answer; the grey one and the scores, the check's
             self.ranges.restore(after_colour)

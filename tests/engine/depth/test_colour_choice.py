@@ -229,6 +229,19 @@ def test_a_choice_the_frame_cannot_take_reads_it_in_colour(monkeypatch: pytest.M
         result = engine.compute(left, right, request)
         assert result.mode is Mode.BINARY and "colour_check" not in result.timings
     assert engine.colour is not None and engine.colour.grey is False
+    # an engine without sub-pixel matching answers without it (the choice's readings had it on)
+    engine = _light_engine()
+    engine.subpixel = None
+
+    def plain_continuous_too_large(request: DepthRequest, size: tuple[int, int]) -> None:
+        if request.mode is Mode.CONTINUOUS and request.budget_ms is None:
+            raise UserError("Bi3D continuous with 65 planes needs more memory than there is")
+
+    monkeypatch.setattr(engine, "_check_memory", plain_continuous_too_large)
+    budgeted = engine.compute(
+        left, right, DepthRequest(mode=Mode.CONTINUOUS, max_disparity=48, budget_ms=60_000)
+    )
+    assert "subpixel" not in budgeted.timings and engine.subpixel is None
 
 
 def test_a_choosing_frame_keeps_a_new_stream_and_its_state_on_failure(

@@ -38,37 +38,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 import torch
 
 from app.engine.depth.agreement import DEFAULT_AGREEMENT, Matcher
-from app.engine.depth.exposure import TINT_FLOOR
+from app.engine.depth.exposure import colour_stats
 
 SCORE_WINDOW = 7  # px: the ZNCC window of the score (the agreement stage's)
 REDECIDE = 1.06  # the left view's channel mean ratios this far from those chosen on: choose again
 REDECIDE_AFTER = 30  # frames: at the soonest after the last choice
 TRIES = 3  # frames whose answers share nothing to score are tried; then colour is kept
-ROW_STEP = 4  # the colour balance is read on every 4th row
 GREY_MARGIN = 0.01  # grey is chosen when its score is higher by more than this (module docstring)
 GREY_WORDS = "read better in grey levels than in colour"  # how the note is found again
 
 
 def is_colour(image: np.ndarray) -> bool:
     """Whether an H x W x 3 image holds colour (not a grey camera's three equal channels)."""
-    if image.ndim != 3 or image.shape[2] != 3:
-        return False
-    rows = image[::ROW_STEP]
-    return not (np.array_equal(rows[..., 0], rows[..., 1]) and np.array_equal(rows[..., 1], rows[..., 2]))
+    return image.ndim == 3 and image.shape[2] == 3 and not colour_stats(image)[2]
 
 
 def balance(image: np.ndarray) -> np.ndarray | None:
-    """An RGB image's channel means over their mean (3,), or None where a channel is too dark to
-    read (``TINT_FLOOR``: a dark stream's noise moves its ratios by up to 1.14 x)."""
-    means = np.asarray(cv2.mean(np.ascontiguousarray(image[::ROW_STEP]))[:3], np.float64)
-    if means.min() < TINT_FLOOR:
-        return None
-    return means / float(means.mean())
+    """An RGB image's channel means over their mean (3,), or None where its colours cannot be read
+    (``exposure.colour_stats``: a channel too dark, whose noise moves the ratios by up to 1.14 x, or
+    a single level)."""
+    means, readable, _ = colour_stats(image)
+    return means / float(means.mean()) if readable else None
 
 
 def match_scores(left: np.ndarray, right: np.ndarray, answers: tuple[np.ndarray, ...]) -> tuple[float, ...]:

@@ -171,7 +171,7 @@ TINT_WORDS = "so depth is read from their grey levels"  # how the note is found 
 TINT_FLOOR = 16.0  # grey levels: a channel darker than this on average has no colour to read
 
 
-def _colour_stats(image: np.ndarray) -> tuple[np.ndarray, bool, bool]:
+def colour_stats(image: np.ndarray) -> tuple[np.ndarray, bool, bool]:
     """An H x W x 3 image's channel means, whether it is readable (not dark: ``TINT_FLOOR``, a dark
     stream's one-level black differences read 1.14 x apart; not one level: a lens cap's black, a
     blown-out white read as a grey camera: code review) and whether it holds a grey camera's three
@@ -197,7 +197,7 @@ def colour_mismatch(left: np.ndarray, right: np.ndarray, apart: float = TINT_MAT
     ``TintHold`` gives a stream's threshold); None where they are alike."""
     if left.ndim == 2 or right.ndim == 2 or left.shape[2] != 3 or right.shape[2] != 3:
         return None
-    (cl, readable_l, grey_l), (cr, readable_r, grey_r) = _colour_stats(left), _colour_stats(right)
+    (cl, readable_l, grey_l), (cr, readable_r, grey_r) = colour_stats(left), colour_stats(right)
     if not (readable_l and readable_r):
         return None
     if grey_l != grey_r:
